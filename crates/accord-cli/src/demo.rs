@@ -1,0 +1,120 @@
+//! The demo agent `accord serve` runs. Its skills' input shapes are relied on by scripts and
+//! other tools, so they only ever gain optional fields.
+
+use std::time::Duration;
+
+use accord_engine::{Agent, BuildError, Run, RunEvent, Skill, SkillError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Input of `echo`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct EchoInput {
+    /// The text to send back.
+    pub text: String,
+}
+
+/// Input of `summarize`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SummarizeInput {
+    /// The text to summarize.
+    pub text: String,
+    /// How many sentences to keep (default 2).
+    #[schemars(range(min = 1, max = 100))]
+    pub sentences: Option<u32>,
+}
+
+/// Output of `summarize`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SummarizeOutput {
+    /// The summary.
+    pub summary: String,
+}
+
+/// Input of `slow`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlowInput {
+    /// How long to sleep, in seconds.
+    #[schemars(range(min = 0, max = 3600))]
+    pub seconds: f64,
+}
+
+/// Output of `slow`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SlowOutput {
+    /// How long it slept, in seconds.
+    pub slept: f64,
+}
+
+/// Input of `ticks`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TicksInput {
+    /// How many deltas to stream (default 3).
+    #[schemars(range(min = 0, max = 1000))]
+    pub count: Option<u32>,
+}
+
+/// Output of `ticks`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TicksOutput {
+    /// How many deltas were streamed.
+    pub count: u32,
+}
+
+/// The pause between two ticks.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The demo agent: `echo`, `summarize`, `slow` and `ticks`.
+pub fn agent() -> Result<Agent, BuildError> {
+    Agent::builder("accord-demo")
+        .version(env!("CARGO_PKG_VERSION"))
+        .description("Accord's demo agent: echo, an extractive summarizer, a cancellable sleeper and a ticker.")
+        .skill(
+            Skill::builder("echo")
+                .description("Returns the text it is given.")
+                .typed(|input: EchoInput, _run: Run| async move { Ok::<_, SkillError>(input) }),
+        )
+        .skill(
+            Skill::builder("summarize")
+                .description("Extractive summary: keeps the sentences that carry the text's most frequent words.")
+                .typed(|input: SummarizeInput, _run: Run| async move {
+                    let count = input.sentences.unwrap_or(2) as usize;
+                    Ok::<_, SkillError>(SummarizeOutput { summary: crate::summarize::summarize(&input.text, count) })
+                }),
+        )
+        .skill(Skill::builder("slow").description("Sleeps for the given seconds; stops early when cancelled.").typed(
+            |input: SlowInput, run: Run| async move {
+                let started = tokio::time::Instant::now();
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs_f64(input.seconds)) => {}
+                    () = run.cancelled() => return Err(SkillError::new("cancelled", "cancelled while sleeping")),
+                }
+                Ok(SlowOutput { slept: started.elapsed().as_secs_f64() })
+            },
+        ))
+        .skill(
+            Skill::builder("ticks")
+                .description("Streams `count` deltas (default 3), one every 100 ms.")
+                .input_type::<TicksInput>()
+                .output_type::<TicksOutput>()
+                .stream(|run: Run| async move {
+                    let input: TicksInput = run.input_as()?;
+                    let count = input.count.unwrap_or(3);
+                    for tick in 0..count {
+                        if tick > 0 {
+                            tokio::select! {
+                                () = tokio::time::sleep(TICK) => {}
+                                () = run.cancelled() => return Err(SkillError::new("cancelled", "cancelled")),
+                            }
+                        }
+                        let last = tick + 1 == count;
+                        run.emit(RunEvent::Delta { delta: format!("tick {}", tick + 1), mime: None, is_final: last })
+                            .await;
+                    }
+                    let output = serde_json::to_value(TicksOutput { count })
+                        .map_err(|error| SkillError::internal(error.to_string()))?;
+                    Ok(accord_engine::Outcome::Completed(accord_engine::Completion::new(output)))
+                }),
+        )
+        .build()
+}

@@ -1,0 +1,5 @@
+//! The `accord` command's library half: the demo agent that `accord serve` runs, and the
+//! command implementations, so that tests can drive them in-process.
+
+pub mod demo;
+pub mod summarize;

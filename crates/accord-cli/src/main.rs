@@ -1,0 +1,250 @@
+//! `accord`: serve a demo agent, show an agent's card, invoke or stream its skills.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use accord_client::{Client, ClientError, InvokeOptions};
+use accord_server::AgentRouterExt;
+use clap::{Parser, Subcommand};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+/// Exit code when the agent answered with an error or a run failed.
+const EXIT_FAILED: u8 = 1;
+/// Exit code for bad arguments (clap uses it too).
+const EXIT_USAGE: u8 = 2;
+/// Exit code when the agent could not be reached.
+const EXIT_UNREACHABLE: u8 = 3;
+
+#[derive(Debug, Parser)]
+#[command(name = "accord", version, about = "Accord: publish, discover and call agents.", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the demo agent (skills: echo, summarize, slow, ticks) over HTTP.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1", env = "ACCORD_HOST")]
+        host: String,
+        /// Port to listen on (0 picks a free one).
+        #[arg(long, default_value_t = 8787, env = "ACCORD_PORT")]
+        port: u16,
+        /// Serve everything under this path prefix, e.g. `/agents/demo`.
+        #[arg(long, default_value = "", env = "ACCORD_BASE_PATH")]
+        base_path: String,
+    },
+    /// Work with agent cards.
+    Card {
+        #[command(subcommand)]
+        command: CardCommand,
+    },
+    /// Invoke a skill and print its output.
+    Invoke {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The skill key.
+        skill: String,
+        /// The input as JSON (`-` reads it from standard input).
+        input: String,
+        /// Idempotency-Key to send (20 to 256 characters); a retry with the same key is not run twice.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        /// Print the whole response as one line of JSON instead of the pretty output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stream a skill and print its events as they arrive.
+    Stream {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The skill key.
+        skill: String,
+        /// The input as JSON (`-` reads it from standard input).
+        input: String,
+        /// Print each event's data as one line of JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CardCommand {
+    /// Fetch an agent's card (from the URL, then its well-known paths) and print it.
+    Show {
+        /// The agent's base URL or card URL.
+        url: String,
+    },
+}
+
+/// A failure with the exit code it maps to.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl From<ClientError> for Failure {
+    fn from(error: ClientError) -> Self {
+        let code = match error {
+            ClientError::Transport { .. } | ClientError::CardNotFound { .. } => EXIT_UNREACHABLE,
+            ClientError::InvalidIdempotencyKey | ClientError::InvalidUrl { .. } => EXIT_USAGE,
+            _ => EXIT_FAILED,
+        };
+        Self { code, message: error.to_string() }
+    }
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure { code: EXIT_USAGE, message: message.into() }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { host, port, base_path } => serve(&host, port, &base_path).await,
+        Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
+        Command::Invoke { url, skill, input, idempotency_key, json } => {
+            invoke(&url, &skill, &input, idempotency_key, json).await
+        }
+        Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+/// `/x/y/` → `/x/y`; `` and `/` → ``.
+fn normalize_base_path(base_path: &str) -> String {
+    let trimmed = base_path.trim().trim_matches('/');
+    if trimmed.is_empty() { String::new() } else { format!("/{trimmed}") }
+}
+
+async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
+    init_logging();
+    let agent = accord_cli::demo::agent().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let base_path = normalize_base_path(base_path);
+    let app = if base_path.is_empty() { agent.router() } else { axum::Router::new().nest(&base_path, agent.router()) };
+    let listener = tokio::net::TcpListener::bind((host, port))
+        .await
+        .map_err(|error| Failure { code: EXIT_FAILED, message: format!("cannot listen on {host}:{port}: {error}") })?;
+    let address: SocketAddr =
+        listener.local_addr().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let host_part = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
+    let url = format!("http://{host_part}:{}{base_path}/", address.port());
+    println!("Accord demo agent listening on {url}");
+    println!("card: {url}.well-known/agent-card.json");
+    let _ = std::io::stdout().flush();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })
+}
+
+async fn card_show(url: &str) -> Result<(), Failure> {
+    let card = Client::new().fetch_card(url).await?;
+    print_json(&serde_json::to_value(&card).unwrap_or(Value::Null), true);
+    Ok(())
+}
+
+fn parse_input(input: &str) -> Result<Value, Failure> {
+    let text = if input == "-" {
+        let mut buffer = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buffer)
+            .map_err(|error| usage(format!("cannot read standard input: {error}")))?;
+        buffer
+    } else {
+        input.to_owned()
+    };
+    serde_json::from_str(&text).map_err(|error| usage(format!("the input is not valid JSON: {error}")))
+}
+
+async fn invoke(
+    url: &str,
+    skill: &str,
+    input: &str,
+    idempotency_key: Option<String>,
+    json: bool,
+) -> Result<(), Failure> {
+    let input = parse_input(input)?;
+    let client = Client::new();
+    let card = client.fetch_card(url).await?;
+    let options = InvokeOptions { idempotency_key, ..InvokeOptions::default() };
+    let response = client.invoke(&card, skill, input, options).await?;
+    if json {
+        print_json(&serde_json::to_value(&response).unwrap_or(Value::Null), false);
+    } else {
+        print_json(response.output.as_ref().unwrap_or(&Value::Null), true);
+    }
+    Ok(())
+}
+
+async fn stream(url: &str, skill: &str, input: &str, json: bool) -> Result<(), Failure> {
+    let input = parse_input(input)?;
+    let client = Client::new();
+    let card = client.fetch_card(url).await?;
+    let mut events = client.stream(&card, skill, input).await?;
+    let mut outcome = Err(Failure { code: EXIT_FAILED, message: "the stream ended before run-end".into() });
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if json {
+            print_json(&event.data, false);
+        } else {
+            println!("{}", describe(&event.event, &event.data));
+        }
+        if event.is_run_end() {
+            outcome = match event.data.get("status").and_then(Value::as_str) {
+                Some("succeeded") => Ok(()),
+                status => Err(Failure {
+                    code: EXIT_FAILED,
+                    message: format!("the run ended {}", status.unwrap_or("without a status")),
+                }),
+            };
+            break;
+        }
+    }
+    outcome
+}
+
+/// One human-readable line for a stream event.
+fn describe(kind: &str, data: &Value) -> String {
+    let field =
+        |name: &str| data.get(name).map(|value| value.as_str().map_or_else(|| value.to_string(), str::to_owned));
+    let detail = match kind {
+        "delta" => field("delta"),
+        "text" => field("text"),
+        "error" => Some(format!("{}: {}", field("code").unwrap_or_default(), field("message").unwrap_or_default())),
+        "run-end" => Some(match data.get("output") {
+            Some(output) => format!("{} {output}", field("status").unwrap_or_default()),
+            None => field("status").unwrap_or_default(),
+        }),
+        _ => None,
+    };
+    let sequence = data.get("sequence").map_or_else(String::new, |sequence| format!("[{sequence}] "));
+    match detail {
+        Some(detail) => format!("{sequence}{kind}: {detail}"),
+        None => format!("{sequence}{kind}"),
+    }
+}
+
+fn print_json(value: &Value, pretty: bool) {
+    let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };
+    println!("{}", text.unwrap_or_default());
+}

@@ -1,0 +1,269 @@
+//! Accord's client for the Lucid HTTP profile.
+//!
+//! ```no_run
+//! use accord_client::{Client, InvokeOptions};
+//! use futures_util::StreamExt;
+//!
+//! # async fn run() -> Result<(), accord_client::ClientError> {
+//! let client = Client::new();
+//! let card = client.fetch_card("http://127.0.0.1:8787").await?;
+//! let answer = client.invoke(&card, "echo", serde_json::json!({"text": "hi"}), InvokeOptions::default()).await?;
+//! println!("{:?}", answer.output);
+//!
+//! let mut events = client.stream(&card, "ticks", serde_json::json!({"count": 3})).await?;
+//! while let Some(event) = events.next().await {
+//!     println!("{}", event?.event);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Routes are resolved against the card's HTTP base URL — the first `supportedInterfaces` entry
+//! whose binding contains `HTTP`, else `url` — so an agent mounted under a base path is reached
+//! under it.
+
+use std::pin::Pin;
+
+use accord_types::card::AgentCard;
+use accord_types::lucid::{InvokeResponse, StreamEnvelope};
+use eventsource_stream::Eventsource;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{StatusCode, Url};
+use serde_json::{Value, json};
+
+mod error;
+
+pub use error::{ClientError, Operation};
+
+/// Where an agent card may be found, relative to an agent's base URL, in the order tried after
+/// the base URL itself.
+pub const CARD_PATHS: &[&str] = &[".well-known/agent-card.json", ".well-known/agent.json", "agentcard.json"];
+
+/// Options of [`Client::invoke`].
+#[derive(Debug, Clone, Default)]
+pub struct InvokeOptions {
+    /// Sent as `Idempotency-Key` (trimmed; 20 to 256 characters). A retry with the same key is
+    /// answered from the agent's record of the first success instead of running again.
+    pub idempotency_key: Option<String>,
+    /// Extra request headers.
+    pub headers: HeaderMap,
+}
+
+/// One event of a stream, as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEvent {
+    /// The SSE `id`, when sent.
+    pub id: Option<String>,
+    /// The SSE `event` (`run-start`, `delta`, …; `message` when the server sent none).
+    pub event: String,
+    /// The data: JSON when it parses, else the raw text as a JSON string.
+    pub data: Value,
+}
+
+impl StreamEvent {
+    /// The data as a Lucid envelope.
+    pub fn envelope(&self) -> Result<StreamEnvelope, serde_json::Error> {
+        serde_json::from_value(self.data.clone())
+    }
+
+    /// Whether this event ends the run.
+    pub fn is_run_end(&self) -> bool {
+        self.event == "run-end"
+    }
+}
+
+/// The events of a stream, in order. Dropping it closes the connection, which cancels the run.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ClientError>> + Send>>;
+
+/// A client. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A client with a default HTTP client.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A client over your own `reqwest::Client` (timeouts, proxies, TLS roots).
+    pub fn with_http(http: reqwest::Client) -> Self {
+        Self { http }
+    }
+
+    /// Fetches and parses an agent's card. `base` may be the card's own URL or the agent's base
+    /// URL: the base URL itself is tried first, then each of [`CARD_PATHS`] under it. A 404 or a
+    /// response that is not a card moves on to the next place; any other error status stops.
+    pub async fn fetch_card(&self, base: &str) -> Result<AgentCard, ClientError> {
+        let operation = Operation::FetchCard;
+        let base_url = parse_url(base)?;
+        if !matches!(base_url.scheme(), "http" | "https") {
+            return Err(ClientError::InvalidUrl {
+                url: base.to_owned(),
+                reason: "only http and https are supported".into(),
+            });
+        }
+        let mut candidates = vec![base_url.clone()];
+        let dir = directory(&base_url);
+        for path in CARD_PATHS {
+            if let Ok(url) = dir.join(path)
+                && !candidates.contains(&url)
+            {
+                candidates.push(url);
+            }
+        }
+        for url in candidates {
+            let response = self
+                .http
+                .get(url.clone())
+                .header(ACCEPT, "application/json")
+                .send()
+                .await
+                .map_err(|source| ClientError::Transport { operation, url: url.to_string(), source })?;
+            let status = response.status();
+            if status == StatusCode::NOT_FOUND {
+                continue;
+            }
+            if !status.is_success() {
+                return Err(status_error(operation, response).await);
+            }
+            let Ok(body) = response.bytes().await else { continue };
+            let Ok(value) = serde_json::from_slice::<Value>(&body) else { continue };
+            if value.get("name").is_some_and(Value::is_string)
+                && let Ok(card) = serde_json::from_value::<AgentCard>(value)
+            {
+                return Ok(card);
+            }
+        }
+        Err(ClientError::CardNotFound { base: base.to_owned() })
+    }
+
+    /// Invokes a skill and returns its answer.
+    pub async fn invoke(
+        &self,
+        card: &AgentCard,
+        skill: &str,
+        input: Value,
+        options: InvokeOptions,
+    ) -> Result<InvokeResponse, ClientError> {
+        let operation = Operation::Invoke;
+        let url = entrypoint_url(card, skill, "invoke")?;
+        let mut request = self.http.post(url.clone()).headers(options.headers).json(&json!({ "input": input }));
+        if let Some(key) = options.idempotency_key {
+            let key = key.trim();
+            if !(20..=256).contains(&key.chars().count()) {
+                return Err(ClientError::InvalidIdempotencyKey);
+            }
+            request = request.header(HeaderName::from_static("idempotency-key"), key);
+        }
+        let response = request.send().await.map_err(|source| ClientError::Transport {
+            operation,
+            url: url.to_string(),
+            source,
+        })?;
+        if !response.status().is_success() {
+            return Err(status_error(operation, response).await);
+        }
+        let body = response.bytes().await.map_err(|source| ClientError::Transport {
+            operation,
+            url: url.to_string(),
+            source,
+        })?;
+        serde_json::from_slice(&body).map_err(|error| ClientError::Decode { operation, reason: error.to_string() })
+    }
+
+    /// Starts a skill as a stream and returns its events as they arrive.
+    pub async fn stream(&self, card: &AgentCard, skill: &str, input: Value) -> Result<EventStream, ClientError> {
+        let operation = Operation::Stream;
+        let url = entrypoint_url(card, skill, "stream")?;
+        let response = self
+            .http
+            .post(url.clone())
+            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+            .json(&json!({ "input": input }))
+            .send()
+            .await
+            .map_err(|source| ClientError::Transport { operation, url: url.to_string(), source })?;
+        if !response.status().is_success() {
+            return Err(status_error(operation, response).await);
+        }
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if !is_sse {
+            return Err(ClientError::Decode { operation, reason: "the response is not an event stream".into() });
+        }
+        let events = response.bytes_stream().eventsource().map(move |item| match item {
+            Ok(event) => Ok(StreamEvent {
+                id: (!event.id.is_empty()).then_some(event.id),
+                data: serde_json::from_str(&event.data).unwrap_or(Value::String(event.data)),
+                event: event.event,
+            }),
+            Err(error) => Err(ClientError::Decode { operation, reason: error.to_string() }),
+        });
+        Ok(Box::pin(events))
+    }
+}
+
+fn parse_url(url: &str) -> Result<Url, ClientError> {
+    Url::parse(url).map_err(|error| ClientError::InvalidUrl { url: url.to_owned(), reason: error.to_string() })
+}
+
+/// The URL with a trailing `/`, so that relative joins keep its whole path.
+fn directory(url: &Url) -> Url {
+    let mut dir = url.clone();
+    if !dir.path().ends_with('/') {
+        let path = format!("{}/", dir.path());
+        dir.set_path(&path);
+    }
+    dir.set_query(None);
+    dir
+}
+
+/// `{base}/entrypoints/{skill}/{action}`, after checking the card lists the skill.
+fn entrypoint_url(card: &AgentCard, skill: &str, action: &str) -> Result<Url, ClientError> {
+    if card.skill(skill).is_none() {
+        return Err(ClientError::SkillNotFound { skill: skill.to_owned() });
+    }
+    let base = card.http_base_url().ok_or(ClientError::NoHttpInterface)?;
+    let base = directory(&parse_url(base)?);
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .map_err(|()| ClientError::InvalidUrl { url: base.to_string(), reason: "cannot be a base".into() })?
+        .pop_if_empty()
+        .extend(["entrypoints", skill, action]);
+    Ok(url)
+}
+
+async fn status_error(operation: Operation, response: reqwest::Response) -> ClientError {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    ClientError::Status { operation, status, body }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(url: &str) -> AgentCard {
+        serde_json::from_value(json!({"name": "a", "skills": [{"id": "echo"}],
+            "supportedInterfaces": [{"url": url, "protocolBinding": "HTTP+JSON"}]}))
+        .expect("card")
+    }
+
+    #[test]
+    fn entrypoint_urls_keep_the_base_path() {
+        let url = entrypoint_url(&card("https://h/api/agent"), "echo", "invoke").expect("url");
+        assert_eq!(url.as_str(), "https://h/api/agent/entrypoints/echo/invoke");
+        let url = entrypoint_url(&card("https://h/api/agent/"), "echo", "stream").expect("url");
+        assert_eq!(url.as_str(), "https://h/api/agent/entrypoints/echo/stream");
+        assert!(matches!(
+            entrypoint_url(&card("https://h/"), "nope", "invoke"),
+            Err(ClientError::SkillNotFound { .. })
+        ));
+    }
+}

@@ -1,0 +1,487 @@
+//! The agent: its identity, its skills, and running them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_types::card::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor, PROTOCOL_VERSION,
+};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{BuildError, RunError};
+use crate::run::{Completion, EndStatus, EventSink, Invocation, Outcome, Run, RunEnd, RunEvent, RunStream};
+use crate::skill::{Handler, Skill, SkillBuilder, SkillError, ValidInput};
+
+/// An agent: a name, a version, a description and a set of skills.
+///
+/// Cheap to clone; clones share the same skills.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+struct AgentInner {
+    name: String,
+    version: String,
+    description: Option<String>,
+    skills: Vec<Arc<Skill>>,
+    by_key: HashMap<Arc<str>, usize>,
+    card_fields: Map<String, Value>,
+    cancel_grace: Duration,
+    stream_buffer: usize,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.inner.name)
+            .field("version", &self.inner.version)
+            .field("skills", &self.inner.skills)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Card fields the engine writes itself; [`AgentBuilder::card_field`] cannot set them.
+const CARD_FIELDS: &[&str] = &[
+    "protocolVersion",
+    "name",
+    "description",
+    "url",
+    "supportedInterfaces",
+    "version",
+    "capabilities",
+    "defaultInputModes",
+    "defaultOutputModes",
+    "skills",
+    "supportsAuthenticatedExtendedCard",
+    "entrypoints",
+];
+
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain";
+
+/// Builds an [`Agent`].
+#[must_use]
+pub struct AgentBuilder {
+    name: String,
+    version: String,
+    description: Option<String>,
+    skills: Vec<SkillBuilder>,
+    card_fields: Map<String, Value>,
+    cancel_grace: Duration,
+    stream_buffer: usize,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The agent's version (default `1.0.0`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// What the agent does.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds a skill.
+    pub fn skill(mut self, skill: SkillBuilder) -> Self {
+        self.skills.push(skill);
+        self
+    }
+
+    /// Adds a field to the published card (`provider`, `iconUrl`, `documentationUrl`, …). Fields
+    /// the engine writes itself are refused by [`AgentBuilder::build`].
+    pub fn card_field(mut self, name: impl Into<String>, value: Value) -> Self {
+        self.card_fields.insert(name.into(), value);
+        self
+    }
+
+    /// How long a cancelled handler may go on before it is aborted (default 5 s). Handlers that
+    /// watch [`Run::cancelled`] stop sooner.
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How many stream events may wait for a slow reader before the handler's `emit` waits
+    /// (default 64).
+    pub fn stream_buffer(mut self, events: usize) -> Self {
+        self.stream_buffer = events.max(1);
+        self
+    }
+
+    /// Checks everything and builds the agent.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        if self.name.trim().is_empty() {
+            return Err(BuildError::InvalidAgent { reason: "the name is empty".into() });
+        }
+        if let Some(field) = self.card_fields.keys().find(|field| CARD_FIELDS.contains(&field.as_str())) {
+            return Err(BuildError::InvalidAgent {
+                reason: format!("card field {field:?} is written by the engine and cannot be set"),
+            });
+        }
+        let mut skills = Vec::with_capacity(self.skills.len());
+        let mut by_key = HashMap::new();
+        for builder in self.skills {
+            let skill = Arc::new(builder.build()?);
+            if by_key.insert(Arc::clone(&skill.key), skills.len()).is_some() {
+                return Err(BuildError::DuplicateSkill { key: skill.key.to_string() });
+            }
+            skills.push(skill);
+        }
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: self.name,
+                version: self.version,
+                description: self.description,
+                skills,
+                by_key,
+                card_fields: self.card_fields,
+                cancel_grace: self.cancel_grace,
+                stream_buffer: self.stream_buffer,
+            }),
+        })
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder(name: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            name: name.into(),
+            version: "1.0.0".into(),
+            description: None,
+            skills: Vec::new(),
+            card_fields: Map::new(),
+            cancel_grace: Duration::from_secs(5),
+            stream_buffer: 64,
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The version.
+    pub fn version(&self) -> &str {
+        &self.inner.version
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.inner.description.as_deref()
+    }
+
+    /// The skills, in the order they were added.
+    pub fn skills(&self) -> &[Arc<Skill>] {
+        &self.inner.skills
+    }
+
+    /// Looks a skill up by key.
+    pub fn skill(&self, key: &str) -> Result<&Arc<Skill>, RunError> {
+        self.inner
+            .by_key
+            .get(key)
+            .map(|&index| &self.inner.skills[index])
+            .ok_or_else(|| RunError::UnknownSkill { key: key.to_owned() })
+    }
+
+    /// The agent's card as served from `base_url` (an origin plus base path; a trailing `/` is
+    /// added). The Lucid profile is the one interface listed.
+    pub fn card(&self, base_url: &str) -> AgentCard {
+        let url = if base_url.ends_with('/') { base_url.to_owned() } else { format!("{base_url}/") };
+        let skills = self.skills();
+        AgentCard {
+            protocol_version: Some(PROTOCOL_VERSION.into()),
+            name: self.inner.name.clone(),
+            description: self.inner.description.clone(),
+            url: Some(url.clone()),
+            supported_interfaces: vec![AgentInterface {
+                url,
+                protocol_binding: "HTTP+JSON".into(),
+                protocol_version: None,
+                extra: Map::new(),
+            }],
+            version: Some(self.inner.version.clone()),
+            capabilities: Some(AgentCapabilities {
+                streaming: skills.iter().any(|skill| skill.is_streaming()),
+                push_notifications: false,
+                state_transition_history: false,
+                extra: Map::new(),
+            }),
+            default_input_modes: vec![JSON.into()],
+            default_output_modes: vec![JSON.into(), TEXT.into()],
+            skills: skills
+                .iter()
+                .map(|skill| AgentSkill {
+                    id: skill.key().to_owned(),
+                    name: skill.key().to_owned(),
+                    description: skill.description.clone(),
+                    input_modes: vec![JSON.into()],
+                    output_modes: vec![JSON.into(), TEXT.into()],
+                    streaming: skill.is_streaming(),
+                    tags: skill.tags.clone(),
+                    input_schema: Some(skill.input_schema().clone()),
+                    output_schema: skill.output_schema().cloned(),
+                    extra: Map::new(),
+                })
+                .collect(),
+            supports_authenticated_extended_card: Some(false),
+            entrypoints: skills
+                .iter()
+                .map(|skill| {
+                    let descriptor = EntrypointDescriptor {
+                        description: skill.description.clone(),
+                        streaming: skill.is_streaming(),
+                        input_schema: Some(skill.input_schema().clone()),
+                        output_schema: skill.output_schema().cloned(),
+                        extra: Map::new(),
+                    };
+                    (skill.key().to_owned(), descriptor)
+                })
+                .collect(),
+            extra: self.inner.card_fields.clone(),
+        }
+    }
+
+    /// Runs a skill directly and waits for its output.
+    ///
+    /// Dropping the returned future cancels the run.
+    pub async fn invoke(&self, valid: ValidInput) -> Result<Invocation, RunError> {
+        let handler =
+            valid.skill.invoke.clone().ok_or_else(|| RunError::NotInvocable { key: valid.skill.key().to_owned() })?;
+        let cancel = CancellationToken::new();
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let run = Run {
+            run_id: uuid::Uuid::new_v4().to_string().into(),
+            skill: Arc::clone(&valid.skill.key),
+            input: Arc::new(valid.input),
+            cancel,
+            sink: None,
+        };
+        let run_id = run.run_id.to_string();
+        let completion = self.execute(&valid.skill, handler, run).await?;
+        Ok(Invocation { run_id, completion })
+    }
+
+    /// Starts a skill as a stream of events, from [`RunEvent::RunStart`] to [`RunEvent::End`].
+    ///
+    /// A handler failure arrives as an [`RunEvent::Error`] followed by a failed end. Dropping the
+    /// stream cancels the run. Must be called within a Tokio runtime.
+    pub fn stream(&self, valid: ValidInput) -> Result<RunStream, RunError> {
+        let handler =
+            valid.skill.stream.clone().ok_or_else(|| RunError::NotStreamable { key: valid.skill.key().to_owned() })?;
+        let (sender, frames) = mpsc::channel(self.inner.stream_buffer);
+        let sink = Arc::new(EventSink::new(sender));
+        let cancel = CancellationToken::new();
+        let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let run = Run {
+            run_id: Arc::clone(&run_id),
+            skill: Arc::clone(&valid.skill.key),
+            input: Arc::new(valid.input),
+            cancel: cancel.clone(),
+            sink: Some(Arc::clone(&sink)),
+        };
+        let agent = self.clone();
+        let skill = valid.skill;
+        tokio::spawn(async move {
+            sink.send(RunEvent::RunStart).await;
+            let result = agent.execute(&skill, handler, run).await;
+            let end = match result {
+                Ok(completion) => {
+                    RunEnd { status: EndStatus::Succeeded, completion: Some(completion), error: None, message: None }
+                }
+                Err(RunError::Cancelled) => {
+                    RunEnd { status: EndStatus::Cancelled, completion: None, error: None, message: None }
+                }
+                Err(RunError::Incomplete { status, message }) => RunEnd {
+                    status,
+                    completion: None,
+                    error: None,
+                    message: message.map(crate::run::Message::agent_text),
+                },
+                Err(other) => {
+                    let error = skill_error_of(other);
+                    sink.send(RunEvent::Error(error.clone())).await;
+                    RunEnd { status: EndStatus::Failed, completion: None, error: Some(error), message: None }
+                }
+            };
+            sink.send(RunEvent::End(end)).await;
+        });
+        Ok(RunStream { run_id, frames, _cancel_on_drop: cancel.drop_guard() })
+    }
+
+    /// Runs a handler in its own task (so a panic is contained), aborts it once the run has been
+    /// cancelled for longer than the grace period, and checks its output.
+    async fn execute(&self, skill: &Skill, handler: Arc<dyn Handler>, run: Run) -> Result<Completion, RunError> {
+        let cancel = run.cancel.clone();
+        let grace = self.inner.cancel_grace;
+        let watched = cancel.clone();
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                result = handler.call(run) => Some(result),
+                () = async { watched.cancelled().await; tokio::time::sleep(grace).await } => None,
+            }
+        });
+        let result = match task.await {
+            Ok(result) => result,
+            Err(join_error) if join_error.is_panic() => {
+                tracing::error!(skill = %skill.key, "skill handler panicked");
+                Some(Err(SkillError::internal("the skill handler panicked")))
+            }
+            Err(_) => None,
+        };
+        // No result after a cancellation overrides it.
+        if cancel.is_cancelled() {
+            return Err(RunError::Cancelled);
+        }
+        match result {
+            None => Err(RunError::Cancelled),
+            Some(Err(error)) => Err(RunError::Failed(error)),
+            Some(Ok(Outcome::Completed(completion))) => {
+                skill.check_output(&completion.output).map_err(|issues| RunError::InvalidOutput { issues })?;
+                Ok(completion)
+            }
+            Some(Ok(Outcome::InputRequired(message))) => {
+                Err(RunError::Incomplete { status: EndStatus::InputRequired, message: Some(message.text()) })
+            }
+            Some(Ok(Outcome::AuthRequired(message))) => {
+                Err(RunError::Incomplete { status: EndStatus::AuthRequired, message: Some(message.text()) })
+            }
+            Some(Ok(Outcome::Rejected(message))) => {
+                Err(RunError::Incomplete { status: EndStatus::Rejected, message: Some(message.text()) })
+            }
+        }
+    }
+}
+
+/// The error a failed run reports to a stream.
+fn skill_error_of(error: RunError) -> SkillError {
+    match error {
+        RunError::Failed(error) => error,
+        RunError::InvalidOutput { issues } => SkillError {
+            code: "invalid_output".into(),
+            message: "the skill's output does not match its output schema".into(),
+            retryable: None,
+            details: serde_json::to_value(issues).ok(),
+        },
+        other => SkillError::internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    fn agent() -> Agent {
+        Agent::builder("t")
+            .skill(
+                Skill::builder("double")
+                    .input_schema(
+                        json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}),
+                    )
+                    .output_schema(json!({"type": "object", "required": ["n"]}))
+                    .handler(|run: Run| async move {
+                        let n = run.input()["n"].as_i64().unwrap_or_default();
+                        if n < 0 {
+                            return Err(SkillError::new("negative", "n is negative"));
+                        }
+                        if n == 0 {
+                            return Ok(Outcome::Completed(Completion::new(json!({"wrong": true}))));
+                        }
+                        run.emit(RunEvent::Delta { delta: "half".into(), mime: None, is_final: false }).await;
+                        Ok(Outcome::Completed(Completion::new(json!({"n": n * 2}))))
+                    }),
+            )
+            .skill(Skill::builder("boom").invoke(|_run: Run| async move {
+                if true {
+                    panic!("boom");
+                }
+                Ok(Outcome::Completed(Completion::default()))
+            }))
+            .build()
+            .expect("agent")
+    }
+
+    #[tokio::test]
+    async fn invoke_validates_input_runs_and_checks_output() {
+        let agent = agent();
+        let skill = agent.skill("double").expect("skill");
+        let invocation = agent.invoke(skill.validate_input(json!({"n": 2})).expect("valid")).await.expect("ok");
+        assert_eq!(invocation.completion.output, json!({"n": 4}));
+        match skill.validate_input(json!({"n": "x"})) {
+            Err(RunError::InvalidInput { issues }) => {
+                assert_eq!(issues[0].path, vec![json!("n")]);
+                assert_eq!(issues[0].code, "type");
+            }
+            other => panic!("expected invalid input, got {other:?}"),
+        }
+        let failed = agent.invoke(skill.validate_input(json!({"n": -1})).expect("valid")).await;
+        assert_eq!(failed, Err(RunError::Failed(SkillError::new("negative", "n is negative"))));
+        let invalid = agent.invoke(skill.validate_input(json!({"n": 0})).expect("valid")).await;
+        assert!(matches!(invalid, Err(RunError::InvalidOutput { .. })), "{invalid:?}");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_failed_run() {
+        let agent = agent();
+        let skill = agent.skill("boom").expect("skill");
+        let result = agent.invoke(skill.validate_input(json!({})).expect("valid")).await;
+        assert!(matches!(result, Err(RunError::Failed(ref e)) if e.code == "internal_error"), "{result:?}");
+        assert!(matches!(
+            agent.stream(skill.validate_input(json!({})).expect("v")),
+            Err(RunError::NotStreamable { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn stream_frames_are_numbered_from_start_to_end() {
+        let agent = agent();
+        let skill = agent.skill("double").expect("skill");
+        let frames: Vec<_> =
+            agent.stream(skill.validate_input(json!({"n": 1})).expect("valid")).expect("stream").collect().await;
+        let sequences: Vec<u64> = frames.iter().map(|frame| frame.sequence).collect();
+        assert_eq!(sequences, vec![0, 1, 2]);
+        assert_eq!(frames[0].event, RunEvent::RunStart);
+        assert!(matches!(frames[2].event, RunEvent::End(RunEnd { status: EndStatus::Succeeded, .. })));
+
+        let failed: Vec<_> =
+            agent.stream(skill.validate_input(json!({"n": -1})).expect("valid")).expect("stream").collect().await;
+        assert!(matches!(&failed[1].event, RunEvent::Error(error) if error.code == "negative"));
+        assert!(matches!(&failed[2].event, RunEvent::End(RunEnd { status: EndStatus::Failed, .. })));
+    }
+
+    #[test]
+    fn build_refuses_bad_agents() {
+        let dup = Agent::builder("t")
+            .skill(Skill::builder("a").invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::default())) }))
+            .skill(Skill::builder("a").invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::default())) }))
+            .build();
+        assert!(matches!(dup, Err(BuildError::DuplicateSkill { .. })));
+        assert!(matches!(Agent::builder("t").skill(Skill::builder("a")).build(), Err(BuildError::NoHandler { .. })));
+        let reserved = Agent::builder("t").card_field("skills", json!([])).build();
+        assert!(matches!(reserved, Err(BuildError::InvalidAgent { .. })));
+        let bad_schema = Agent::builder("t")
+            .skill(
+                Skill::builder("a")
+                    .input_schema(json!({"type": 5}))
+                    .invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::default())) }),
+            )
+            .build();
+        assert!(matches!(bad_schema, Err(BuildError::InvalidSchema { .. })));
+    }
+}

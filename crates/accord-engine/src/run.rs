@@ -1,0 +1,436 @@
+//! Runs: the context a handler receives, what it returns, and the one event model.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use futures_util::Stream;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::skill::SkillError;
+
+/// The context of one run of a skill, handed to its handler.
+///
+/// A run is cancelled when its caller goes away (a stream's connection drops, an invocation's
+/// request is abandoned) or is cancelled explicitly. Handlers that wait or loop should watch
+/// [`Run::cancelled`]; the engine aborts a handler that ignores cancellation after a grace period.
+#[derive(Clone)]
+pub struct Run {
+    pub(crate) run_id: Arc<str>,
+    pub(crate) skill: Arc<str>,
+    pub(crate) input: Arc<Value>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) sink: Option<Arc<EventSink>>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("run_id", &self.run_id)
+            .field("skill", &self.skill)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Run {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The key of the skill being run.
+    pub fn skill(&self) -> &str {
+        &self.skill
+    }
+
+    /// The input, already validated against the skill's input schema.
+    pub fn input(&self) -> &Value {
+        &self.input
+    }
+
+    /// The input decoded into a Rust type.
+    pub fn input_as<T: DeserializeOwned>(&self) -> Result<T, SkillError> {
+        T::deserialize(&*self.input)
+            .map_err(|error| SkillError::new("invalid_input", format!("input does not decode: {error}")))
+    }
+
+    /// The run's cancellation token.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the run has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes when the run is cancelled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    /// Whether events emitted by this run reach anyone (true for streams, false for a direct
+    /// invocation, whose caller only sees the outcome).
+    pub fn is_observed(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Emits an event to whoever watches the run. Waits while the watcher is slow (backpressure);
+    /// returns at once when nobody watches.
+    pub async fn emit(&self, event: RunEvent) {
+        if let Some(sink) = &self.sink {
+            sink.send(event).await;
+        }
+    }
+}
+
+/// Orders and numbers the events of one run.
+pub(crate) struct EventSink {
+    state: Mutex<(u64, mpsc::Sender<RunFrame>)>,
+}
+
+impl EventSink {
+    pub(crate) fn new(sender: mpsc::Sender<RunFrame>) -> Self {
+        Self { state: Mutex::new((0, sender)) }
+    }
+
+    /// Numbers and sends one event. The lock is held across the send so that sequence numbers
+    /// and delivery order agree even when a handler emits from several tasks.
+    pub(crate) async fn send(&self, event: RunEvent) {
+        let mut state = self.state.lock().await;
+        let frame = RunFrame { sequence: state.0, created_at: SystemTime::now(), event };
+        if state.1.send(frame).await.is_ok() {
+            state.0 += 1;
+        }
+    }
+}
+
+/// An event with its place in the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFrame {
+    /// Position in the run, from 0 (the run-start event).
+    pub sequence: u64,
+    /// When the event was made.
+    pub created_at: SystemTime,
+    /// The event.
+    pub event: RunEvent,
+}
+
+/// The stream of a run's events, from [`RunEvent::RunStart`] to [`RunEvent::End`].
+///
+/// Dropping the stream cancels the run.
+pub struct RunStream {
+    pub(crate) run_id: Arc<str>,
+    pub(crate) frames: mpsc::Receiver<RunFrame>,
+    pub(crate) _cancel_on_drop: DropGuard,
+}
+
+impl std::fmt::Debug for RunStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunStream").field("run_id", &self.run_id).finish_non_exhaustive()
+    }
+}
+
+impl RunStream {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+impl Stream for RunStream {
+    type Item = RunFrame;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunFrame>> {
+        self.frames.poll_recv(cx)
+    }
+}
+
+/// The result of a successful direct invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    /// The run's id.
+    pub run_id: String,
+    /// What the handler produced.
+    pub completion: Completion,
+}
+
+/// What a handler returns when it is done.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The skill produced its output.
+    Completed(Completion),
+    /// The skill needs more input from the caller before it can go on.
+    InputRequired(Message),
+    /// The skill needs the caller to authorize something before it can go on.
+    AuthRequired(Message),
+    /// The skill refuses this request.
+    Rejected(Message),
+}
+
+impl From<Completion> for Outcome {
+    fn from(completion: Completion) -> Self {
+        Self::Completed(completion)
+    }
+}
+
+/// A completed run's result.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    /// The output, matching the skill's output schema when it has one.
+    pub output: Value,
+    /// Artifacts the run produced.
+    pub artifacts: Vec<Artifact>,
+    /// Usage figures (tokens, calls, …), passed through as given.
+    pub usage: Option<Value>,
+    /// The model used, if any.
+    pub model: Option<String>,
+}
+
+impl Completion {
+    /// A completion with just an output.
+    pub fn new(output: Value) -> Self {
+        Self { output, ..Self::default() }
+    }
+}
+
+/// The one event model. Every face projects these onto its own wire: the Lucid stream into
+/// `run-start … run-end`, task faces into status, artifact and message updates.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RunEvent {
+    /// The run started. The engine emits this; handlers do not.
+    RunStart,
+    /// The task's state changed (tasks only; a direct run has no state).
+    Status {
+        /// The new state.
+        state: TaskState,
+        /// What the agent says about it.
+        message: Option<Message>,
+    },
+    /// A complete piece of text.
+    Text {
+        /// The text.
+        text: String,
+        /// Its media type.
+        mime: Option<String>,
+    },
+    /// An increment of text.
+    Delta {
+        /// The increment.
+        delta: String,
+        /// Its media type.
+        mime: Option<String>,
+        /// Whether this is the last increment.
+        is_final: bool,
+    },
+    /// A piece of an artifact.
+    Artifact {
+        /// The artifact (or the chunk of it).
+        artifact: Artifact,
+        /// Whether this chunk extends an artifact already sent.
+        append: bool,
+        /// Whether this is the artifact's last chunk.
+        last_chunk: bool,
+    },
+    /// A file or blob.
+    Asset(Asset),
+    /// An application-defined control signal.
+    Control {
+        /// Its name.
+        control: String,
+        /// Its data.
+        payload: Option<Value>,
+    },
+    /// A message from the agent.
+    Message(Message),
+    /// An error that does not by itself end the run (the engine follows a fatal one with
+    /// [`RunEvent::End`]).
+    Error(SkillError),
+    /// The run ended. The engine emits this; handlers do not.
+    End(RunEnd),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEnd {
+    /// The kind of end.
+    pub status: EndStatus,
+    /// The completion, when the run succeeded.
+    pub completion: Option<Completion>,
+    /// The error, when it failed.
+    pub error: Option<SkillError>,
+    /// The agent's message, when it needs input, authorization or rejected the request.
+    pub message: Option<Message>,
+}
+
+/// The kinds of end of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndStatus {
+    /// The handler produced its output.
+    Succeeded,
+    /// The handler failed.
+    Failed,
+    /// The run was cancelled.
+    Cancelled,
+    /// The handler needs more input.
+    InputRequired,
+    /// The handler needs authorization.
+    AuthRequired,
+    /// The handler rejected the request.
+    Rejected,
+}
+
+impl EndStatus {
+    /// A stable snake_case name (`input_required`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::InputRequired => "input_required",
+            Self::AuthRequired => "auth_required",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+/// The state of a task: the eight states of A2A. Other dialects project it (the Lucid profile's
+/// four statuses are a view of these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Accepted, not yet running.
+    Submitted,
+    /// Running.
+    Working,
+    /// Waiting for the caller's input.
+    InputRequired,
+    /// Waiting for the caller's authorization.
+    AuthRequired,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Cancelled.
+    Canceled,
+    /// Refused by the agent.
+    Rejected,
+}
+
+impl TaskState {
+    /// Whether the state is final: a task in it never changes again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
+    }
+}
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The caller.
+    User,
+    /// The agent.
+    Agent,
+}
+
+/// A message: a role and its parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A message from the agent with one text part.
+    pub fn agent_text(text: impl Into<String>) -> Self {
+        Self { role: Role::Agent, parts: vec![Part::Text(text.into())] }
+    }
+
+    /// The text parts joined with newlines.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// One part of a message or an artifact.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Part {
+    /// Text.
+    Text(String),
+    /// Structured data.
+    Data(Value),
+    /// A file, inline (base64) or by URI.
+    File {
+        /// A file name.
+        name: Option<String>,
+        /// Its media type.
+        mime: Option<String>,
+        /// Base64 content, for an inline file.
+        bytes_base64: Option<String>,
+        /// Where to fetch it, for a file by reference.
+        uri: Option<String>,
+    },
+}
+
+/// An output document of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    /// Its id, unique within the task.
+    pub artifact_id: String,
+    /// A display name.
+    pub name: Option<String>,
+    /// Its content.
+    pub parts: Vec<Part>,
+}
+
+/// A file or blob sent in a stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asset {
+    /// Its id.
+    pub asset_id: String,
+    /// Its media type.
+    pub mime: String,
+    /// A file name.
+    pub name: Option<String>,
+    /// Its size.
+    pub size_bytes: Option<u64>,
+    /// Its content or where to fetch it.
+    pub transfer: AssetTransfer,
+}
+
+/// How an [`Asset`] travels.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AssetTransfer {
+    /// In the event itself.
+    Inline {
+        /// The data (base64 for binary).
+        data: String,
+    },
+    /// By reference.
+    External {
+        /// Where to fetch it.
+        href: String,
+        /// Until when `href` is valid (ISO 8601).
+        expires_at: Option<String>,
+    },
+}

@@ -1,0 +1,63 @@
+//! JSON Schema validation of skill inputs and outputs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One schema violation, shaped like a Zod issue so that Lucid clients read it unchanged:
+/// `{"code": <JSON Schema keyword>, "path": [...], "message": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    /// The JSON Schema keyword that failed (`type`, `required`, …).
+    pub code: String,
+    /// Where in the instance: object keys as strings, array indexes as numbers.
+    pub path: Vec<Value>,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+/// A compiled schema.
+pub(crate) struct Schema {
+    source: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schema").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// Issues are capped so a huge bad input cannot make a huge error body.
+const MAX_ISSUES: usize = 64;
+
+impl Schema {
+    pub(crate) fn compile(source: Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(&source).map_err(|error| error.to_string())?;
+        Ok(Self { source, validator })
+    }
+
+    pub(crate) fn source(&self) -> &Value {
+        &self.source
+    }
+
+    pub(crate) fn check(&self, instance: &Value) -> Result<(), Vec<Issue>> {
+        let issues: Vec<Issue> = self
+            .validator
+            .iter_errors(instance)
+            .take(MAX_ISSUES)
+            .map(|error| Issue {
+                code: error.kind().keyword().to_owned(),
+                path: error
+                    .instance_path()
+                    .into_iter()
+                    .map(|segment| match segment {
+                        jsonschema::paths::LocationSegment::Property(name) => Value::String(name.to_string()),
+                        jsonschema::paths::LocationSegment::Index(index) => Value::from(index),
+                    })
+                    .collect(),
+                message: error.to_string(),
+            })
+            .collect();
+        if issues.is_empty() { Ok(()) } else { Err(issues) }
+    }
+}

@@ -1,0 +1,334 @@
+//! Skills (entrypoints): a key, schemas and handlers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{BuildError, RunError};
+use crate::run::{Completion, Outcome, Run};
+use crate::schema::{Issue, Schema};
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Runs a skill. Implemented for every `Fn(Run) -> impl Future<Output = Result<Outcome,
+/// SkillError>>`, so a closure or an `async fn` is a handler.
+pub trait Handler: Send + Sync + 'static {
+    /// Runs the skill once.
+    fn call(&self, run: Run) -> BoxFuture<Result<Outcome, SkillError>>;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(Run) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome, SkillError>> + Send + 'static,
+{
+    fn call(&self, run: Run) -> BoxFuture<Result<Outcome, SkillError>> {
+        Box::pin(self(run))
+    }
+}
+
+/// An error a handler reports: a stable code and a message meant for the caller.
+///
+/// The message travels to the caller, so it must not carry secrets or internal detail.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct SkillError {
+    /// A stable snake_case code (`internal_error` unless the handler says otherwise).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+    /// Whether trying again may help.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+    /// Structured detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl SkillError {
+    /// An error with a code.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), retryable: None, details: None }
+    }
+
+    /// An `internal_error`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new("internal_error", message)
+    }
+
+    /// Marks the error as worth retrying (or not).
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = Some(retryable);
+        self
+    }
+}
+
+impl std::fmt::Display for SkillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for SkillError {}
+
+/// A skill of an agent (an "entrypoint" in the Lucid profile).
+pub struct Skill {
+    pub(crate) key: Arc<str>,
+    pub(crate) description: Option<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) input_schema: Schema,
+    pub(crate) output_schema: Option<Schema>,
+    pub(crate) invoke: Option<Arc<dyn Handler>>,
+    pub(crate) stream: Option<Arc<dyn Handler>>,
+}
+
+impl std::fmt::Debug for Skill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Skill")
+            .field("key", &self.key)
+            .field("invocable", &self.invoke.is_some())
+            .field("streaming", &self.stream.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Input that passed a skill's input schema, ready to run. Only
+/// [`Skill::validate_input`] makes one, so a run can never start on unchecked input.
+#[derive(Debug, Clone)]
+pub struct ValidInput {
+    pub(crate) skill: Arc<Skill>,
+    pub(crate) input: Value,
+}
+
+impl ValidInput {
+    /// The skill the input is for.
+    pub fn skill(&self) -> &Arc<Skill> {
+        &self.skill
+    }
+
+    /// The input.
+    pub fn input(&self) -> &Value {
+        &self.input
+    }
+}
+
+impl Skill {
+    /// Starts building a skill.
+    pub fn builder(key: impl Into<String>) -> SkillBuilder {
+        SkillBuilder {
+            key: key.into(),
+            description: None,
+            tags: Vec::new(),
+            input_schema: None,
+            output_schema: None,
+            invoke: None,
+            stream: None,
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Free-form tags.
+    pub fn tags(&self) -> &[String] {
+        &self.tags
+    }
+
+    /// The input JSON Schema.
+    pub fn input_schema(&self) -> &Value {
+        self.input_schema.source()
+    }
+
+    /// The output JSON Schema, when the skill declares one.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref().map(Schema::source)
+    }
+
+    /// Whether the skill can be invoked directly.
+    pub fn is_invocable(&self) -> bool {
+        self.invoke.is_some()
+    }
+
+    /// Whether the skill can stream.
+    pub fn is_streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Checks input against the input schema.
+    pub fn validate_input(self: &Arc<Self>, input: Value) -> Result<ValidInput, RunError> {
+        self.input_schema.check(&input).map_err(|issues| RunError::InvalidInput { issues })?;
+        Ok(ValidInput { skill: Arc::clone(self), input })
+    }
+
+    /// Checks a handler's output against the output schema, when there is one.
+    pub(crate) fn check_output(&self, output: &Value) -> Result<(), Vec<Issue>> {
+        match &self.output_schema {
+            Some(schema) => schema.check(output),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Builds a [`Skill`]; finish it by handing it to [`crate::AgentBuilder::skill`].
+#[must_use]
+pub struct SkillBuilder {
+    key: String,
+    description: Option<String>,
+    tags: Vec<String>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    invoke: Option<Arc<dyn Handler>>,
+    stream: Option<Arc<dyn Handler>>,
+}
+
+impl std::fmt::Debug for SkillBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillBuilder").field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+/// The schema of a Rust type, as JSON Schema 2020-12.
+fn schema_of<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Bool(true))
+}
+
+impl SkillBuilder {
+    /// What the skill does.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// The input schema, given as JSON. Without one, any JSON input is accepted.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The output schema, given as JSON. Without one, outputs are not checked.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The input schema, derived from a Rust type.
+    pub fn input_type<T: JsonSchema>(self) -> Self {
+        self.input_schema(schema_of::<T>())
+    }
+
+    /// The output schema, derived from a Rust type.
+    pub fn output_type<T: JsonSchema>(self) -> Self {
+        self.output_schema(schema_of::<T>())
+    }
+
+    /// The handler for direct invocation.
+    pub fn invoke(mut self, handler: impl Handler) -> Self {
+        self.invoke = Some(Arc::new(handler));
+        self
+    }
+
+    /// The handler for streaming.
+    pub fn stream(mut self, handler: impl Handler) -> Self {
+        self.stream = Some(Arc::new(handler));
+        self
+    }
+
+    /// One handler for both direct invocation and streaming; its events reach stream callers.
+    pub fn handler(mut self, handler: impl Handler) -> Self {
+        let handler: Arc<dyn Handler> = Arc::new(handler);
+        self.invoke = Some(Arc::clone(&handler));
+        self.stream = Some(handler);
+        self
+    }
+
+    /// A typed handler for both invocation and streaming: the input and output schemas are
+    /// derived from `I` and `O`, the input is decoded into `I` and the output encoded from `O`.
+    pub fn typed<I, O, F, Fut>(self, handler: F) -> Self
+    where
+        I: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + 'static,
+        F: Fn(I, Run) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, SkillError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.input_type::<I>().output_type::<O>().handler(move |run: Run| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let input: I = run.input_as()?;
+                let output = handler(input, run).await?;
+                let output = serde_json::to_value(output)
+                    .map_err(|error| SkillError::internal(format!("output does not encode: {error}")))?;
+                Ok(Outcome::Completed(Completion::new(output)))
+            }
+        })
+    }
+
+    pub(crate) fn build(self) -> Result<Skill, BuildError> {
+        if !valid_key(&self.key) {
+            return Err(BuildError::InvalidSkillKey { key: self.key });
+        }
+        if self.invoke.is_none() && self.stream.is_none() {
+            return Err(BuildError::NoHandler { key: self.key });
+        }
+        let compile = |schema: Value, key: &str| {
+            Schema::compile(schema).map_err(|reason| BuildError::InvalidSchema { key: key.to_owned(), reason })
+        };
+        let input_schema = compile(self.input_schema.unwrap_or_else(|| serde_json::json!({})), &self.key)?;
+        let output_schema = match self.output_schema {
+            Some(schema) => Some(compile(schema, &self.key)?),
+            None => None,
+        };
+        Ok(Skill {
+            key: self.key.into(),
+            description: self.description,
+            tags: self.tags,
+            input_schema,
+            output_schema,
+            invoke: self.invoke,
+            stream: self.stream,
+        })
+    }
+}
+
+/// Skill keys appear in URL paths and JSON-RPC params, so they are kept to a safe alphabet.
+fn valid_key(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 128
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_kept_to_a_url_safe_alphabet() {
+        assert!(valid_key("echo"));
+        assert!(valid_key("a.b_c-1"));
+        assert!(!valid_key(""));
+        assert!(!valid_key("-x"));
+        assert!(!valid_key("a/b"));
+        assert!(!valid_key("a b"));
+        assert!(!valid_key(&"x".repeat(129)));
+    }
+}

@@ -1,0 +1,134 @@
+//! Accord's HTTP faces.
+//!
+//! [`router`] turns an [`Agent`] into an axum [`Router`] that serves the agent card and the
+//! Lucid HTTP profile. The router is an ordinary axum router: nest it under a base path, merge it
+//! with your own routes, wrap it in your own layers. Each face parses its wire, calls the engine
+//! and maps the engine's errors to its own error shape; no face holds business rules.
+//!
+//! ```no_run
+//! use accord_engine::{Agent, Skill, SkillError};
+//! use accord_server::AgentRouterExt;
+//! # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)] struct Echo { text: String }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = Agent::builder("echo-agent")
+//!     .skill(Skill::builder("echo").typed(|input: Echo, _run| async move { Ok::<_, SkillError>(input) }))
+//!     .build()?;
+//! let app = axum::Router::new().nest("/agents/echo", agent.router());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::Agent;
+use accord_engine::idempotency::{IdempotencyConfig, IdempotencyStore};
+use axum::Router;
+use axum::routing::{get, post};
+
+mod body;
+mod card;
+mod error;
+mod lucid;
+
+pub use error::LucidError;
+
+/// Settings of the HTTP faces.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The largest request body accepted, in bytes (default 1 MiB). Larger bodies get 413.
+    pub body_limit: usize,
+    /// How long clients and proxies may cache the card (default 5 min).
+    pub card_max_age: Duration,
+    /// Limits of the invoke idempotency store.
+    pub idempotency: IdempotencyConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            body_limit: 1024 * 1024,
+            card_max_age: Duration::from_secs(300),
+            idempotency: IdempotencyConfig::default(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Sets [`ServerConfig::body_limit`].
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Sets [`ServerConfig::card_max_age`].
+    pub fn card_max_age(mut self, max_age: Duration) -> Self {
+        self.card_max_age = max_age;
+        self
+    }
+
+    /// Sets [`ServerConfig::idempotency`].
+    pub fn idempotency(mut self, config: IdempotencyConfig) -> Self {
+        self.idempotency = config;
+        self
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub(crate) agent: Agent,
+    pub(crate) config: ServerConfig,
+    pub(crate) idempotency: IdempotencyStore,
+}
+
+pub(crate) type State = axum::extract::State<Arc<AppState>>;
+
+/// The agent's routes with the default [`ServerConfig`].
+pub fn router(agent: &Agent) -> Router {
+    router_with(agent, ServerConfig::default())
+}
+
+/// The agent's routes:
+///
+/// | method | path | |
+/// |---|---|---|
+/// | GET | `/.well-known/agent-card.json`, `/.well-known/agent.json` | the card |
+/// | GET | `/health` | `{"ok":true,"version":…}` |
+/// | GET | `/entrypoints` | the skills |
+/// | POST | `/entrypoints/{key}/invoke` | run a skill, answer with its output |
+/// | POST | `/entrypoints/{key}/stream` | run a skill, answer with a server-sent event stream |
+///
+/// The router sets no fallback, so it can be merged with routers that do.
+pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
+    let state =
+        Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
+    Router::new()
+        .route(card::CARD_PATH, get(card::card))
+        .route(card::LEGACY_CARD_PATH, get(card::card))
+        .route("/health", get(lucid::health))
+        .route("/entrypoints", get(lucid::entrypoints))
+        .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
+        .route("/entrypoints/{key}/stream", post(lucid::stream::stream))
+        .with_state(state)
+}
+
+/// `agent.router()`: the agent's routes as an axum [`Router`].
+pub trait AgentRouterExt {
+    /// [`router`] for this agent.
+    fn router(&self) -> Router;
+    /// [`router_with`] for this agent.
+    fn router_with(&self, config: ServerConfig) -> Router;
+}
+
+impl AgentRouterExt for Agent {
+    fn router(&self) -> Router {
+        router(self)
+    }
+
+    fn router_with(&self, config: ServerConfig) -> Router {
+        router_with(self, config)
+    }
+}

@@ -1,0 +1,72 @@
+//! The Lucid HTTP profile face: health, the entrypoint list, invoke and stream.
+
+use std::sync::Arc;
+
+use accord_engine::{Skill, ValidInput};
+use accord_types::lucid::{EntrypointItem, EntrypointsResponse, HealthResponse};
+use axum::Json;
+use axum::body::Body;
+use serde_json::Value;
+
+use crate::error::LucidError;
+use crate::{AppState, State, body};
+
+pub(crate) mod invoke;
+pub(crate) mod stream;
+
+pub(crate) async fn health(axum::extract::State(state): State) -> Json<HealthResponse> {
+    Json(HealthResponse { ok: true, version: state.agent.version().to_owned() })
+}
+
+pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<EntrypointsResponse> {
+    let items = state
+        .agent
+        .skills()
+        .iter()
+        .map(|skill| EntrypointItem {
+            key: skill.key().to_owned(),
+            description: skill.description().map(str::to_owned),
+            streaming: skill.is_streaming(),
+        })
+        .collect();
+    Json(EntrypointsResponse { items })
+}
+
+/// A request body read and checked in the profile's order: size, JSON, then the input schema.
+pub(crate) struct CheckedBody {
+    /// The decoded body, as sent.
+    pub(crate) payload: Value,
+    /// The input, validated for the skill.
+    pub(crate) valid: ValidInput,
+}
+
+pub(crate) async fn read_input(state: &AppState, skill: &Arc<Skill>, body: Body) -> Result<CheckedBody, LucidError> {
+    let bytes = body::read_limited(body, state.config.body_limit).await?;
+    let payload = body::parse_json(&bytes)?;
+    let valid = skill.validate_input(extract_input(&payload))?;
+    Ok(CheckedBody { payload, valid })
+}
+
+/// The profile's input rule: `{"input": X}` means X (`null` or absent X means `{}`); any other
+/// body is the input itself.
+fn extract_input(payload: &Value) -> Value {
+    match payload.as_object().and_then(|object| object.get("input")) {
+        Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(input) => input.clone(),
+        None => payload.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn input_is_the_input_field_or_the_whole_body() {
+        assert_eq!(extract_input(&json!({"input": {"a": 1}})), json!({"a": 1}));
+        assert_eq!(extract_input(&json!({"input": null})), json!({}));
+        assert_eq!(extract_input(&json!({"text": "x"})), json!({"text": "x"}));
+        assert_eq!(extract_input(&json!([1])), json!([1]));
+    }
+}

@@ -1,0 +1,64 @@
+//! Test helpers: a real server on an ephemeral loopback port.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A server running on `127.0.0.1:<ephemeral port>` for the duration of a test. Dropping it stops
+/// the server.
+pub struct TestServer {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    pub origin: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Serves `app` until the returned server is dropped or [`TestServer::stop`]ped.
+    pub async fn start(app: Router) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let (shutdown, signal) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = signal.await;
+                })
+                .await
+                .expect("test server");
+        });
+        Self { addr, origin: format!("http://{addr}"), shutdown: Some(shutdown), task: Some(task) }
+    }
+
+    /// Serves an agent's routes at the root.
+    pub async fn agent(agent: &accord_engine::Agent) -> Self {
+        Self::start(accord_server::router(agent)).await
+    }
+
+    /// A URL on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.origin, path)
+    }
+
+    /// Stops the server and waits for it to finish.
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}

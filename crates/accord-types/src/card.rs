@@ -1,0 +1,212 @@
+//! The agent card: the document an agent publishes at `/.well-known/agent-card.json`.
+//!
+//! The shape is the union of what the Lucid profile emits and what the official A2A card carries.
+//! Decoding follows the Lucid rules: only `name` is required, a known field of the wrong type
+//! reads as absent, and unknown fields are kept in [`AgentCard::extra`] and written back out.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::lenient;
+
+/// The protocol version this card format speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// An agent card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    /// The protocol version of the card (`"1.0"`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub protocol_version: Option<String>,
+    /// The agent's name; the one required field.
+    pub name: String,
+    /// What the agent does.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub description: Option<String>,
+    /// The agent's base URL, with a trailing `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub url: Option<String>,
+    /// The interfaces the agent serves, in order of preference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient::or_default")]
+    pub supported_interfaces: Vec<AgentInterface>,
+    /// The agent's own version.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub version: Option<String>,
+    /// What the agent can do beyond plain requests.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub capabilities: Option<AgentCapabilities>,
+    /// Media types the agent accepts by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient::or_default")]
+    pub default_input_modes: Vec<String>,
+    /// Media types the agent produces by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient::or_default")]
+    pub default_output_modes: Vec<String>,
+    /// The agent's skills.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub skills: Vec<AgentSkill>,
+    /// Whether an authenticated caller can fetch a richer card.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub supports_authenticated_extended_card: Option<bool>,
+    /// The Lucid profile's per-skill entrypoint descriptors, keyed by skill key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "lenient::or_default")]
+    pub entrypoints: BTreeMap<String, EntrypointDescriptor>,
+    /// Every field this type does not name, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl AgentCard {
+    /// Finds a skill by its id.
+    pub fn skill(&self, id: &str) -> Option<&AgentSkill> {
+        self.skills.iter().find(|skill| skill.id == id)
+    }
+
+    /// The base URL a Lucid-profile client talks to: the first interface whose binding contains
+    /// `HTTP` (compared in upper case), else [`AgentCard::url`].
+    pub fn http_base_url(&self) -> Option<&str> {
+        self.supported_interfaces
+            .iter()
+            .find(|interface| interface.protocol_binding.to_ascii_uppercase().contains("HTTP"))
+            .map(|interface| interface.url.as_str())
+            .or(self.url.as_deref())
+    }
+}
+
+/// One interface of an agent: a URL and the protocol binding spoken there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInterface {
+    /// Where the interface is served.
+    pub url: String,
+    /// The binding: `HTTP+JSON`, `JSONRPC`, or a URI for a custom binding.
+    pub protocol_binding: String,
+    /// The protocol version spoken there, when the card says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Every field this type does not name, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Optional capabilities of an agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    /// Whether any skill can stream.
+    #[serde(default)]
+    pub streaming: bool,
+    /// Whether the agent can push task updates to a webhook.
+    #[serde(default)]
+    pub push_notifications: bool,
+    /// Whether the agent keeps a task's state history.
+    #[serde(default)]
+    pub state_transition_history: bool,
+    /// Every field this type does not name, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A skill as listed on the card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    /// The skill's key.
+    pub id: String,
+    /// A display name (Accord uses the key).
+    #[serde(default)]
+    pub name: String,
+    /// What the skill does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Media types the skill accepts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    /// Media types the skill produces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+    /// Whether the skill can stream.
+    #[serde(default)]
+    pub streaming: bool,
+    /// Free-form tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The JSON Schema of the skill's input.
+    #[serde(default, rename = "x_input_schema", skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// The JSON Schema of the skill's output.
+    #[serde(default, rename = "x_output_schema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Every field this type does not name, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The Lucid profile's descriptor of one entrypoint (`card.entrypoints[key]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntrypointDescriptor {
+    /// What the entrypoint does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether `/entrypoints/:key/stream` is served.
+    #[serde(default)]
+    pub streaming: bool,
+    /// The JSON Schema of the input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// The JSON Schema of the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Every field this type does not name (pricing, payment protocol, …), kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_name_is_required_and_mistyped_fields_read_as_absent() {
+        let card: AgentCard = serde_json::from_value(json!({
+            "name": "x", "url": 7, "skills": "nope", "capabilities": [], "iconUrl": "https://i"
+        }))
+        .expect("card");
+        assert_eq!(card.name, "x");
+        assert_eq!(card.url, None);
+        assert!(card.skills.is_empty());
+        assert_eq!(card.capabilities, None);
+        assert_eq!(card.extra.get("iconUrl"), Some(&json!("https://i")));
+        assert!(serde_json::from_value::<AgentCard>(json!({"url": "u"})).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let input = json!({"name": "x", "registrations": [{"a": 1}],
+            "supportedInterfaces": [{"url": "u", "protocolBinding": "HTTP+JSON", "tenant": "t"}]});
+        let card: AgentCard = serde_json::from_value(input.clone()).expect("card");
+        assert_eq!(serde_json::to_value(&card).expect("json"), {
+            let mut expected = input;
+            expected["skills"] = json!([]);
+            expected
+        });
+    }
+
+    #[test]
+    fn http_base_url_prefers_the_first_http_interface() {
+        let card: AgentCard = serde_json::from_value(json!({
+            "name": "x", "url": "https://fallback/",
+            "supportedInterfaces": [
+                {"url": "https://rpc/", "protocolBinding": "JSONRPC"},
+                {"url": "https://rest/", "protocolBinding": "http+json"}
+            ]
+        }))
+        .expect("card");
+        assert_eq!(card.http_base_url(), Some("https://rest/"));
+        let bare: AgentCard = serde_json::from_value(json!({"name": "x", "url": "https://fallback/"})).expect("card");
+        assert_eq!(bare.http_base_url(), Some("https://fallback/"));
+    }
+}

@@ -1,0 +1,16 @@
+//! Wire types of Accord.
+//!
+//! This crate owns the shapes that cross the network — the agent card and the bodies of the Lucid
+//! HTTP profile — and nothing else: no I/O, no business rules. Every face and the client share
+//! these types, so a field renamed here is renamed on the wire everywhere.
+
+pub mod card;
+pub mod lucid;
+
+mod lenient;
+
+pub use card::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor};
+pub use lucid::{
+    EntrypointItem, EntrypointsResponse, ErrorBody, ErrorDetail, HealthResponse, InvokeResponse, RunEndError,
+    RunStatus, StreamEnvelope, StreamPayload,
+};
