@@ -62,3 +62,54 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// A skill handler that records what happened to its runs, for tests that must observe a handler
+/// rather than assume what it saw.
+pub mod probe {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::sync::Notify;
+
+    /// Counters shared between a test and the handlers it installed.
+    #[derive(Debug, Default)]
+    pub struct Probe {
+        started: AtomicUsize,
+        cancelled: AtomicUsize,
+        /// Signalled when a run starts.
+        pub on_start: Notify,
+        /// Signalled when a run observes its cancellation.
+        pub on_cancel: Notify,
+    }
+
+    impl Probe {
+        /// A new probe.
+        pub fn new() -> Arc<Self> {
+            Arc::new(Self::default())
+        }
+
+        /// Records a run start.
+        pub fn started(&self) {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.on_start.notify_waiters();
+            self.on_start.notify_one();
+        }
+
+        /// Records that a run saw its cancellation.
+        pub fn cancelled(&self) {
+            self.cancelled.fetch_add(1, Ordering::SeqCst);
+            self.on_cancel.notify_waiters();
+            self.on_cancel.notify_one();
+        }
+
+        /// How many runs started.
+        pub fn starts(&self) -> usize {
+            self.started.load(Ordering::SeqCst)
+        }
+
+        /// How many runs saw their cancellation.
+        pub fn cancellations(&self) -> usize {
+            self.cancelled.load(Ordering::SeqCst)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The card routes, health and the entrypoint list, over real HTTP.
+
+use accord_client::{Client, ClientError};
+use accord_engine::{Agent, Skill, SkillError};
+use accord_server::AgentRouterExt;
+use accord_test_support::TestServer;
+use serde_json::{Value, json};
+
+fn agent() -> Agent {
+    Agent::builder("card-test")
+        .version("2.3.4")
+        .description("an agent for card tests")
+        .card_field("provider", json!({"organization": "Accord", "url": "https://accord.example"}))
+        .card_field("x-custom", json!([1, 2]))
+        .skill(Skill::builder("echo").description("Echo").tag("demo").input_schema(json!({"type": "object"})).handler(
+            |run: accord_engine::Run| async move {
+                Ok(accord_engine::Outcome::Completed(accord_engine::Completion::new(run.input().clone())))
+            },
+        ))
+        .skill(Skill::builder("quiet").invoke(|_run: accord_engine::Run| async move {
+            Err::<accord_engine::Outcome, _>(SkillError::internal("never called here"))
+        }))
+        .build()
+        .expect("agent")
+}
+
+async fn get(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = reqwest::Client::new().get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("response")
+}
+
+#[tokio::test]
+async fn both_card_paths_serve_the_same_card_with_caching_headers() {
+    let server = TestServer::agent(&agent()).await;
+    let card = get(&server.url("/.well-known/agent-card.json"), &[]).await;
+    assert_eq!(card.status(), 200);
+    assert_eq!(card.headers()["content-type"], "application/json");
+    assert_eq!(card.headers()["cache-control"], "public, max-age=300");
+    let etag = card.headers()["etag"].to_str().expect("etag").to_owned();
+    assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34, "{etag}");
+    let card: Value = card.json().await.expect("json");
+    let legacy: Value = get(&server.url("/.well-known/agent.json"), &[]).await.json().await.expect("json");
+    assert_eq!(card, legacy);
+
+    let base = format!("{}/", server.origin);
+    assert_eq!(card["protocolVersion"], "1.0");
+    assert_eq!(card["name"], "card-test");
+    assert_eq!(card["version"], "2.3.4");
+    assert_eq!(card["url"], base);
+    assert_eq!(card["supportedInterfaces"], json!([{"url": base, "protocolBinding": "HTTP+JSON"}]));
+    assert_eq!(card["capabilities"]["streaming"], true);
+    assert_eq!(card["skills"][0]["id"], "echo");
+    assert_eq!(card["skills"][0]["tags"], json!(["demo"]));
+    assert_eq!(card["skills"][0]["x_input_schema"], json!({"type": "object"}));
+    assert_eq!(card["skills"][1]["streaming"], false);
+    assert_eq!(card["entrypoints"]["echo"]["streaming"], true);
+    assert_eq!(card["entrypoints"]["quiet"]["streaming"], false);
+    assert_eq!(card["provider"]["organization"], "Accord", "fields added by the agent are published");
+    assert_eq!(card["x-custom"], json!([1, 2]));
+}
+
+#[tokio::test]
+async fn if_none_match_gives_304_and_a_changed_origin_a_new_tag() {
+    let server = TestServer::agent(&agent()).await;
+    let url = server.url("/.well-known/agent-card.json");
+    let first = get(&url, &[]).await;
+    let etag = first.headers()["etag"].to_str().expect("etag").to_owned();
+    let again = get(&url, &[("if-none-match", &etag)]).await;
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"].to_str().expect("etag"), etag);
+    assert_eq!(again.headers()["cache-control"], "public, max-age=300");
+    assert!(again.bytes().await.expect("body").is_empty());
+    let weak = get(&url, &[("if-none-match", &format!("\"other\", W/{etag}"))]).await;
+    assert_eq!(weak.status(), 304);
+    let stale = get(&url, &[("if-none-match", "\"stale\"")]).await;
+    assert_eq!(stale.status(), 200);
+    let proxied = get(&url, &[("x-forwarded-host", "agent.example.com"), ("if-none-match", &etag)]).await;
+    assert_eq!(proxied.status(), 200, "another origin is another card");
+    assert_ne!(proxied.headers()["etag"].to_str().expect("etag"), etag);
+}
+
+#[tokio::test]
+async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
+    let app = axum::Router::new().nest("/api/agent", agent().router());
+    let server = TestServer::start(app).await;
+    let url = server.url("/api/agent/.well-known/agent-card.json");
+
+    let direct: Value = get(&url, &[]).await.json().await.expect("json");
+    assert_eq!(direct["url"], format!("{}/api/agent/", server.origin));
+    assert_eq!(direct["supportedInterfaces"][0]["url"], format!("{}/api/agent/", server.origin));
+
+    let proxied: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "agent.example.com")])
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(proxied["url"], "https://agent.example.com/api/agent/");
+
+    let bad_proto: Value = get(&url, &[("x-forwarded-proto", "ftp"), ("x-forwarded-host", "agent.example.com")])
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(bad_proto["url"], "http://agent.example.com/api/agent/");
+
+    let loopback: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "localhost:9999")])
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(loopback["url"], format!("{}/api/agent/", server.origin), "a loopback forwarded host is ignored");
+
+    // The client follows the base path for discovery and for calls.
+    let client = Client::new();
+    let card = client.fetch_card(&format!("{}/api/agent", server.origin)).await.expect("card");
+    let answer = client.invoke(&card, "echo", json!({"a": 1}), Default::default()).await.expect("invoke");
+    assert_eq!(answer.output, Some(json!({"a": 1})));
+}
+
+#[tokio::test]
+async fn health_and_entrypoints() {
+    let server = TestServer::agent(&agent()).await;
+    let health: Value = get(&server.url("/health"), &[]).await.json().await.expect("json");
+    assert_eq!(health, json!({"ok": true, "version": "2.3.4"}));
+    let entrypoints: Value = get(&server.url("/entrypoints"), &[]).await.json().await.expect("json");
+    assert_eq!(
+        entrypoints,
+        json!({"items": [
+            {"key": "echo", "description": "Echo", "streaming": true},
+            {"key": "quiet", "streaming": false}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn the_router_merges_with_user_routes() {
+    let app = axum::Router::new().route("/mine", axum::routing::get(|| async { "mine" })).merge(agent().router());
+    let server = TestServer::start(app).await;
+    assert_eq!(get(&server.url("/mine"), &[]).await.text().await.expect("text"), "mine");
+    assert_eq!(get(&server.url("/health"), &[]).await.status(), 200);
+}
+
+#[tokio::test]
+async fn fetch_card_tries_the_url_then_the_well_known_paths() {
+    // Only the legacy path and a custom root exist here: the client must skip 404s to find it.
+    let legacy_only =
+        axum::Router::new().route("/", axum::routing::get(|| async { "<html>landing page</html>" })).route(
+            "/.well-known/agent.json",
+            axum::routing::get(|| async { axum::Json(json!({"name": "legacy", "x": 1})) }),
+        );
+    let server = TestServer::start(legacy_only).await;
+    let card = Client::new().fetch_card(&server.origin).await.expect("card");
+    assert_eq!(card.name, "legacy");
+    assert_eq!(card.extra.get("x"), Some(&json!(1)), "unknown fields are kept");
+
+    // The card URL itself works too.
+    let server = TestServer::agent(&agent()).await;
+    let card = Client::new().fetch_card(&server.url("/.well-known/agent-card.json")).await.expect("card");
+    assert_eq!(card.name, "card-test");
+
+    // Nothing anywhere: CardNotFound.
+    let empty = TestServer::start(axum::Router::new()).await;
+    let error = Client::new().fetch_card(&empty.origin).await.expect_err("no card");
+    assert!(matches!(error, ClientError::CardNotFound { .. }), "{error:?}");
+
+    // A server error stops the search with the status.
+    let broken = axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom") }),
+    );
+    let broken = TestServer::start(broken).await;
+    let error = Client::new().fetch_card(&broken.origin).await.expect_err("error");
+    assert_eq!(error.status(), Some(500));
+
+    // Nobody listening: a transport error naming the call.
+    let gone = TestServer::start(axum::Router::new()).await;
+    let origin = gone.origin.clone();
+    gone.stop().await;
+    let error = Client::new().fetch_card(&origin).await.expect_err("refused");
+    assert!(
+        matches!(error, ClientError::Transport { operation: accord_client::Operation::FetchCard, .. }),
+        "{error:?}"
+    );
+}
