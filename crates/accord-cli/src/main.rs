@@ -1,14 +1,18 @@
 //! `accord`: serve a demo agent, show an agent's card, invoke or stream its skills.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
-use accord_client::{Client, ClientError, InvokeOptions};
-use accord_server::AgentRouterExt;
+use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
+use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_server::{AgentRouterExt, ServerConfig};
+use accord_types::tasks::{TaskStatus, TaskView};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Exit code when the agent answered with an error or a run failed.
 const EXIT_FAILED: u8 = 1;
@@ -37,6 +41,11 @@ enum Command {
         /// Serve everything under this path prefix, e.g. `/agents/demo`.
         #[arg(long, default_value = "", env = "ACCORD_BASE_PATH")]
         base_path: String,
+    },
+    /// Create, read, list, cancel and watch owned tasks.
+    Task {
+        #[command(subcommand)]
+        command: TaskCommand,
     },
     /// Work with agent cards.
     Card {
@@ -73,6 +82,84 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+enum TaskCommand {
+    /// Create a task running SKILL on the JSON input; prints the task id and its access token.
+    Send {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The skill key.
+        skill: String,
+        /// The input as JSON (`-` reads it from standard input).
+        input: String,
+        /// Access token to own the task (20 to 256 characters); generated when absent.
+        #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// The conversation the task belongs to.
+        #[arg(long)]
+        context: Option<String>,
+        /// Wait until the task ends and print it.
+        #[arg(long)]
+        wait: bool,
+        /// How long `--wait` waits, in seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Print a task.
+    Get {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The task id.
+        id: String,
+        /// The task's access token.
+        #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
+        token: String,
+    },
+    /// Cancel a task and print it.
+    Cancel {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The task id.
+        id: String,
+        /// The task's access token.
+        #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
+        token: String,
+    },
+    /// Print a task's updates as they happen, until it ends.
+    Watch {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The task id.
+        id: String,
+        /// The task's access token.
+        #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Resume after this event id.
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// List the tasks an access token owns, newest first.
+    List {
+        /// The agent's base URL or card URL.
+        url: String,
+        /// The access token.
+        #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Only these statuses (comma separated: running, completed, failed, cancelled).
+        #[arg(long, value_delimiter = ',')]
+        status: Vec<String>,
+        /// Only this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Page size (at most 1000).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// How many to skip.
+        #[arg(long)]
+        offset: Option<usize>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum CardCommand {
     /// Fetch an agent's card (from the URL, then its well-known paths) and print it.
     Show {
@@ -91,7 +178,9 @@ impl From<ClientError> for Failure {
     fn from(error: ClientError) -> Self {
         let code = match error {
             ClientError::Transport { .. } | ClientError::CardNotFound { .. } => EXIT_UNREACHABLE,
-            ClientError::InvalidIdempotencyKey | ClientError::InvalidUrl { .. } => EXIT_USAGE,
+            ClientError::InvalidIdempotencyKey | ClientError::InvalidAccessToken | ClientError::InvalidUrl { .. } => {
+                EXIT_USAGE
+            }
             _ => EXIT_FAILED,
         };
         Self { code, message: error.to_string() }
@@ -112,6 +201,7 @@ async fn main() -> ExitCode {
             invoke(&url, &skill, &input, idempotency_key, json).await
         }
         Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
+        Command::Task { command } => task(command).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -137,8 +227,11 @@ fn normalize_base_path(base_path: &str) -> String {
 async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
     init_logging();
     let agent = accord_cli::demo::agent().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let store = Arc::new(MemoryStore::default());
+    let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default());
+    let router = agent.router_with(ServerConfig::default().tasks(runtime.clone()));
     let base_path = normalize_base_path(base_path);
-    let app = if base_path.is_empty() { agent.router() } else { axum::Router::new().nest(&base_path, agent.router()) };
+    let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
     let listener = tokio::net::TcpListener::bind((host, port))
         .await
         .map_err(|error| Failure { code: EXIT_FAILED, message: format!("cannot listen on {host}:{port}: {error}") })?;
@@ -154,7 +247,117 @@ async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })
+        .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    runtime.close().await;
+    Ok(())
+}
+
+async fn task(command: TaskCommand) -> Result<(), Failure> {
+    let client = Client::new();
+    match command {
+        TaskCommand::Send { url, skill, input, token, context, wait, timeout } => {
+            let input = parse_input(&input)?;
+            let card = client.fetch_card(&url).await?;
+            let options = SendOptions { access_token: token, context_id: context, ..SendOptions::default() };
+            let sent = client.send_message(&card, &skill, input, options).await.map_err(|error| {
+                let mut message = error.to_string();
+                if error.status.is_none() && error.cause.is_some() {
+                    message.push_str(" (the task may exist: list with the access token before retrying)");
+                }
+                Failure { code: if error.cause.is_some() { EXIT_UNREACHABLE } else { EXIT_FAILED }, message }
+            })?;
+            if !wait {
+                print_json(
+                    &json!({"taskId": sent.access.task_id, "accessToken": sent.access.access_token,
+                            "status": sent.status}),
+                    true,
+                );
+                return Ok(());
+            }
+            eprintln!("task {} (access token: {})", sent.access.task_id, sent.access.access_token);
+            let task = wait_with_spinner(&client, &card, &sent.access, Duration::from_secs(timeout)).await?;
+            print_task(&task)
+        }
+        TaskCommand::Get { url, id, token } => {
+            let card = client.fetch_card(&url).await?;
+            let task = client.get_task(&card, &TaskAccess { task_id: id, access_token: token }).await?;
+            print_json(&serde_json::to_value(&task).unwrap_or(Value::Null), true);
+            Ok(())
+        }
+        TaskCommand::Cancel { url, id, token } => {
+            let card = client.fetch_card(&url).await?;
+            let task = client.cancel_task(&card, &TaskAccess { task_id: id, access_token: token }).await?;
+            print_json(&serde_json::to_value(&task).unwrap_or(Value::Null), true);
+            Ok(())
+        }
+        TaskCommand::Watch { url, id, token, after } => {
+            let card = client.fetch_card(&url).await?;
+            let access = TaskAccess { task_id: id, access_token: token };
+            let mut events = client.subscribe_task(&card, &access, after.as_deref()).await?;
+            while let Some(event) = events.next().await {
+                let event = event?;
+                let data = serde_json::to_string(&event.data).unwrap_or_default();
+                println!("{} {} {data}", event.id.unwrap_or_default(), event.event);
+            }
+            Ok(())
+        }
+        TaskCommand::List { url, token, status, context, limit, offset } => {
+            let mut statuses = Vec::new();
+            for name in status.iter().map(|name| name.trim()).filter(|name| !name.is_empty()) {
+                statuses.push(TaskStatus::parse(name).ok_or_else(|| {
+                    usage(format!("unknown status {name:?}: use running, completed, failed or cancelled"))
+                })?);
+            }
+            let card = client.fetch_card(&url).await?;
+            let options = ListOptions { context_id: context, status: statuses, limit, offset };
+            let list = client.list_tasks(&card, &token, &options).await?;
+            print_json(&serde_json::to_value(&list).unwrap_or(Value::Null), true);
+            Ok(())
+        }
+    }
+}
+
+/// Polls until the task ends, turning a spinner on standard error when it is a terminal.
+async fn wait_with_spinner(
+    client: &Client,
+    card: &accord_types::card::AgentCard,
+    access: &TaskAccess,
+    timeout: Duration,
+) -> Result<TaskView, Failure> {
+    const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+    let spinner = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut frame = 0;
+    loop {
+        let task = client.get_task(card, access).await?;
+        if task.status.is_terminal() {
+            if spinner {
+                eprint!("\r          \r");
+            }
+            return Ok(task);
+        }
+        if started.elapsed() >= timeout {
+            return Err(Failure {
+                code: EXIT_FAILED,
+                message: format!("task {} still running after {}s", access.task_id, timeout.as_secs()),
+            });
+        }
+        if spinner {
+            eprint!("\r{} waiting", FRAMES[frame % FRAMES.len()]);
+            let _ = std::io::stderr().flush();
+            frame += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Prints a finished task; a task that did not complete is a failure of the command.
+fn print_task(task: &TaskView) -> Result<(), Failure> {
+    print_json(&serde_json::to_value(task).unwrap_or(Value::Null), true);
+    match task.status {
+        TaskStatus::Completed => Ok(()),
+        other => Err(Failure { code: EXIT_FAILED, message: format!("task {} ended {}", task.task_id, other.as_str()) }),
+    }
 }
 
 async fn card_show(url: &str) -> Result<(), Failure> {

@@ -12,6 +12,16 @@ pub enum Operation {
     Invoke,
     /// [`crate::Client::stream`].
     Stream,
+    /// [`crate::Client::send_message`].
+    SendMessage,
+    /// [`crate::Client::get_task`].
+    GetTask,
+    /// [`crate::Client::list_tasks`].
+    ListTasks,
+    /// [`crate::Client::cancel_task`].
+    CancelTask,
+    /// [`crate::Client::subscribe_task`].
+    SubscribeTask,
 }
 
 impl std::fmt::Display for Operation {
@@ -20,6 +30,11 @@ impl std::fmt::Display for Operation {
             Self::FetchCard => "fetch card",
             Self::Invoke => "invoke",
             Self::Stream => "stream",
+            Self::SendMessage => "send message",
+            Self::GetTask => "get task",
+            Self::ListTasks => "list tasks",
+            Self::CancelTask => "cancel task",
+            Self::SubscribeTask => "subscribe to task",
         })
     }
 }
@@ -67,6 +82,15 @@ pub enum ClientError {
     NoHttpInterface,
     /// The idempotency key is not 20 to 256 characters after trimming.
     InvalidIdempotencyKey,
+    /// A task access token is not 20 to 256 characters after trimming.
+    InvalidAccessToken,
+    /// A task did not end within the time allowed.
+    WaitTimeout {
+        /// The task.
+        task_id: String,
+        /// How long it was waited for, in milliseconds.
+        waited_ms: u128,
+    },
     /// A URL could not be used.
     InvalidUrl {
         /// The URL.
@@ -110,6 +134,10 @@ impl std::fmt::Display for ClientError {
             Self::SkillNotFound { skill } => write!(f, "skill {skill:?} not found in the agent card"),
             Self::NoHttpInterface => f.write_str("the agent card has no HTTP interface URL"),
             Self::InvalidIdempotencyKey => f.write_str("idempotency key must contain 20 to 256 characters"),
+            Self::InvalidAccessToken => f.write_str("task access token must contain 20 to 256 characters"),
+            Self::WaitTimeout { task_id, waited_ms } => {
+                write!(f, "Task {task_id} did not complete within {waited_ms}ms")
+            }
             Self::InvalidUrl { url, reason } => write!(f, "invalid URL {url:?}: {reason}"),
         }
     }

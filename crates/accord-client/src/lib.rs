@@ -32,8 +32,13 @@ use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
 mod error;
+mod tasks;
 
 pub use error::{ClientError, Operation};
+pub use tasks::{
+    ListOptions, SendMessageResponse, SendOptions, Settlement, TaskAccess, TaskCreationError, TaskEventStream,
+    TaskStreamEvent,
+};
 
 /// Where an agent card may be found, relative to an agent's base URL, in the order tried after
 /// the base URL itself.

@@ -323,6 +323,21 @@ impl Agent {
         Ok(RunStream { run_id, frames, _cancel_on_drop: cancel.drop_guard() })
     }
 
+    /// Runs a skill's invoke handler for a task: the run id is the task id, the caller owns the
+    /// cancellation token, and events go to `sink` when given.
+    pub(crate) async fn run_for_task(
+        &self,
+        valid: ValidInput,
+        run_id: Arc<str>,
+        cancel: CancellationToken,
+        sink: Option<Arc<EventSink>>,
+    ) -> Result<Completion, RunError> {
+        let handler =
+            valid.skill.invoke.clone().ok_or_else(|| RunError::NotInvocable { key: valid.skill.key().to_owned() })?;
+        let run = Run { run_id, skill: Arc::clone(&valid.skill.key), input: Arc::new(valid.input), cancel, sink };
+        self.execute(&valid.skill, handler, run).await
+    }
+
     /// Runs a handler in its own task (so a panic is contained), aborts it once the run has been
     /// cancelled for longer than the grace period, and checks its output.
     async fn execute(&self, skill: &Skill, handler: Arc<dyn Handler>, run: Run) -> Result<Completion, RunError> {

@@ -33,6 +33,7 @@ pub mod idempotency;
 mod run;
 mod schema;
 mod skill;
+pub mod task;
 pub mod time;
 
 pub use agent::{Agent, AgentBuilder};

@@ -344,7 +344,7 @@ pub enum Role {
 }
 
 /// A message: a role and its parts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who speaks.
     pub role: Role,
@@ -371,8 +371,10 @@ impl Message {
     }
 }
 
-/// One part of a message or an artifact.
-#[derive(Debug, Clone, PartialEq)]
+/// One part of a message or an artifact. Stored as `{"text": …}`, `{"data": …}` or
+/// `{"file": {…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Part {
     /// Text.
@@ -382,22 +384,27 @@ pub enum Part {
     /// A file, inline (base64) or by URI.
     File {
         /// A file name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
         /// Its media type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         mime: Option<String>,
         /// Base64 content, for an inline file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bytes_base64: Option<String>,
         /// Where to fetch it, for a file by reference.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         uri: Option<String>,
     },
 }
 
 /// An output document of a run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Artifact {
     /// Its id, unique within the task.
     pub artifact_id: String,
     /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Its content.
     pub parts: Vec<Part>,

@@ -21,7 +21,12 @@ pub(crate) async fn card(
 ) -> Response {
     let base_path = base_path(uri.path());
     let base_url = format!("{}{}", origin(&headers, &uri), base_path);
-    let card = state.agent.card(&base_url);
+    let mut card = state.agent.card(&base_url);
+    if state.config.tasks.is_some()
+        && let Some(capabilities) = card.capabilities.as_mut()
+    {
+        capabilities.state_transition_history = true;
+    }
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,
         Err(error) => {

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use accord_engine::Agent;
 use accord_engine::idempotency::{IdempotencyConfig, IdempotencyStore};
+use accord_engine::task::TaskRuntime;
 use axum::Router;
 use axum::routing::{get, post};
 
@@ -45,6 +46,11 @@ pub struct ServerConfig {
     pub card_max_age: Duration,
     /// Limits of the invoke idempotency store.
     pub idempotency: IdempotencyConfig,
+    /// The task runtime behind the `/tasks` routes; without one the routes are not mounted and
+    /// the card does not advertise tasks.
+    pub tasks: Option<TaskRuntime>,
+    /// How long a task subscription stays open at most (default 5 min).
+    pub subscription_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +59,8 @@ impl Default for ServerConfig {
             body_limit: 1024 * 1024,
             card_max_age: Duration::from_secs(300),
             idempotency: IdempotencyConfig::default(),
+            tasks: None,
+            subscription_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -67,6 +75,18 @@ impl ServerConfig {
     /// Sets [`ServerConfig::card_max_age`].
     pub fn card_max_age(mut self, max_age: Duration) -> Self {
         self.card_max_age = max_age;
+        self
+    }
+
+    /// Enables the `/tasks` routes, run by `runtime`.
+    pub fn tasks(mut self, runtime: TaskRuntime) -> Self {
+        self.tasks = Some(runtime);
+        self
+    }
+
+    /// Sets [`ServerConfig::subscription_timeout`].
+    pub fn subscription_timeout(mut self, timeout: Duration) -> Self {
+        self.subscription_timeout = timeout;
         self
     }
 
@@ -100,19 +120,33 @@ pub fn router(agent: &Agent) -> Router {
 /// | GET | `/entrypoints` | the skills |
 /// | POST | `/entrypoints/{key}/invoke` | run a skill, answer with its output |
 /// | POST | `/entrypoints/{key}/stream` | run a skill, answer with a server-sent event stream |
+/// | POST, GET | `/tasks` | create a task; list the caller's tasks (when tasks are enabled) |
+/// | GET | `/tasks/{id}` | read a task |
+/// | POST | `/tasks/{id}/cancel` | cancel a task |
+/// | GET | `/tasks/{id}/subscribe` | a task's updates as server-sent events |
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
+    let tasks_enabled = config.tasks.is_some();
     let state =
         Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
-    Router::new()
+    let router = Router::new()
         .route(card::CARD_PATH, get(card::card))
         .route(card::LEGACY_CARD_PATH, get(card::card))
         .route("/health", get(lucid::health))
         .route("/entrypoints", get(lucid::entrypoints))
         .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
-        .route("/entrypoints/{key}/stream", post(lucid::stream::stream))
-        .with_state(state)
+        .route("/entrypoints/{key}/stream", post(lucid::stream::stream));
+    let router = if tasks_enabled {
+        router
+            .route("/tasks", post(lucid::tasks::create).get(lucid::tasks::list))
+            .route("/tasks/{id}", get(lucid::tasks::get_task))
+            .route("/tasks/{id}/cancel", post(lucid::tasks::cancel))
+            .route("/tasks/{id}/subscribe", get(lucid::tasks::subscribe))
+    } else {
+        router
+    };
+    router.with_state(state)
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].

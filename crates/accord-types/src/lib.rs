@@ -6,6 +6,7 @@
 
 pub mod card;
 pub mod lucid;
+pub mod tasks;
 
 mod lenient;
 

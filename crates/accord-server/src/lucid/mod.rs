@@ -13,6 +13,7 @@ use crate::{AppState, State, body};
 
 pub(crate) mod invoke;
 pub(crate) mod stream;
+pub(crate) mod tasks;
 
 pub(crate) async fn health(axum::extract::State(state): State) -> Json<HealthResponse> {
     Json(HealthResponse { ok: true, version: state.agent.version().to_owned() })

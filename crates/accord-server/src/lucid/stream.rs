@@ -34,14 +34,19 @@ pub(crate) async fn stream(
     let run = state.agent.stream(checked.valid)?;
     let run_id = run.run_id().to_owned();
     let events = run.map(move |frame| Ok::<_, Infallible>(sse_event(&run_id, frame)));
-    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    Ok(sse_response(Sse::new(events).keep_alive(KeepAlive::default())))
+}
+
+/// An SSE response with the profile's headers.
+pub(crate) fn sse_response(sse: impl IntoResponse) -> Response {
+    let mut response = sse.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
     headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
     // Tells nginx-like proxies not to buffer the stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    response
 }
 
 fn sse_event(run_id: &str, frame: RunFrame) -> Event {

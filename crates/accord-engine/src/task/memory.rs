@@ -1,0 +1,349 @@
+//! [`MemoryStore`]: the bounded, in-process task store.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use super::store::{apply_event, claimable, holds_lease, lease_is_live};
+use super::{
+    Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent,
+    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, now_ms,
+};
+use crate::run::TaskState;
+
+/// Limits of a [`MemoryStore`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStoreConfig {
+    /// The most tasks kept at once (default 1,000). Must be at least 1.
+    pub max_tasks: usize,
+    /// How long a terminal task is kept after its last change (default 24 h).
+    pub retention: Duration,
+}
+
+impl Default for MemoryStoreConfig {
+    fn default() -> Self {
+        Self { max_tasks: 1000, retention: Duration::from_secs(24 * 60 * 60) }
+    }
+}
+
+struct Entry {
+    record: StoredTask,
+    events: Vec<TaskEvent>,
+}
+
+/// A task store in this process's memory (`durability = process`).
+///
+/// Bounded: at most [`MemoryStoreConfig::max_tasks`] tasks; when full, the terminal task changed
+/// longest ago is evicted; when no task is terminal, new tasks are refused. Terminal tasks expire
+/// after the retention. Expired admissions are reaped before capacity is enforced.
+pub struct MemoryStore {
+    config: MemoryStoreConfig,
+    entries: Mutex<HashMap<TaskId, Entry>>,
+    wakeups: broadcast::Sender<TaskId>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(MemoryStoreConfig::default())
+    }
+}
+
+impl MemoryStore {
+    /// A store with these limits (a `max_tasks` of 0 is raised to 1).
+    pub fn new(config: MemoryStoreConfig) -> Self {
+        let config = MemoryStoreConfig { max_tasks: config.max_tasks.max(1), ..config };
+        Self {
+            config,
+            entries: Mutex::new(HashMap::new()),
+            wakeups: broadcast::channel(1024).0,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, HashMap<TaskId, Entry>>, StoreError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        // Every mutation below completes before the guard drops, so a poisoned map is still
+        // consistent.
+        Ok(self.entries.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn wake(&self, id: &TaskId) {
+        // No receiver is fine: nobody is watching.
+        let _ = self.wakeups.send(id.clone());
+    }
+
+    /// Reaps expired admissions and purges terminal tasks past retention; returns the reaped ids.
+    fn housekeep(&self, entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
+        let reaped = reap(entries, now);
+        let retention = self.config.retention.as_millis() as Millis;
+        entries.retain(|_, entry| {
+            !(entry.record.task.state.is_terminal() && entry.record.task.updated_at.saturating_add(retention) <= now)
+        });
+        reaped
+    }
+}
+
+fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
+    apply_event(&mut entry.record.task, &kind, now);
+    if entry.record.task.state.is_terminal() {
+        entry.record.lease = None;
+        entry.record.admission_expires_at = None;
+    }
+    let event = TaskEvent {
+        task_id: entry.record.task.id.clone(),
+        sequence: entry.events.last().map_or(1, |last| last.sequence + 1),
+        at: now,
+        kind,
+    };
+    entry.events.push(event.clone());
+    event
+}
+
+fn reap(entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
+    let mut reaped = Vec::new();
+    for (id, entry) in entries.iter_mut() {
+        let record = &entry.record;
+        if record.task.state.is_terminal() {
+            continue;
+        }
+        let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
+        let lapsed =
+            record.lease.as_ref().is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
+        if abandoned || lapsed {
+            append(entry, TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
+            entry.record.lease = None;
+            entry.record.admission_expires_at = None;
+            reaped.push(id.clone());
+        }
+    }
+    reaped
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    fn durability(&self) -> Durability {
+        Durability::Process
+    }
+
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        let now = now_ms();
+        let mut entries = self.lock()?;
+        let reaped = self.housekeep(&mut entries, now);
+        if entries.contains_key(&record.task.id) {
+            return Err(StoreError::DuplicateId(record.task.id.clone()));
+        }
+        while entries.len() >= self.config.max_tasks {
+            let oldest_terminal = entries
+                .iter()
+                .filter(|(_, entry)| entry.record.task.state.is_terminal())
+                .min_by_key(|(id, entry)| (entry.record.task.updated_at, (*id).clone()))
+                .map(|(id, _)| id.clone());
+            match oldest_terminal {
+                Some(id) => {
+                    entries.remove(&id);
+                }
+                None => return Err(StoreError::CapacityExhausted { capacity: self.config.max_tasks }),
+            }
+        }
+        let id = record.task.id.clone();
+        let mut entry = Entry { record, events: Vec::new() };
+        // The creation event describes the record as given; it is logged, not applied twice.
+        let created = TaskEvent { task_id: id.clone(), sequence: 1, at: now, kind: event };
+        entry.events.push(created.clone());
+        entries.insert(id.clone(), entry);
+        drop(entries);
+        for reaped in reaped {
+            self.wake(&reaped);
+        }
+        self.wake(&id);
+        Ok(created)
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        let now = now_ms();
+        let mut entries = self.lock()?;
+        let reaped = self.housekeep(&mut entries, now);
+        let record = entries.get(id).map(|entry| entry.record.clone());
+        drop(entries);
+        for reaped in reaped {
+            self.wake(&reaped);
+        }
+        Ok(record)
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let now = now_ms();
+        let mut entries = self.lock()?;
+        let reaped = self.housekeep(&mut entries, now);
+        let mut matching: Vec<_> = entries
+            .values()
+            .map(|entry| &entry.record)
+            .filter(|record| record.owner == *owner)
+            .filter(|record| {
+                query.context_id.as_ref().is_none_or(|context| record.task.context_id.as_ref() == Some(context))
+            })
+            .filter(|record| query.states.as_ref().is_none_or(|states| states.contains(&record.task.state)))
+            .map(|record| record.task.clone())
+            .collect();
+        drop(entries);
+        for reaped in reaped {
+            self.wake(&reaped);
+        }
+        matching.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        let total = matching.len();
+        let tasks: Vec<_> = matching.into_iter().skip(query.offset).take(query.limit).collect();
+        let has_more = query.offset.saturating_add(tasks.len()) < total;
+        Ok(TaskPage { tasks, total, has_more })
+    }
+
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let mut entries = self.lock()?;
+        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
+        let record = &mut entry.record;
+        if !claimable(record.task.state)
+            || lease_is_live(record.lease.as_ref(), now)
+            || record.admission_expires_at.is_some_and(|at| at <= now)
+        {
+            return Ok(None);
+        }
+        record.lease = Some(ExecutionLease { owner_id: worker.to_owned(), expires_at, phase: LeasePhase::Prepared });
+        record.admission_expires_at = None;
+        Ok(Some(record.clone()))
+    }
+
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let mut entries = self.lock()?;
+        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
+        let record = &mut entry.record;
+        if record.task.state.is_terminal() || !holds_lease(record, worker, now, None) {
+            return Ok(None);
+        }
+        if let Some(lease) = record.lease.as_mut() {
+            lease.expires_at = expires_at;
+        }
+        Ok(Some(record.clone()))
+    }
+
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let mut entries = self.lock()?;
+        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
+        let record = &mut entry.record;
+        if record.task.state.is_terminal() || !holds_lease(record, worker, now, Some(LeasePhase::Prepared)) {
+            return Ok(None);
+        }
+        record.lease = Some(ExecutionLease { owner_id: worker.to_owned(), expires_at, phase: LeasePhase::Active });
+        Ok(Some(record.clone()))
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let mut entries = self.lock()?;
+        let reaped = self.housekeep(&mut entries, now);
+        let result = match entries.get_mut(id) {
+            Some(entry)
+                if expected.contains(&entry.record.task.state)
+                    && execution_owner.is_none_or(|owner| {
+                        entry.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner)
+                    }) =>
+            {
+                append(entry, event, now);
+                Some(entry.record.clone())
+            }
+            _ => None,
+        };
+        drop(entries);
+        for reaped in reaped {
+            self.wake(&reaped);
+        }
+        if result.is_some() {
+            self.wake(id);
+        }
+        Ok(result)
+    }
+
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
+        let mut entries = self.lock()?;
+        let reaped = reap(&mut entries, now);
+        drop(entries);
+        for id in &reaped {
+            self.wake(id);
+        }
+        Ok(reaped.len())
+    }
+
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        let entries = self.lock()?;
+        let mut expired: Vec<_> = entries
+            .values()
+            .filter_map(|entry| {
+                let lease = entry.record.lease.as_ref()?;
+                (lease.phase == LeasePhase::Active && lease.expires_at <= now && !entry.record.task.state.is_terminal())
+                    .then(|| (lease.expires_at, entry.record.task.id.clone()))
+            })
+            .collect();
+        expired.sort();
+        Ok(expired.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        let entries = self.lock()?;
+        Ok(entries
+            .get(id)
+            .filter(|entry| entry.record.owner == *owner)
+            .map(|entry| entry.events.iter().filter(|event| event.sequence > after).cloned().collect()))
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        let entries = self.lock()?;
+        let owned = entries.get(id).is_some_and(|entry| entry.record.owner == *owner);
+        // Subscribed under the lock, so no change made after this point can be missed.
+        Ok(owned.then(|| TaskWakeups::new(id.clone(), self.wakeups.subscribe())))
+    }
+
+    async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+}

@@ -1,0 +1,663 @@
+//! [`TaskRuntime`]: drives tasks from reservation to a terminal state.
+//!
+//! The life of a task: **reserve** (a `submitted` record with an admission expiry) → **prepare**
+//! (a renewable *prepared* lease, kept alive by a heartbeat while, for example, a payment is
+//! authorized) → **activate** (the lease turns *active*, the task turns `working`, the handler and
+//! its `max_run` timer start) → a **terminal** compare-and-set by the lease holder. Every write a
+//! worker makes after activation is fenced by its worker id, so a worker that lost its lease
+//! (because it stalled and another took the task over, or the task was cancelled) cannot
+//! overwrite the outcome.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskId, TaskPage,
+    TaskPayload, TaskResult, TaskStore, TaskWakeups, now_ms,
+};
+use crate::agent::Agent;
+use crate::error::RunError;
+use crate::run::{EndStatus, EventSink, RunEvent, RunFrame, TaskState};
+use crate::skill::{SkillError, ValidInput};
+
+/// The states in which a task still runs (or waits).
+const ACTIVE_STATES: &[TaskState] =
+    &[TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired];
+/// The states in which a worker's handler may be running.
+const RUNNING_STATES: &[TaskState] = &[TaskState::Submitted, TaskState::Working];
+
+/// Settings of a [`TaskRuntime`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RuntimeConfig {
+    /// The longest a handler may run before the task fails with `task_timeout` (default 15 min).
+    pub max_run: Duration,
+    /// How long a lease lasts without renewal (default 30 s). Heartbeats renew it every third of
+    /// that, so a crashed worker's tasks become recoverable within one lease.
+    pub lease_ttl: Duration,
+    /// How long a reservation may wait for its execution claim (default 5 min).
+    pub admission_ttl: Duration,
+    /// This worker's id, used to fence its writes (default: random).
+    pub worker_id: String,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_run: Duration::from_secs(15 * 60),
+            lease_ttl: Duration::from_secs(30),
+            admission_ttl: Duration::from_secs(5 * 60),
+            worker_id: format!("worker-{}", uuid::Uuid::new_v4()),
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Sets [`RuntimeConfig::max_run`].
+    pub fn max_run(mut self, max_run: Duration) -> Self {
+        self.max_run = max_run;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::lease_ttl`].
+    pub fn lease_ttl(mut self, lease_ttl: Duration) -> Self {
+        self.lease_ttl = lease_ttl;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::admission_ttl`].
+    pub fn admission_ttl(mut self, admission_ttl: Duration) -> Self {
+        self.admission_ttl = admission_ttl;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::worker_id`].
+    pub fn worker_id(mut self, worker_id: impl Into<String>) -> Self {
+        self.worker_id = worker_id.into();
+        self
+    }
+}
+
+/// Why a task operation failed. Faces map these to their wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskFailure {
+    /// No such task for this owner (a task owned by someone else reads the same).
+    NotFound {
+        /// The id asked for.
+        id: TaskId,
+    },
+    /// The task has already ended and cannot be cancelled.
+    NotCancellable {
+        /// The id.
+        id: TaskId,
+        /// Its state.
+        state: TaskState,
+    },
+    /// The task ended while the cancellation was being made.
+    CancelRace {
+        /// The id.
+        id: TaskId,
+    },
+    /// The store holds only unfinished tasks and cannot take another.
+    CapacityExhausted {
+        /// The store's capacity.
+        capacity: usize,
+    },
+    /// The execution claim could not be taken or was lost.
+    ClaimLost {
+        /// The id.
+        id: TaskId,
+    },
+    /// The runtime is closed.
+    Closed,
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for TaskFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotFound { id } => write!(f, "Task \"{id}\" not found"),
+            Self::NotCancellable { id, .. } | Self::CancelRace { id } => write!(f, "Task \"{id}\" is not running"),
+            Self::CapacityExhausted { capacity } => {
+                write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
+            }
+            Self::ClaimLost { id } => write!(f, "the execution claim on task {id} was lost"),
+            Self::Closed => f.write_str("the task runtime is closed"),
+            Self::Store(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for TaskFailure {}
+
+impl From<StoreError> for TaskFailure {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::CapacityExhausted { capacity } => Self::CapacityExhausted { capacity },
+            StoreError::Closed => Self::Closed,
+            other => Self::Store(other),
+        }
+    }
+}
+
+/// A request to reserve a task.
+#[derive(Debug, Clone)]
+pub struct Reservation {
+    /// Who will own the task.
+    pub owner: OwnerHash,
+    /// The validated input of the skill to run.
+    pub input: ValidInput,
+    /// The conversation it belongs to.
+    pub context_id: Option<String>,
+    /// The caller's metadata, kept with the task.
+    pub metadata: Option<Value>,
+    /// How long the reservation may wait for its claim (default: the runtime's admission TTL).
+    pub admission_ttl: Option<Duration>,
+}
+
+impl Reservation {
+    /// A reservation with no context, metadata or custom admission TTL.
+    pub fn new(owner: OwnerHash, input: ValidInput) -> Self {
+        Self { owner, input, context_id: None, metadata: None, admission_ttl: None }
+    }
+}
+
+/// The events of one task, as a lossless stream: entries of the task's log in order, ending
+/// after the terminal event (or when the store closes).
+pub type TaskEventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, TaskFailure>> + Send>>;
+
+struct RuntimeInner {
+    agent: Agent,
+    store: Arc<dyn TaskStore>,
+    config: RuntimeConfig,
+    local: Mutex<HashMap<TaskId, CancellationToken>>,
+    closing: CancellationToken,
+}
+
+impl RuntimeInner {
+    fn lease_until(&self, now: Millis) -> Millis {
+        now.saturating_add(self.config.lease_ttl.as_millis() as Millis)
+    }
+
+    fn heartbeat_every(&self) -> Duration {
+        (self.config.lease_ttl / 3).max(Duration::from_millis(10))
+    }
+
+    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
+        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Runs tasks for an agent over a [`TaskStore`]. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct TaskRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+impl std::fmt::Debug for TaskRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskRuntime")
+            .field("worker_id", &self.inner.config.worker_id)
+            .field("durability", &self.inner.store.durability())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskRuntime {
+    /// A runtime for `agent`'s skills over `store`.
+    pub fn new(agent: Agent, store: Arc<dyn TaskStore>, config: RuntimeConfig) -> Self {
+        Self {
+            inner: Arc::new(RuntimeInner {
+                agent,
+                store,
+                config,
+                local: Mutex::new(HashMap::new()),
+                closing: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The agent whose skills run here.
+    pub fn agent(&self) -> &Agent {
+        &self.inner.agent
+    }
+
+    /// The store's durability.
+    pub fn durability(&self) -> Durability {
+        self.inner.store.durability()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    fn ensure_open(&self) -> Result<(), TaskFailure> {
+        if self.inner.closing.is_cancelled() { Err(TaskFailure::Closed) } else { Ok(()) }
+    }
+
+    /// Creates a `submitted` task with an admission expiry. Abandoned reservations are reaped
+    /// before capacity is enforced.
+    pub async fn reserve(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
+        self.ensure_open()?;
+        let now = now_ms();
+        self.inner.store.reap_expired_admissions(now).await?;
+        let ttl = reservation.admission_ttl.unwrap_or(self.inner.config.admission_ttl);
+        let skill = reservation.input.skill().key().to_owned();
+        let mut task = Task::submitted(TaskId::generate(), skill.clone(), reservation.context_id, now);
+        task.metadata = reservation.metadata;
+        let record = StoredTask {
+            task: task.clone(),
+            owner: reservation.owner,
+            payload: TaskPayload { skill, input: reservation.input.input().clone() },
+            admission_expires_at: Some(now.saturating_add(ttl.as_millis() as Millis)),
+            lease: None,
+        };
+        self.inner.store.create(record, TaskEventKind::Status { state: TaskState::Submitted, message: None }).await?;
+        Ok(task)
+    }
+
+    /// Takes the prepared execution claim on a reserved task; a heartbeat keeps it alive until
+    /// the returned value is activated, released or dropped.
+    pub async fn prepare(&self, id: &TaskId) -> Result<PreparedExecution, TaskFailure> {
+        self.ensure_open()?;
+        let now = now_ms();
+        let worker = &self.inner.config.worker_id;
+        self.inner
+            .store
+            .claim_execution(id, worker, self.inner.lease_until(now), now)
+            .await?
+            .ok_or_else(|| TaskFailure::ClaimLost { id: id.clone() })?;
+        let heartbeat = CancellationToken::new();
+        tokio::spawn(heartbeat_loop(Arc::clone(&self.inner), id.clone(), heartbeat.clone(), None));
+        Ok(PreparedExecution { runtime: self.clone(), id: id.clone(), heartbeat: heartbeat.drop_guard() })
+    }
+
+    /// Reserves, prepares and activates: the task is running when this returns.
+    pub async fn start(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
+        let task = self.reserve(reservation).await?;
+        let prepared = match self.prepare(&task.id).await {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                self.abandon(&task.id, None).await;
+                return Err(error);
+            }
+        };
+        prepared.activate().await
+    }
+
+    /// Terminalizes a task this worker reserved but will not run.
+    async fn abandon(&self, id: &TaskId, worker: Option<&str>) {
+        let event = TaskEventKind::Status { state: TaskState::Canceled, message: None };
+        if let Err(error) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, worker, now_ms()).await {
+            tracing::warn!(task = %id, %error, "could not cancel an abandoned reservation");
+        }
+    }
+
+    /// The owner's task.
+    pub async fn get(&self, id: &TaskId, owner: &OwnerHash) -> Result<Task, TaskFailure> {
+        match self.inner.store.get(id).await? {
+            Some(record) if record.owner == *owner => Ok(record.task),
+            _ => Err(TaskFailure::NotFound { id: id.clone() }),
+        }
+    }
+
+    /// The owner's tasks.
+    pub async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, TaskFailure> {
+        Ok(self.inner.store.list(owner, query).await?)
+    }
+
+    /// Cancels the owner's task: the task turns `canceled` and its handler (on this worker) is
+    /// told at once; a handler on another worker learns it at its next heartbeat. No result that
+    /// arrives later overwrites the cancellation.
+    pub async fn cancel(&self, id: &TaskId, owner: &OwnerHash) -> Result<Task, TaskFailure> {
+        let task = self.get(id, owner).await?;
+        if task.state.is_terminal() {
+            return Err(TaskFailure::NotCancellable { id: id.clone(), state: task.state });
+        }
+        let event = TaskEventKind::Status { state: TaskState::Canceled, message: None };
+        let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? else {
+            return Err(TaskFailure::CancelRace { id: id.clone() });
+        };
+        if let Some(token) = self.inner.local().get(id) {
+            token.cancel();
+        }
+        Ok(record.task)
+    }
+
+    /// The owner's task's events after sequence `after` (0: from the start), then live ones,
+    /// ending after the terminal event.
+    pub async fn events(&self, id: &TaskId, owner: &OwnerHash, after: u64) -> Result<TaskEventStream, TaskFailure> {
+        let wakeups =
+            self.inner.store.subscribe(id, owner).await?.ok_or_else(|| TaskFailure::NotFound { id: id.clone() })?;
+        let state = EventCursor {
+            store: Arc::clone(&self.inner.store),
+            id: id.clone(),
+            owner: *owner,
+            cursor: after,
+            wakeups,
+            pending: VecDeque::new(),
+            done: false,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(state, EventCursor::next)))
+    }
+
+    /// Stops this runtime: local handlers are aborted without touching their tasks, so a durable
+    /// store keeps them `working` with leases another worker can recover; then the store closes.
+    pub async fn close(&self) {
+        self.inner.closing.cancel();
+        let tokens: Vec<_> = self.inner.local().values().cloned().collect();
+        for token in tokens {
+            token.cancel();
+        }
+        self.inner.store.close().await;
+    }
+}
+
+/// A task whose execution this worker has claimed but not started.
+pub struct PreparedExecution {
+    runtime: TaskRuntime,
+    id: TaskId,
+    heartbeat: tokio_util::sync::DropGuard,
+}
+
+impl std::fmt::Debug for PreparedExecution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedExecution").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl PreparedExecution {
+    /// The task.
+    pub fn task_id(&self) -> &TaskId {
+        &self.id
+    }
+
+    /// Renews the prepared claim now (the heartbeat also does).
+    pub async fn renew(&self) -> Result<(), TaskFailure> {
+        let inner = &self.runtime.inner;
+        let now = now_ms();
+        inner
+            .store
+            .renew_execution_claim(&self.id, &inner.config.worker_id, inner.lease_until(now), now)
+            .await?
+            .map(|_| ())
+            .ok_or_else(|| TaskFailure::ClaimLost { id: self.id.clone() })
+    }
+
+    /// Activates the claim and starts the handler and its `max_run` timer. Returns the task as it
+    /// is once running (or failed, when its stored input no longer fits the skill).
+    pub async fn activate(self) -> Result<Task, TaskFailure> {
+        let PreparedExecution { runtime, id, heartbeat } = self;
+        drop(heartbeat);
+        let inner = Arc::clone(&runtime.inner);
+        let worker = inner.config.worker_id.clone();
+        let now = now_ms();
+        let record = inner
+            .store
+            .activate_execution(&id, &worker, inner.lease_until(now), now)
+            .await?
+            .ok_or_else(|| TaskFailure::ClaimLost { id: id.clone() })?;
+        let valid = match inner
+            .agent
+            .skill(&record.payload.skill)
+            .and_then(|skill| skill.validate_input(record.payload.input.clone()))
+        {
+            Ok(valid) => valid,
+            Err(error) => {
+                let event = TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) };
+                let failed = inner.store.compare_and_set(&id, RUNNING_STATES, event, Some(&worker), now_ms()).await?;
+                return failed.map(|record| record.task).ok_or(TaskFailure::ClaimLost { id });
+            }
+        };
+        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
+        let task =
+            match inner.store.compare_and_set(&id, &[TaskState::Submitted], working, Some(&worker), now_ms()).await? {
+                Some(record) => record.task,
+                // Already working: a recovered task keeps its state.
+                None => record.task,
+            };
+        let cancel = CancellationToken::new();
+        inner.local().insert(id.clone(), cancel.clone());
+        tokio::spawn(execute(inner, id, valid, cancel));
+        Ok(task)
+    }
+
+    /// Gives the claim up without running: the task is cancelled (used when admission fails
+    /// before anything irreversible happened).
+    pub async fn cancel(self) {
+        let worker = self.runtime.inner.config.worker_id.clone();
+        self.runtime.abandon(&self.id, Some(&worker)).await;
+    }
+}
+
+/// Renews a lease every third of its life until `stop` fires or the lease is refused; on refusal
+/// cancels `on_loss` (the handler of a task that was cancelled or taken over).
+async fn heartbeat_loop(
+    inner: Arc<RuntimeInner>,
+    id: TaskId,
+    stop: CancellationToken,
+    on_loss: Option<CancellationToken>,
+) {
+    let worker = inner.config.worker_id.clone();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(inner.heartbeat_every()) => {}
+        }
+        let now = now_ms();
+        match inner.store.renew_execution_claim(&id, &worker, inner.lease_until(now), now).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                if let Some(token) = &on_loss {
+                    token.cancel();
+                }
+                return;
+            }
+            Err(StoreError::Closed) => return,
+            // A transient failure: the next beat tries again before the lease lapses.
+            Err(error) => tracing::warn!(task = %id, %error, "lease renewal failed"),
+        }
+    }
+}
+
+/// Runs an activated task to its end and records the outcome, fenced by this worker's id.
+async fn execute(inner: Arc<RuntimeInner>, id: TaskId, valid: ValidInput, cancel: CancellationToken) {
+    let worker = inner.config.worker_id.clone();
+    let stop_heartbeat = CancellationToken::new();
+    tokio::spawn(heartbeat_loop(Arc::clone(&inner), id.clone(), stop_heartbeat.clone(), Some(cancel.clone())));
+
+    let (sender, frames) = mpsc::channel(64);
+    let sink = Arc::new(EventSink::new(sender));
+    let drain = CancellationToken::new();
+    let forwarder = tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone()));
+
+    let run = inner.agent.run_for_task(valid, id.as_str().into(), cancel.clone(), Some(sink));
+    let outcome = tokio::time::timeout(inner.config.max_run, run).await;
+    stop_heartbeat.cancel();
+    // Progress events already emitted are stored before the outcome, so the log stays in order;
+    // a handler still running (after a timeout) can emit nothing more.
+    drain.cancel();
+    let _ = forwarder.await;
+
+    if inner.closing.is_cancelled() {
+        inner.local().remove(&id);
+        return;
+    }
+    let mut release_lease = false;
+    let event = match outcome {
+        Err(_elapsed) => {
+            let max_run = inner.config.max_run.as_millis();
+            Some(TaskEventKind::Error {
+                state: TaskState::Failed,
+                error: SkillError::new("task_timeout", format!("Task exceeded its {max_run}ms execution limit")),
+            })
+        }
+        Ok(Ok(completion)) => {
+            for artifact in completion.artifacts {
+                let event = TaskEventKind::Artifact { artifact, append: false, last_chunk: true };
+                record(&inner, &id, RUNNING_STATES, event, &worker).await;
+            }
+            Some(TaskEventKind::Result {
+                result: TaskResult { output: completion.output, usage: completion.usage, model: completion.model },
+            })
+        }
+        Ok(Err(RunError::Cancelled)) => None,
+        Ok(Err(RunError::Incomplete { status, message })) => {
+            let message = message.map(crate::run::Message::agent_text);
+            match status {
+                EndStatus::InputRequired => {
+                    release_lease = true;
+                    Some(TaskEventKind::Status { state: TaskState::InputRequired, message })
+                }
+                EndStatus::AuthRequired => {
+                    release_lease = true;
+                    Some(TaskEventKind::Status { state: TaskState::AuthRequired, message })
+                }
+                _ => Some(TaskEventKind::Error {
+                    state: TaskState::Rejected,
+                    error: SkillError::new("rejected", message.map_or_else(|| "rejected".to_owned(), |m| m.text())),
+                }),
+            }
+        }
+        Ok(Err(error)) => Some(TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }),
+    };
+    if let Some(event) = event {
+        record(&inner, &id, RUNNING_STATES, event, &worker).await;
+    }
+    // The timeout fences first, then stops the handler.
+    cancel.cancel();
+    if release_lease {
+        let now = now_ms();
+        let _ = inner.store.renew_execution_claim(&id, &worker, now, now).await;
+    }
+    inner.local().remove(&id);
+}
+
+/// A fenced write whose refusal is expected (the task was cancelled or taken over) and whose
+/// failure is logged: the lease then lapses and the task is recovered or reaped.
+async fn record(inner: &RuntimeInner, id: &TaskId, expected: &[TaskState], event: TaskEventKind, worker: &str) {
+    match inner.store.compare_and_set(id, expected, event, Some(worker), now_ms()).await {
+        Ok(Some(_)) => {}
+        Ok(None) => tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over"),
+        Err(error) => tracing::error!(task = %id, %error, "could not record the task outcome"),
+    }
+}
+
+/// Stores what a handler emits that belongs to the task record: messages and artifacts. Text,
+/// deltas, assets and control signals are transient and not persisted.
+async fn forward_events(
+    inner: Arc<RuntimeInner>,
+    id: TaskId,
+    mut frames: mpsc::Receiver<RunFrame>,
+    drain: CancellationToken,
+) {
+    let worker = inner.config.worker_id.clone();
+    loop {
+        let frame = tokio::select! {
+            frame = frames.recv() => frame,
+            () = drain.cancelled() => {
+                // Takes what is queued, then stops even if the handler still holds a sender.
+                frames.close();
+                frames.recv().await
+            }
+        };
+        let Some(frame) = frame else { break };
+        let event = match frame.event {
+            RunEvent::Message(message) => TaskEventKind::Message { message },
+            RunEvent::Artifact { artifact, append, last_chunk } => {
+                TaskEventKind::Artifact { artifact, append, last_chunk }
+            }
+            _ => continue,
+        };
+        record(&inner, &id, RUNNING_STATES, event, &worker).await;
+    }
+}
+
+/// How a run error is stored on a failed task.
+fn task_error(error: RunError) -> SkillError {
+    match error {
+        RunError::Failed(error) => error,
+        RunError::InvalidInput { issues } => SkillError {
+            code: "invalid_input".into(),
+            message: "Invalid input".into(),
+            retryable: None,
+            details: serde_json::to_value(issues).ok(),
+        },
+        RunError::InvalidOutput { issues } => SkillError {
+            code: "invalid_output".into(),
+            message: "Invalid output".into(),
+            retryable: None,
+            details: serde_json::to_value(issues).ok(),
+        },
+        other => SkillError::internal(other.to_string()),
+    }
+}
+
+/// The state behind [`TaskRuntime::events`].
+struct EventCursor {
+    store: Arc<dyn TaskStore>,
+    id: TaskId,
+    owner: OwnerHash,
+    cursor: u64,
+    wakeups: TaskWakeups,
+    pending: VecDeque<TaskEvent>,
+    done: bool,
+}
+
+/// A re-read of the log every so often even without a wake-up, in case one was lost.
+const SAFETY_REREAD: Duration = Duration::from_secs(15);
+
+impl EventCursor {
+    async fn next(mut self) -> Option<(Result<TaskEvent, TaskFailure>, Self)> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                self.cursor = event.sequence;
+                if event.kind.state().is_some_and(TaskState::is_terminal) {
+                    self.done = true;
+                    self.pending.clear();
+                }
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            match self.store.events_since(&self.id, &self.owner, self.cursor).await {
+                Ok(Some(events)) if !events.is_empty() => {
+                    self.pending.extend(events);
+                    continue;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(StoreError::Closed) => return None,
+                Err(error) => {
+                    self.done = true;
+                    return Some((Err(error.into()), self));
+                }
+            }
+            // Nothing new: a task that already ended will say nothing more.
+            match self.store.get(&self.id).await {
+                Ok(Some(record)) if record.task.state.is_terminal() => return None,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return None,
+            }
+            if !self.wakeups.changed(SAFETY_REREAD).await {
+                return None;
+            }
+        }
+    }
+}

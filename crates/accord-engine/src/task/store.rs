@@ -1,0 +1,279 @@
+//! The [`TaskStore`] contract.
+//!
+//! A store keeps task records, their execution leases and their event logs. The runtime makes
+//! every decision; the store makes each change atomic and, for a durable store, durable before it
+//! returns. Every method below states what a store must guarantee; the conformance suite in the
+//! `accord-test-support` crate checks each guarantee against every store.
+//!
+//! State changes are expressed as events: [`TaskStore::compare_and_set`] takes the event to
+//! append and applies it to the record with [`apply_event`], in the same atomic step. A store
+//! therefore never overwrites a whole record with a stale copy, and the log and the record never
+//! disagree.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use super::{ExecutionLease, LeasePhase, Millis, OwnerHash, StoredTask, Task, TaskEvent, TaskEventKind, TaskId};
+use crate::run::{Artifact, TaskState};
+
+/// Whether a store's records and leases survive a restart of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Records live in this process only.
+    Process,
+    /// Records and lease changes are durable before each call returns.
+    Durable,
+}
+
+impl Durability {
+    /// `process` or `durable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Process => "process",
+            Self::Durable => "durable",
+        }
+    }
+}
+
+/// Why a store call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A task with this id exists already.
+    DuplicateId(TaskId),
+    /// The store is full of tasks that are not terminal.
+    CapacityExhausted {
+        /// The store's capacity.
+        capacity: usize,
+    },
+    /// The store has been closed.
+    Closed,
+    /// The backing storage failed; the message is for operators, not callers.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DuplicateId(id) => write!(f, "task {id} exists already"),
+            Self::CapacityExhausted { capacity } => {
+                write!(f, "task capacity ({capacity}) is exhausted by active tasks")
+            }
+            Self::Closed => f.write_str("the task store is closed"),
+            Self::Unavailable(reason) => write!(f, "the task store is unavailable: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Filters and paging of [`TaskStore::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in one of these states (`None`: any).
+    pub states: Option<Vec<TaskState>>,
+    /// At most this many tasks (default 50).
+    pub limit: usize,
+    /// Skip this many first.
+    pub offset: usize,
+}
+
+impl Default for ListQuery {
+    fn default() -> Self {
+        Self { context_id: None, states: None, limit: 50, offset: 0 }
+    }
+}
+
+/// One page of [`TaskStore::list`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    /// The tasks, newest first.
+    pub tasks: Vec<Task>,
+    /// How many tasks match in all.
+    pub total: usize,
+    /// Whether more tasks follow this page.
+    pub has_more: bool,
+}
+
+/// Wake-ups for one task: a signal that its log may have grown. The log read with
+/// [`TaskStore::events_since`] is the truth; a wake-up only says when to read it, so a missed or
+/// duplicated wake-up never loses or repeats an event.
+#[derive(Debug)]
+pub struct TaskWakeups {
+    task_id: TaskId,
+    receiver: broadcast::Receiver<TaskId>,
+}
+
+impl TaskWakeups {
+    /// Wake-ups for `task_id` from a store's broadcast of changed task ids.
+    pub fn new(task_id: TaskId, receiver: broadcast::Receiver<TaskId>) -> Self {
+        Self { task_id, receiver }
+    }
+
+    /// Waits until the task may have changed, at most `timeout`. Returns `false` when the store
+    /// has closed.
+    pub async fn changed(&mut self, timeout: Duration) -> bool {
+        let wait = async {
+            loop {
+                match self.receiver.recv().await {
+                    Ok(id) if id == self.task_id => return true,
+                    Ok(_) => {}
+                    // Missed wake-ups are harmless: the caller re-reads the log.
+                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                    Err(broadcast::error::RecvError::Closed) => return false,
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.unwrap_or(true)
+    }
+}
+
+/// Where tasks are kept. See the module documentation for the ground rules.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Whether records and lease changes survive a restart. Must be truthful: paid work is only
+    /// accepted on a durable store.
+    fn durability(&self) -> Durability;
+
+    /// Stores a new record and appends `event` as its first log entry (sequence 1).
+    ///
+    /// Guarantees: durable before it returns; fails with [`StoreError::DuplicateId`] when the id
+    /// exists; enforces capacity (after reaping expired admissions and, where the store evicts,
+    /// evicting terminal tasks only), failing with [`StoreError::CapacityExhausted`] when only
+    /// non-terminal tasks remain; wakes subscribers.
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError>;
+
+    /// The record, if it exists (whoever owns it: callers check the owner).
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError>;
+
+    /// The owner's tasks matching `query`, newest (`created_at`) first, with the total count.
+    /// Never returns another owner's task.
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError>;
+
+    /// Takes a *prepared* lease for `worker` until `expires_at`, and clears the admission expiry.
+    ///
+    /// Succeeds only when the task is `submitted` or `working`, its admission (if any) has not
+    /// expired, and it has no live lease (a lease with `expires_at > now` blocks; an expired one,
+    /// prepared or active, may be taken over). Returns the updated record, or `None` when the
+    /// claim is refused. Atomic: of two concurrent claims at most one succeeds.
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Extends `worker`'s live lease (prepared or active) to `expires_at`, keeping its phase.
+    /// Refused (`None`) when the lease is another worker's, has lapsed, or the task is terminal.
+    /// Renewing to `expires_at <= now` gives the lease up.
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Turns `worker`'s live *prepared* lease into an *active* one until `expires_at`, atomically.
+    /// Refused (`None`) on the same conditions as renewal, or when the lease is not prepared.
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Appends `event` and applies it to the record with [`apply_event`], if the task's state is
+    /// one of `expected` and, when `execution_owner` is given, the current lease belongs to it
+    /// (this fences a stale worker out after another took the task over).
+    ///
+    /// A terminal result clears the lease and the admission expiry. Returns the updated record, or
+    /// `None` when the condition does not hold. Atomic and, for a durable store, durable. Wakes
+    /// subscribers.
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Terminalizes abandoned work and returns how many tasks it changed: tasks whose admission
+    /// expired without a lease, and tasks whose *prepared* lease lapsed. Both become `canceled`
+    /// with a status event; both fields are cleared.
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError>;
+
+    /// Tasks whose *active* lease lapsed (their worker is presumed dead), oldest first, at most
+    /// `limit`: candidates for [`TaskStore::claim_execution`] by a recovering worker.
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError>;
+
+    /// The owner's task's log entries with a sequence greater than `after`, in order. `None` when
+    /// the task does not exist or is not the owner's.
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError>;
+
+    /// Wake-ups for the owner's task. `None` when the task does not exist or is not the owner's.
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError>;
+
+    /// Closes the store: later calls fail with [`StoreError::Closed`]; subscribers are released.
+    async fn close(&self);
+}
+
+/// Applies an event to a task: the one definition every store uses, so that the record is always
+/// what its log says.
+pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
+    match event {
+        TaskEventKind::Status { state, message } => {
+            task.state = *state;
+            task.status_message.clone_from(message);
+        }
+        TaskEventKind::Result { result } => {
+            task.state = TaskState::Completed;
+            task.result = Some(result.clone());
+        }
+        TaskEventKind::Error { state, error } => {
+            task.state = *state;
+            task.error = Some(error.clone());
+        }
+        TaskEventKind::Artifact { artifact, append, .. } => merge_artifact(&mut task.artifacts, artifact, *append),
+        TaskEventKind::Message { message } => task.history.push(message.clone()),
+    }
+    task.updated_at = now.max(task.updated_at);
+    task.version += 1;
+}
+
+fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: &Artifact, append: bool) {
+    match artifacts.iter_mut().find(|existing| existing.artifact_id == artifact.artifact_id) {
+        Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+        Some(existing) => *existing = artifact.clone(),
+        None => artifacts.push(artifact.clone()),
+    }
+}
+
+/// Whether a lease blocks a claim at `now`.
+pub(crate) fn lease_is_live(lease: Option<&ExecutionLease>, now: Millis) -> bool {
+    lease.is_some_and(|lease| lease.expires_at > now)
+}
+
+/// Whether `worker` holds a live lease (of `phase`, when given).
+pub(crate) fn holds_lease(record: &StoredTask, worker: &str, now: Millis, phase: Option<LeasePhase>) -> bool {
+    record.lease.as_ref().is_some_and(|lease| {
+        lease.owner_id == worker && lease.expires_at > now && phase.is_none_or(|phase| lease.phase == phase)
+    })
+}
+
+/// Whether a task in this state may be claimed for execution.
+pub(crate) fn claimable(state: TaskState) -> bool {
+    matches!(state, TaskState::Submitted | TaskState::Working)
+}

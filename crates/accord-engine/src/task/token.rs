@@ -1,0 +1,151 @@
+//! Access tokens and the owner hashes stored in their place.
+//!
+//! A task belongs to whoever holds its access token. The store keeps only the SHA-256 of the
+//! trimmed token (the [`OwnerHash`]); the token itself never prints, never reaches a log and is
+//! compared only through its hash, in constant time.
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The shortest accepted token, after trimming.
+pub const MIN_TOKEN_CHARS: usize = 20;
+/// The longest accepted token, after trimming.
+pub const MAX_TOKEN_CHARS: usize = 256;
+
+/// A task access token: a bearer capability for one or more tasks. `Debug` and `Display` never
+/// show it; use [`AccessToken::expose`] where the token must be sent.
+#[derive(Clone)]
+pub struct AccessToken(String);
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}
+
+/// A token that is not 20 to 256 characters after trimming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidToken;
+
+impl std::fmt::Display for InvalidToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Task-Access-Token must contain {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} characters")
+    }
+}
+
+impl std::error::Error for InvalidToken {}
+
+impl AccessToken {
+    /// Accepts a caller's token: trimmed, then 20 to 256 characters.
+    pub fn parse(token: &str) -> Result<Self, InvalidToken> {
+        let token = token.trim();
+        if (MIN_TOKEN_CHARS..=MAX_TOKEN_CHARS).contains(&token.chars().count()) {
+            Ok(Self(token.to_owned()))
+        } else {
+            Err(InvalidToken)
+        }
+    }
+
+    /// A fresh token with 256 bits from the operating system's random source, as 64 hex digits.
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 32];
+        // The OS random source failing is not recoverable for a capability system: refuse to
+        // hand out a guessable token.
+        #[allow(clippy::expect_used)]
+        getrandom::fill(&mut bytes).expect("the operating system's random source is unavailable");
+        Self(hex(&bytes))
+    }
+
+    /// The token itself, to send to its holder. Never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The owner hash stored for this token.
+    pub fn owner(&self) -> OwnerHash {
+        OwnerHash(Sha256::digest(self.0.as_bytes()).into())
+    }
+}
+
+/// The SHA-256 of a trimmed access token: who owns a task. Compared in constant time.
+#[derive(Clone, Copy, Eq)]
+pub struct OwnerHash([u8; 32]);
+
+impl PartialEq for OwnerHash {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+impl std::fmt::Debug for OwnerHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A prefix is enough to tell owners apart in a log.
+        write!(f, "OwnerHash({}…)", &self.to_hex()[..8])
+    }
+}
+
+impl OwnerHash {
+    /// The hash as 64 lowercase hex digits (how stores persist it).
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// Reads a hash written by [`OwnerHash::to_hex`].
+    pub fn from_hex(text: &str) -> Option<Self> {
+        if text.len() != 64 {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (index, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(text.get(index * 2..index * 2 + 2)?, 16).ok()?;
+        }
+        Some(Self(bytes))
+    }
+
+    /// The raw digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_trimmed_and_bounded() {
+        assert!(AccessToken::parse("short").is_err());
+        assert!(AccessToken::parse(&"x".repeat(257)).is_err());
+        let token = AccessToken::parse(&format!("  {}  ", "t".repeat(20))).expect("valid");
+        assert_eq!(token.expose(), "t".repeat(20));
+        assert_eq!(token.owner(), AccessToken::parse(&"t".repeat(20)).expect("valid").owner());
+    }
+
+    #[test]
+    fn tokens_never_print_themselves() {
+        let token = AccessToken::parse("secret-secret-secret-1").expect("valid");
+        assert_eq!(format!("{token:?}"), "AccessToken(<redacted>)");
+        assert!(!format!("{:?}", token.owner()).contains("secret"));
+    }
+
+    #[test]
+    fn generated_tokens_are_long_random_and_valid() {
+        let a = AccessToken::generate();
+        let b = AccessToken::generate();
+        assert_eq!(a.expose().len(), 64);
+        assert_ne!(a.expose(), b.expose());
+        assert!(AccessToken::parse(a.expose()).is_ok());
+    }
+
+    #[test]
+    fn owner_hash_is_the_sha256_of_the_token_in_hex_and_round_trips() {
+        let owner = AccessToken::parse("abcdefghijklmnopqrstuvwxyz").expect("valid").owner();
+        assert_eq!(owner.to_hex(), "71c480df93d6ae2f1efad1447c66c9525e316218cf51fc8d9ed832f2daf18b73");
+        assert_eq!(OwnerHash::from_hex(&owner.to_hex()), Some(owner));
+        assert_eq!(OwnerHash::from_hex("zz"), None);
+    }
+}
