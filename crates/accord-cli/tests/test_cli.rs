@@ -173,6 +173,12 @@ fn every_command_explains_itself() {
         vec!["card", "show", "--help"],
         vec!["invoke", "--help"],
         vec!["stream", "--help"],
+        vec!["task", "--help"],
+        vec!["task", "send", "--help"],
+        vec!["task", "get", "--help"],
+        vec!["task", "cancel", "--help"],
+        vec!["task", "watch", "--help"],
+        vec!["task", "list", "--help"],
     ] {
         let output = accord(&args);
         assert!(output.status.success(), "{args:?}");
@@ -184,4 +190,36 @@ fn every_command_explains_itself() {
         assert!(serve.contains(flag), "{flag}");
     }
     assert_eq!(accord(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn task_send_wait_prints_the_completed_summary() {
+    let served = Served::start(&[]);
+    let text = r#"{"text":"Rust is fast. Cats sleep a lot. Rust is safe and Rust is fast.","sentences":1}"#;
+    let output = accord(&["task", "send", &served.url, "summarize", text, "--wait"]);
+    let task = stdout_json(&output);
+    assert_eq!(task["status"], "completed");
+    assert_eq!(task["result"]["output"], json!({"summary": "Rust is safe and Rust is fast."}));
+
+    let token = "cli-task-token-0123456789";
+    let sent = stdout_json(&accord(&["task", "send", &served.url, "slow", r#"{"seconds":30}"#, "--token", token]));
+    assert_eq!(sent["status"], "running");
+    assert_eq!(sent["accessToken"], token);
+    let id = sent["taskId"].as_str().expect("taskId");
+    let cancelled = stdout_json(&accord(&["task", "cancel", &served.url, id, "--token", token]));
+    assert_eq!(cancelled["status"], "cancelled");
+    let read = stdout_json(&accord(&["task", "get", &served.url, id, "--token", token]));
+    assert_eq!(read["status"], "cancelled");
+    let listed = stdout_json(&accord(&["task", "list", &served.url, "--token", token, "--status", "cancelled"]));
+    assert_eq!(listed["total"], 1);
+    let watched = accord(&["task", "watch", &served.url, id, "--token", token]);
+    let lines = String::from_utf8_lossy(&watched.stdout).into_owned();
+    assert!(lines.lines().last().is_some_and(|line| line.contains("\"cancelled\"")), "{lines}");
+
+    let wrong = accord(&["task", "get", &served.url, id, "--token", "someone-else-0123456789"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("task_not_found"));
+    let failed = accord(&["task", "send", &served.url, "summarize", r#"{"text":5}"#]);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("invalid_input"));
 }
