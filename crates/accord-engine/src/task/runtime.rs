@@ -46,6 +46,10 @@ pub struct RuntimeConfig {
     pub admission_ttl: Duration,
     /// This worker's id, used to fence its writes (default: random).
     pub worker_id: String,
+    /// How often this worker looks for tasks whose worker died (an active lease that lapsed)
+    /// and runs them again from their stored payload. `None` turns recovery off. Default: every
+    /// 10 s. Recovery only runs on a durable store.
+    pub recovery_interval: Option<Duration>,
 }
 
 impl Default for RuntimeConfig {
@@ -55,6 +59,7 @@ impl Default for RuntimeConfig {
             lease_ttl: Duration::from_secs(30),
             admission_ttl: Duration::from_secs(5 * 60),
             worker_id: format!("worker-{}", uuid::Uuid::new_v4()),
+            recovery_interval: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -75,6 +80,12 @@ impl RuntimeConfig {
     /// Sets [`RuntimeConfig::admission_ttl`].
     pub fn admission_ttl(mut self, admission_ttl: Duration) -> Self {
         self.admission_ttl = admission_ttl;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::recovery_interval`].
+    pub fn recovery_interval(mut self, interval: Option<Duration>) -> Self {
+        self.recovery_interval = interval;
         self
     }
 
@@ -214,8 +225,11 @@ impl std::fmt::Debug for TaskRuntime {
 
 impl TaskRuntime {
     /// A runtime for `agent`'s skills over `store`.
+    ///
+    /// On a durable store, and when called within a Tokio runtime, this also starts the recovery
+    /// loop ([`RuntimeConfig::recovery_interval`]), which stops when the runtime is closed.
     pub fn new(agent: Agent, store: Arc<dyn TaskStore>, config: RuntimeConfig) -> Self {
-        Self {
+        let runtime = Self {
             inner: Arc::new(RuntimeInner {
                 agent,
                 store,
@@ -223,7 +237,43 @@ impl TaskRuntime {
                 local: Mutex::new(HashMap::new()),
                 closing: CancellationToken::new(),
             }),
+        };
+        if let (Durability::Durable, Some(interval), Ok(handle)) = (
+            runtime.inner.store.durability(),
+            runtime.inner.config.recovery_interval,
+            tokio::runtime::Handle::try_current(),
+        ) {
+            handle.spawn(recovery_loop(Arc::downgrade(&runtime.inner), interval));
         }
+        runtime
+    }
+
+    /// Looks once for tasks whose worker died — non-terminal tasks whose active lease lapsed —
+    /// and runs each again here from its stored payload; abandoned reservations and prepared
+    /// claims are reaped first. Returns how many tasks this worker took over. The old worker, if it
+    /// is merely slow, is fenced out: its late writes are refused.
+    pub async fn recover_expired(&self) -> Result<usize, TaskFailure> {
+        self.ensure_open()?;
+        let now = now_ms();
+        self.inner.store.reap_expired_admissions(now).await?;
+        let mut recovered = 0;
+        for id in self.inner.store.expired_active_leases(now, RECOVERY_BATCH).await? {
+            let prepared = match self.prepare(&id).await {
+                Ok(prepared) => prepared,
+                // Another worker was faster.
+                Err(TaskFailure::ClaimLost { .. }) => continue,
+                Err(error) => return Err(error),
+            };
+            match prepared.activate().await {
+                Ok(_) => {
+                    recovered += 1;
+                    tracing::info!(task = %id, worker = %self.inner.config.worker_id, "recovered a task whose worker stopped");
+                }
+                Err(TaskFailure::ClaimLost { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(recovered)
     }
 
     /// The agent whose skills run here.
@@ -365,6 +415,29 @@ impl TaskRuntime {
             token.cancel();
         }
         self.inner.store.close().await;
+    }
+}
+
+/// How many expired leases one recovery pass takes on.
+const RECOVERY_BATCH: usize = 32;
+
+/// Recovers abandoned tasks every `interval` until the runtime closes or is dropped.
+async fn recovery_loop(inner: std::sync::Weak<RuntimeInner>, interval: Duration) {
+    loop {
+        let closing = match inner.upgrade() {
+            Some(inner) => inner.closing.clone(),
+            None => return,
+        };
+        tokio::select! {
+            () = closing.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let runtime = TaskRuntime { inner };
+        match runtime.recover_expired().await {
+            Ok(_) | Err(TaskFailure::Closed) => {}
+            Err(error) => tracing::warn!(%error, "task recovery pass failed"),
+        }
     }
 }
 
