@@ -22,10 +22,18 @@ pub(crate) async fn card(
     let base_path = base_path(uri.path());
     let base_url = format!("{}{}", origin(&headers, &uri), base_path);
     let mut card = state.agent.card(&base_url);
-    if state.config.tasks.is_some()
-        && let Some(capabilities) = card.capabilities.as_mut()
-    {
-        capabilities.state_transition_history = true;
+    if state.config.tasks.is_some() {
+        if let Some(capabilities) = card.capabilities.as_mut() {
+            capabilities.state_transition_history = true;
+        }
+        if let Some(jsonrpc) = &state.config.jsonrpc_tasks {
+            card.supported_interfaces.push(accord_types::card::AgentInterface {
+                url: format!("{base_url}{}", jsonrpc.path),
+                protocol_binding: crate::JSONRPC_TASKS_BINDING.into(),
+                protocol_version: None,
+                extra: serde_json::Map::new(),
+            });
+        }
     }
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,

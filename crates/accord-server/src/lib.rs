@@ -29,9 +29,11 @@ use accord_engine::task::TaskRuntime;
 use axum::Router;
 use axum::routing::{get, post};
 
+pub mod auth;
 mod body;
 mod card;
 mod error;
+pub mod jsonrpc_tasks;
 mod lucid;
 
 pub use error::LucidError;
@@ -51,7 +53,33 @@ pub struct ServerConfig {
     pub tasks: Option<TaskRuntime>,
     /// How long a task subscription stays open at most (default 5 min).
     pub subscription_timeout: Duration,
+    /// The JSON-RPC tasks face, mounted with the task routes (default: at `/a2a/tasks`, no
+    /// scopes). `None` leaves it out.
+    pub jsonrpc_tasks: Option<JsonRpcTasksConfig>,
 }
+
+/// Where and how the JSON-RPC tasks face is mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonRpcTasksConfig {
+    /// The path, relative to the agent's base path (default `/a2a/tasks`).
+    pub path: String,
+    /// Scopes required per skill key.
+    pub scopes: std::collections::HashMap<String, String>,
+}
+
+impl Default for JsonRpcTasksConfig {
+    fn default() -> Self {
+        Self { path: JSONRPC_TASKS_PATH.into(), scopes: std::collections::HashMap::new() }
+    }
+}
+
+/// The default path of the JSON-RPC tasks face.
+pub const JSONRPC_TASKS_PATH: &str = "/a2a/tasks";
+
+/// The binding name under which the card lists the JSON-RPC tasks face. A URN, so that neither
+/// official A2A clients (which look for `JSONRPC`) nor Lucid clients (which take the first binding
+/// containing `HTTP`) mistake it for their own.
+pub const JSONRPC_TASKS_BINDING: &str = "urn:accord:binding:jsonrpc-tasks";
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -61,6 +89,7 @@ impl Default for ServerConfig {
             idempotency: IdempotencyConfig::default(),
             tasks: None,
             subscription_timeout: Duration::from_secs(300),
+            jsonrpc_tasks: Some(JsonRpcTasksConfig::default()),
         }
     }
 }
@@ -81,6 +110,12 @@ impl ServerConfig {
     /// Enables the `/tasks` routes, run by `runtime`.
     pub fn tasks(mut self, runtime: TaskRuntime) -> Self {
         self.tasks = Some(runtime);
+        self
+    }
+
+    /// Sets [`ServerConfig::jsonrpc_tasks`].
+    pub fn jsonrpc_tasks(mut self, config: Option<JsonRpcTasksConfig>) -> Self {
+        self.jsonrpc_tasks = config;
         self
     }
 
@@ -124,10 +159,21 @@ pub fn router(agent: &Agent) -> Router {
 /// | GET | `/tasks/{id}` | read a task |
 /// | POST | `/tasks/{id}/cancel` | cancel a task |
 /// | GET | `/tasks/{id}/subscribe` | a task's updates as server-sent events |
+/// | POST | `/a2a/tasks` | the JSON-RPC tasks face (with the task routes, unless turned off) |
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
     let tasks_enabled = config.tasks.is_some();
+    let jsonrpc = match (&config.tasks, &config.jsonrpc_tasks) {
+        (Some(runtime), Some(jsonrpc)) => Some((
+            jsonrpc.path.clone(),
+            jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(runtime.clone()))
+                .scopes(jsonrpc.scopes.clone())
+                .max_bytes(config.body_limit)
+                .router(),
+        )),
+        _ => None,
+    };
     let state =
         Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
     let router = Router::new()
@@ -146,7 +192,11 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
     } else {
         router
     };
-    router.with_state(state)
+    let router = router.with_state(state);
+    match jsonrpc {
+        Some((path, endpoint)) => router.nest(&path, endpoint),
+        None => router,
+    }
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].

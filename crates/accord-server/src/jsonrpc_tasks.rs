@@ -1,0 +1,547 @@
+//! The JSON-RPC tasks face: `tasks/send`, `tasks/get`, `tasks/cancel` and `tasks/sendSubscribe`
+//! over JSON-RPC 2.0, with per-skill scopes.
+//!
+//! Usable two ways: [`TasksEndpoint`] wraps any [`TasksHandler`] into a router you mount on any
+//! path; [`EngineTasks`] is the handler that runs the agent's skills as engine tasks (what
+//! [`crate::ServerConfig::jsonrpc_tasks`] mounts at `/a2a/tasks`).
+//!
+//! Requests are checked in this order, each failure answered with its HTTP status and JSON-RPC
+//! code: method not POST (405, `Allow: POST`, -32600); content type not JSON (415, -32600); body
+//! over the cap (400, -32700, the rest is not read); unparsable JSON (400, -32700); not a JSON-RPC
+//! 2.0 envelope (400, -32600); unknown method (200, -32601); invalid params (200, -32602); scope not
+//! granted (200, -32001); then the handler (200, with its result, or its error code, or -32603).
+//! The response `id` echoes the request's, or is `null` when it could not be read.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{OwnerHash, Reservation, Task, TaskEventKind, TaskFailure, TaskId, TaskRuntime};
+use accord_engine::{RunError, TaskState};
+use async_trait::async_trait;
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures_util::{Stream, StreamExt};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::auth::Principal;
+
+/// The methods this face serves.
+pub const METHODS: [&str; 4] = ["tasks/send", "tasks/get", "tasks/cancel", "tasks/sendSubscribe"];
+
+/// An error answered to a JSON-RPC call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The JSON-RPC code.
+    pub code: i64,
+    /// What went wrong.
+    pub message: String,
+    /// Structured detail.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// Invalid JSON (-32700).
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid request (-32600).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method (-32601).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid params (-32602).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// A handler failure (-32603).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// A scope the skill requires is not granted (-32001).
+    pub const SCOPE_REQUIRED: i64 = -32001;
+    /// No such task (-32002).
+    pub const TASK_NOT_FOUND: i64 = -32002;
+    /// The task is past its cancellation point (-32003).
+    pub const TASK_NOT_CANCELABLE: i64 = -32003;
+
+    /// An error with a code and message.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), data: None }
+    }
+
+    /// Adds structured detail.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// The task of a `tasks/send`: a skill and its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSpec {
+    /// The skill key.
+    pub skill: String,
+    /// The input (an object; `{}` when the caller sent none).
+    pub input: Map<String, Value>,
+}
+
+/// What a handler knows about the call.
+#[derive(Debug, Clone)]
+pub struct RpcContext {
+    /// The authenticated caller, if any.
+    pub principal: Option<Principal>,
+    /// The request headers.
+    pub headers: HeaderMap,
+}
+
+/// The results of a `tasks/sendSubscribe`, each answered as one JSON-RPC response event.
+pub type RpcStream = Pin<Box<dyn Stream<Item = Result<Value, RpcError>> + Send>>;
+
+/// Serves the JSON-RPC task methods. Implement the ones you serve; `tasks/sendSubscribe`
+/// defaults to "not supported".
+#[async_trait]
+pub trait TasksHandler: Send + Sync + 'static {
+    /// `tasks/send`: start a task; typically answers `{taskId, status}`.
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError>;
+    /// `tasks/get`: the task's `{taskId, status, result?, error?}`.
+    async fn get(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError>;
+    /// `tasks/cancel`: cancel the task.
+    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError>;
+    /// `tasks/sendSubscribe`: start a task and stream its updates.
+    async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
+        let _ = (task, context);
+        Err(RpcError::new(RpcError::METHOD_NOT_FOUND, "method 'tasks/sendSubscribe' is not supported here"))
+    }
+}
+
+/// The JSON-RPC tasks endpoint around a handler.
+#[derive(Clone)]
+pub struct TasksEndpoint {
+    handler: Arc<dyn TasksHandler>,
+    scopes: Arc<HashMap<String, String>>,
+    max_bytes: usize,
+}
+
+impl std::fmt::Debug for TasksEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TasksEndpoint")
+            .field("scopes", &self.scopes)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TasksEndpoint {
+    /// An endpoint for `handler`, with no scopes and a 1 MiB body cap.
+    pub fn new(handler: impl TasksHandler) -> Self {
+        Self::from_arc(Arc::new(handler))
+    }
+
+    /// An endpoint for a shared handler.
+    pub fn from_arc(handler: Arc<dyn TasksHandler>) -> Self {
+        Self { handler, scopes: Arc::new(HashMap::new()), max_bytes: 1024 * 1024 }
+    }
+
+    /// Requires `scope` for sending tasks to `skill`. The map is looked up by the skill's own key
+    /// only: no key is special.
+    pub fn scope(mut self, skill: impl Into<String>, scope: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.scopes).insert(skill.into(), scope.into());
+        self
+    }
+
+    /// Sets all scopes at once.
+    pub fn scopes(mut self, scopes: HashMap<String, String>) -> Self {
+        self.scopes = Arc::new(scopes);
+        self
+    }
+
+    /// The body cap in bytes.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// A router answering every method at its root: nest it, or merge it under a path with
+    /// [`Router::nest`].
+    pub fn router(self) -> Router {
+        let endpoint = Arc::new(self);
+        Router::new().route(
+            "/",
+            any(move |request: Request| {
+                let endpoint = Arc::clone(&endpoint);
+                async move { endpoint.handle(request).await }
+            }),
+        )
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle(&self, request: Request) -> Response {
+        let (parts, body) = request.into_parts();
+        if parts.method != Method::POST {
+            audit_rejected(405, RpcError::INVALID_REQUEST);
+            let mut response = rpc_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                Some(Value::Null),
+                Err(RpcError::new(RpcError::INVALID_REQUEST, "method must be POST")),
+            );
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return response;
+        }
+        let is_json = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.to_ascii_lowercase().contains("application/json"));
+        if !is_json {
+            audit_rejected(415, RpcError::INVALID_REQUEST);
+            return rpc_response(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Some(Value::Null),
+                Err(RpcError::new(RpcError::INVALID_REQUEST, "Content-Type must be application/json")),
+            );
+        }
+        let Ok(bytes) = axum::body::to_bytes(body, self.max_bytes).await else {
+            audit_rejected(400, RpcError::PARSE_ERROR);
+            let message = format!("could not read request body: request body exceeded {} bytes", self.max_bytes);
+            return rpc_response(
+                StatusCode::BAD_REQUEST,
+                Some(Value::Null),
+                Err(RpcError::new(RpcError::PARSE_ERROR, message)),
+            );
+        };
+        let Ok(envelope) = serde_json::from_slice::<Value>(&bytes) else {
+            audit_rejected(400, RpcError::PARSE_ERROR);
+            return rpc_response(
+                StatusCode::BAD_REQUEST,
+                Some(Value::Null),
+                Err(RpcError::new(RpcError::PARSE_ERROR, "invalid JSON body")),
+            );
+        };
+        let id = envelope.get("id").cloned();
+        let method = match (envelope.get("jsonrpc"), envelope.get("method")) {
+            (Some(Value::String(version)), Some(Value::String(method))) if version == "2.0" => method.clone(),
+            _ => {
+                audit_rejected(400, RpcError::INVALID_REQUEST);
+                let error = RpcError::new(
+                    RpcError::INVALID_REQUEST,
+                    "expected JSON-RPC 2.0 envelope { jsonrpc, id?, method, params? }",
+                );
+                return rpc_response(StatusCode::BAD_REQUEST, id, Err(error));
+            }
+        };
+        let id = Some(id.unwrap_or(Value::Null));
+        if !METHODS.contains(&method.as_str()) {
+            audit_rejected(200, RpcError::METHOD_NOT_FOUND);
+            let error =
+                RpcError::new(RpcError::METHOD_NOT_FOUND, format!("method '{method}' not in [{}]", METHODS.join(", ")));
+            return rpc_response(StatusCode::OK, id, Err(error));
+        }
+        let params = envelope.get("params").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        let context = RpcContext { principal: parts.extensions.get::<Principal>().cloned(), headers: parts.headers };
+        let subject = context.principal.as_ref().map_or("anonymous", |principal| principal.subject.as_str()).to_owned();
+        let call = match parse_call(&method, &params) {
+            Ok(call) => call,
+            Err(error) => {
+                audit_rejected(200, error.code);
+                return rpc_response(StatusCode::OK, id, Err(error));
+            }
+        };
+        if let Call::Send(task) | Call::SendSubscribe(task) = &call
+            && let Some(scope) = self.scopes.get(&task.skill)
+            && !context.principal.as_ref().is_some_and(|principal| principal.has_scope(scope))
+        {
+            tracing::warn!(target: "accord::audit", event = "a2a.tasks.scope_denied", method = %method, skill = %task.skill, scope = %scope, subject = %subject);
+            let error =
+                RpcError::new(RpcError::SCOPE_REQUIRED, format!("scope '{scope}' required for skill '{}'", task.skill));
+            return rpc_response(StatusCode::OK, id, Err(error));
+        }
+        let result = match call {
+            Call::Send(task) => self.handler.send(task, context).await,
+            Call::Get(task_id) => self.handler.get(task_id, context).await,
+            Call::Cancel(task_id) => self.handler.cancel(task_id, context).await,
+            Call::SendSubscribe(task) => match self.handler.send_subscribe(task, context).await {
+                Ok(stream) => {
+                    tracing::info!(target: "accord::audit", event = "a2a.tasks.handled", method = %method, subject = %subject);
+                    return subscribe_response(id.unwrap_or(Value::Null), stream);
+                }
+                Err(error) => Err(error),
+            },
+        };
+        match &result {
+            Ok(_) => {
+                tracing::info!(target: "accord::audit", event = "a2a.tasks.handled", method = %method, subject = %subject)
+            }
+            Err(error) => {
+                tracing::warn!(target: "accord::audit", event = "a2a.tasks.handler_error", method = %method, code = error.code, subject = %subject)
+            }
+        }
+        let result = result.map_err(|error| {
+            if error.message.is_empty() { RpcError { message: "handler error".into(), ..error } } else { error }
+        });
+        rpc_response(StatusCode::OK, id, result)
+    }
+}
+
+fn audit_rejected(status: u16, code: i64) {
+    tracing::info!(target: "accord::audit", event = "a2a.tasks.rejected", status, code);
+}
+
+enum Call {
+    Send(TaskSpec),
+    Get(String),
+    Cancel(String),
+    SendSubscribe(TaskSpec),
+}
+
+fn valid_skill(skill: &str) -> bool {
+    let bytes = skill.as_bytes();
+    (1..=64).contains(&bytes.len())
+        && bytes[0].is_ascii_alphabetic()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn valid_task_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+fn parse_call(method: &str, params: &Value) -> Result<Call, RpcError> {
+    let invalid = |message: String| RpcError::new(RpcError::INVALID_PARAMS, message);
+    let Some(params) = params.as_object() else { return Err(invalid(format!("{method}: params must be an object"))) };
+    match method {
+        "tasks/send" | "tasks/sendSubscribe" => {
+            let task = params
+                .get("task")
+                .and_then(Value::as_object)
+                .ok_or_else(|| invalid(format!("{method}: params.task must be a non-null object")))?;
+            let skill =
+                task.get("skill").and_then(Value::as_str).filter(|skill| valid_skill(skill)).ok_or_else(|| {
+                    invalid(format!("{method}: params.task.skill must match /^[a-zA-Z][a-zA-Z0-9._-]{{0,63}}$/"))
+                })?;
+            let input = match task.get("input") {
+                None => Map::new(),
+                Some(Value::Object(input)) => input.clone(),
+                Some(_) => return Err(invalid(format!("{method}: params.task.input must be a non-null object"))),
+            };
+            let spec = TaskSpec { skill: skill.to_owned(), input };
+            Ok(if method == "tasks/send" { Call::Send(spec) } else { Call::SendSubscribe(spec) })
+        }
+        _ => {
+            let task_id = params
+                .get("taskId")
+                .and_then(Value::as_str)
+                .filter(|id| valid_task_id(id))
+                .ok_or_else(|| invalid(format!("{method}: params.taskId must match /^[A-Za-z0-9_-]{{1,64}}$/")))?;
+            Ok(if method == "tasks/get" { Call::Get(task_id.to_owned()) } else { Call::Cancel(task_id.to_owned()) })
+        }
+    }
+}
+
+/// A JSON-RPC response; `id: None` omits the member (for envelopes whose id was absent).
+fn rpc_response(status: StatusCode, id: Option<Value>, result: Result<Value, RpcError>) -> Response {
+    let mut body = json!({"jsonrpc": "2.0"});
+    if let Some(id) = id {
+        body["id"] = id;
+    }
+    match result {
+        Ok(result) => body["result"] = result,
+        Err(error) => body["error"] = error.to_json(),
+    }
+    (status, axum::Json(body)).into_response()
+}
+
+fn subscribe_response(id: Value, stream: RpcStream) -> Response {
+    let events = stream.map(move |item| {
+        let body = match item {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
+        };
+        let mut event = Event::default().data(body.to_string());
+        if let Some(sequence) = body.pointer("/result/sequence").and_then(Value::as_u64) {
+            event = event.id(sequence.to_string());
+        }
+        Ok::<_, Infallible>(event)
+    });
+    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// The built-in handler: runs the agent's skills as engine tasks.
+///
+/// Tasks are owned by the caller's [`Principal::owner`]; with [`crate::auth::BearerAuthLayer`] that
+/// is the hash of the bearer token, so the same token used as `Task-Access-Token` on the Lucid
+/// routes sees the same tasks, and tasks created there are readable here. Anonymous callers share
+/// one owner: their task ids (random UUIDs) are their only capability.
+#[derive(Debug, Clone)]
+pub struct EngineTasks {
+    runtime: TaskRuntime,
+    send_wait: Duration,
+}
+
+impl EngineTasks {
+    /// A handler over `runtime`. `tasks/send` waits up to 2 s for the task to finish and then
+    /// answers its final state; a longer task is answered as running.
+    pub fn new(runtime: TaskRuntime) -> Self {
+        Self { runtime, send_wait: Duration::from_secs(2) }
+    }
+
+    /// How long `tasks/send` waits for a final state.
+    pub fn send_wait(mut self, wait: Duration) -> Self {
+        self.send_wait = wait;
+        self
+    }
+
+    fn owner(context: &RpcContext) -> OwnerHash {
+        match &context.principal {
+            Some(principal) => principal.owner,
+            None => anonymous_owner(),
+        }
+    }
+
+    async fn start(&self, task: TaskSpec, owner: OwnerHash) -> Result<Task, RpcError> {
+        let skill = self
+            .runtime
+            .agent()
+            .skill(&task.skill)
+            .map_err(|_| RpcError::new(RpcError::INVALID_PARAMS, format!("unknown skill '{}'", task.skill)))?;
+        if !skill.is_invocable() {
+            return Err(RpcError::new(
+                RpcError::INVALID_PARAMS,
+                format!("skill '{}' cannot run as a task", task.skill),
+            ));
+        }
+        let valid = skill.validate_input(Value::Object(task.input)).map_err(|error| match error {
+            RunError::InvalidInput { issues } => {
+                RpcError::new(RpcError::INVALID_PARAMS, "invalid input").with_data(json!({"issues": issues}))
+            }
+            other => RpcError::new(RpcError::INVALID_PARAMS, other.to_string()),
+        })?;
+        self.runtime.start(Reservation::new(owner, valid)).await.map_err(failure_error)
+    }
+}
+
+/// The owner of tasks created by anonymous callers.
+fn anonymous_owner() -> OwnerHash {
+    let digest: [u8; 32] = Sha256::digest(b"accord:anonymous-jsonrpc-tasks").into();
+    OwnerHash::from_hex(&digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+        .unwrap_or_else(|| accord_engine::task::AccessToken::generate().owner())
+}
+
+fn failure_error(failure: TaskFailure) -> RpcError {
+    match failure {
+        TaskFailure::NotFound { .. } => RpcError::new(RpcError::TASK_NOT_FOUND, "task not found"),
+        TaskFailure::NotCancellable { .. } | TaskFailure::CancelRace { .. } => {
+            RpcError::new(RpcError::TASK_NOT_CANCELABLE, "task is not cancelable")
+        }
+        TaskFailure::CapacityExhausted { .. } => RpcError::new(RpcError::INTERNAL_ERROR, failure.to_string()),
+        other => {
+            tracing::error!(error = %other, "json-rpc task operation failed");
+            RpcError::new(RpcError::INTERNAL_ERROR, "the task could not be processed")
+        }
+    }
+}
+
+fn state_name(state: TaskState) -> Value {
+    serde_json::to_value(state).unwrap_or(Value::Null)
+}
+
+/// `{taskId, status, contextId?, result?, error?}` with the engine's state names.
+fn task_json(task: &Task) -> Value {
+    let mut view = json!({"taskId": task.id.as_str(), "status": state_name(task.state)});
+    if let Some(context) = &task.context_id {
+        view["contextId"] = json!(context);
+    }
+    if let (TaskState::Completed, Some(result)) = (task.state, &task.result) {
+        view["result"] = serde_json::to_value(result).unwrap_or(Value::Null);
+    }
+    if let (TaskState::Failed | TaskState::Rejected, Some(error)) = (task.state, &task.error) {
+        view["error"] = json!({"code": error.code, "message": error.message});
+    }
+    view
+}
+
+#[async_trait]
+impl TasksHandler for EngineTasks {
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
+        let owner = Self::owner(&context);
+        let started = self.start(task, owner).await?;
+        let events = self.runtime.events(&started.id, &owner, 0).await.map_err(failure_error)?;
+        // The task's final state when it ends within the wait; else it is answered as running.
+        let _ = tokio::time::timeout(self.send_wait, events.for_each(|_| async {})).await;
+        let task = self.runtime.get(&started.id, &owner).await.map_err(failure_error)?;
+        Ok(task_json(&task))
+    }
+
+    async fn get(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
+        let task = self.runtime.get(&TaskId::new(task_id), &Self::owner(&context)).await.map_err(failure_error)?;
+        Ok(task_json(&task))
+    }
+
+    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
+        let task = self.runtime.cancel(&TaskId::new(task_id), &Self::owner(&context)).await.map_err(failure_error)?;
+        Ok(task_json(&task))
+    }
+
+    async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
+        let owner = Self::owner(&context);
+        let started = self.start(task, owner).await?;
+        let events = self.runtime.events(&started.id, &owner, 0).await.map_err(failure_error)?;
+        let updates = events.map(|item| {
+            let event = item.map_err(failure_error)?;
+            let mut update = json!({"taskId": event.task_id.as_str(), "sequence": event.sequence});
+            match &event.kind {
+                TaskEventKind::Status { state, .. } => {
+                    update["event"] = json!("status");
+                    update["status"] = state_name(*state);
+                }
+                TaskEventKind::Result { result } => {
+                    update["event"] = json!("result");
+                    update["status"] = state_name(TaskState::Completed);
+                    update["result"] = serde_json::to_value(result).unwrap_or(Value::Null);
+                }
+                TaskEventKind::Error { state, error } => {
+                    update["event"] = json!("error");
+                    update["status"] = state_name(*state);
+                    update["error"] = json!({"code": error.code, "message": error.message});
+                }
+                TaskEventKind::Artifact { artifact, append, last_chunk } => {
+                    update["event"] = json!("artifact");
+                    update["artifact"] = serde_json::to_value(artifact).unwrap_or(Value::Null);
+                    update["append"] = json!(append);
+                    update["lastChunk"] = json!(last_chunk);
+                }
+                TaskEventKind::Message { message } => {
+                    update["event"] = json!("message");
+                    update["message"] = serde_json::to_value(message).unwrap_or(Value::Null);
+                }
+                _ => update["event"] = json!("other"),
+            }
+            Ok(update)
+        });
+        Ok(Box::pin(updates))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skill_and_task_id_patterns() {
+        assert!(valid_skill("summarize"));
+        assert!(valid_skill("a.b_c-d"));
+        assert!(!valid_skill("1abc"));
+        assert!(!valid_skill("../etc"));
+        assert!(!valid_skill(&"a".repeat(65)));
+        assert!(valid_task_id("0b9c2f6e-1d2a-4c1b-9a55-3f3c0b7d1e22"));
+        assert!(!valid_task_id("a/b"));
+        assert!(!valid_task_id(""));
+    }
+}

@@ -1,0 +1,346 @@
+//! The JSON-RPC tasks face over real HTTP: every branch of the checks, scopes, the built-in
+//! engine handler, streaming, and the same task seen through the Lucid face.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
+use accord_server::auth::{BearerAuthLayer, BearerTokens};
+use accord_server::jsonrpc_tasks::{RpcContext, RpcError, TaskSpec, TasksEndpoint, TasksHandler};
+use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
+use accord_test_support::TestServer;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789";
+
+fn agent() -> Agent {
+    Agent::builder("rpc-test")
+        .skill(
+            Skill::builder("echo")
+                .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+        )
+        .skill(
+            Skill::builder("secret")
+                .invoke(|_run: Run| async move { Ok(Outcome::Completed(Completion::new(json!({"secret": 42})))) }),
+        )
+        .skill(Skill::builder("wait").invoke(|run: Run| async move {
+            run.cancelled().await;
+            Err::<Outcome, _>(SkillError::new("cancelled", "cancelled"))
+        }))
+        .skill(
+            Skill::builder("typed")
+                .input_schema(json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}))
+                .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+        )
+        .build()
+        .expect("agent")
+}
+
+fn tokens() -> BearerTokens {
+    BearerTokens::new().with(&AccessToken::parse(ALICE).expect("token"), "alice", ["demo:secret"]).with(
+        &AccessToken::parse(BOB).expect("token"),
+        "bob",
+        Vec::<String>::new(),
+    )
+}
+
+/// A handler that echoes what it got, or fails as the skill asks.
+struct Custom;
+
+#[async_trait]
+impl TasksHandler for Custom {
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
+        match task.skill.as_str() {
+            "explode" => Err(RpcError::new(RpcError::INTERNAL_ERROR, "")),
+            "gone" => Err(RpcError::new(RpcError::TASK_NOT_CANCELABLE, "too late").with_data(json!({"why": "done"}))),
+            skill => Ok(json!({"taskId": "t-1", "status": "queued", "skill": skill,
+                               "subject": context.principal.map(|p| p.subject)})),
+        }
+    }
+    async fn get(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
+        Ok(json!({"taskId": task_id, "status": "completed"}))
+    }
+    async fn cancel(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
+        Ok(json!({"taskId": task_id, "status": "canceled"}))
+    }
+}
+
+struct Fixture {
+    server: TestServer,
+}
+
+async fn fixture() -> Fixture {
+    let agent = agent();
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let jsonrpc = JsonRpcTasksConfig {
+        scopes: [("secret".to_owned(), "demo:secret".to_owned())].into(),
+        ..JsonRpcTasksConfig::default()
+    };
+    let custom = TasksEndpoint::new(Custom).scope("summarize", "a2a:summarize").max_bytes(256).router();
+    let app = agent
+        .router_with(ServerConfig::default().tasks(runtime).jsonrpc_tasks(Some(jsonrpc)))
+        .nest("/custom/rpc", custom)
+        .layer(BearerAuthLayer::new(tokens()));
+    Fixture { server: TestServer::start(app).await }
+}
+
+async fn call(
+    f: &Fixture,
+    path: &str,
+    body: &str,
+    content_type: Option<&str>,
+    bearer: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut request = reqwest::Client::new().post(f.server.url(path)).body(body.to_owned());
+    if let Some(content_type) = content_type {
+        request = request.header("content-type", content_type);
+    }
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("response");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    (status, headers, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+async fn rpc(f: &Fixture, path: &str, method: &str, params: Value, bearer: Option<&str>) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let (status, _, body) = call(f, path, &body, Some("application/json"), bearer).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+const JSON: Option<&str> = Some("application/json");
+
+#[tokio::test]
+async fn protocol_errors_in_order() {
+    let f = fixture().await;
+    let response = reqwest::Client::new().get(f.server.url("/a2a/tasks")).send().await.expect("response");
+    assert_eq!(response.status(), 405);
+    assert_eq!(response.headers()["allow"], "POST");
+    assert_eq!(
+        response.json::<Value>().await.expect("json"),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "method must be POST"}})
+    );
+
+    for content_type in [Some("text/plain"), None] {
+        let (status, _, body) =
+            call(&f, "/a2a/tasks", r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get"}"#, content_type, None).await;
+        assert_eq!(status, 415);
+        assert_eq!(body["error"], json!({"code": -32600, "message": "Content-Type must be application/json"}));
+        assert_eq!(body["id"], Value::Null);
+    }
+
+    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{{"pad":"{}"}}}}"#, "x".repeat(400));
+    let (status, _, body) = call(&f, "/custom/rpc", &big, JSON, None).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], -32700);
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("exceeded 256 bytes")), "{body}");
+
+    let (status, _, body) = call(&f, "/a2a/tasks", "{nope", JSON, None).await;
+    assert_eq!(
+        (status, body),
+        (400, json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "invalid JSON body"}}))
+    );
+
+    let envelope = "expected JSON-RPC 2.0 envelope { jsonrpc, id?, method, params? }";
+    let (status, _, body) =
+        call(&f, "/a2a/tasks", r#"{"jsonrpc":"1.0","id":7,"method":"tasks/get"}"#, JSON, None).await;
+    assert_eq!(
+        (status, body),
+        (400, json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": envelope}}))
+    );
+    let (status, _, body) = call(&f, "/a2a/tasks", r#"{"jsonrpc":"2.0","method":5}"#, JSON, None).await;
+    assert_eq!(
+        (status, body),
+        (400, json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": envelope}})),
+        "no id, no id member"
+    );
+    let (status, _, body) = call(&f, "/a2a/tasks", "[]", JSON, None).await;
+    assert_eq!((status, body["error"]["code"].clone()), (400, json!(-32600)));
+
+    let (status, _, body) =
+        call(&f, "/a2a/tasks", r#"{"jsonrpc":"2.0","id":"abc","method":"tasks/list"}"#, JSON, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["id"], "abc", "the id is echoed as received");
+    assert_eq!(
+        body["error"],
+        json!({"code": -32601, "message": "method 'tasks/list' not in [tasks/send, tasks/get, tasks/cancel, tasks/sendSubscribe]"})
+    );
+    // A request without an id is answered with id null.
+    let (_, _, body) = call(&f, "/a2a/tasks", r#"{"jsonrpc":"2.0","method":"nope"}"#, JSON, None).await;
+    assert_eq!(body["id"], Value::Null);
+}
+
+#[tokio::test]
+async fn hostile_skills_and_task_ids_are_invalid_params() {
+    let f = fixture().await;
+    for task in [
+        json!({"skill": "../etc/passwd"}),
+        json!({"skill": "1abc"}),
+        json!({"skill": "a".repeat(65)}),
+        json!({}),
+        json!(null),
+        json!([1]),
+    ] {
+        let body = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": task}), None).await;
+        assert_eq!(body["error"]["code"], -32602, "{task}");
+    }
+    let body = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "echo", "input": [1]}}), None).await;
+    assert_eq!(body["error"]["message"], "tasks/send: params.task.input must be a non-null object");
+    for task_id in [json!("a/b"), json!("x".repeat(65)), json!(""), json!(5)] {
+        let body = rpc(&f, "/a2a/tasks", "tasks/get", json!({"taskId": task_id}), None).await;
+        assert_eq!(
+            body["error"],
+            json!({"code": -32602, "message": "tasks/get: params.taskId must match /^[A-Za-z0-9_-]{1,64}$/"})
+        );
+    }
+    let body = rpc(&f, "/a2a/tasks", "tasks/cancel", json!("not an object"), None).await;
+    assert_eq!(body["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn scopes_gate_skills_by_their_own_key() {
+    let f = fixture().await;
+    let denied = json!({"code": -32001, "message": "scope 'demo:secret' required for skill 'secret'"});
+    let send = json!({"task": {"skill": "secret"}});
+    assert_eq!(rpc(&f, "/a2a/tasks", "tasks/send", send.clone(), None).await["error"], denied, "no principal");
+    assert_eq!(
+        rpc(&f, "/a2a/tasks", "tasks/send", send.clone(), Some(BOB)).await["error"],
+        denied,
+        "without the scope"
+    );
+    assert_eq!(
+        rpc(&f, "/a2a/tasks", "tasks/send", send.clone(), Some("unknown-token-0123456789")).await["error"],
+        denied
+    );
+    let granted = rpc(&f, "/a2a/tasks", "tasks/send", send, Some(ALICE)).await;
+    assert_eq!(granted["result"]["status"], "completed");
+    assert_eq!(granted["result"]["result"]["output"], json!({"secret": 42}));
+    let open = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "echo", "input": {"a": 1}}}), None).await;
+    assert_eq!(open["result"]["result"]["output"], json!({"a": 1}), "an un-gated skill needs no principal");
+    // Skill names that are special elsewhere are not special here.
+    for skill in ["constructor", "toString", "__proto__"] {
+        let body = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": skill}}), None).await;
+        if skill == "__proto__" {
+            assert_eq!(body["error"]["code"], -32602, "not a valid skill name");
+        } else {
+            assert_eq!(body["result"]["skill"], skill);
+        }
+    }
+    let gated = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "summarize"}}), Some(ALICE)).await;
+    assert_eq!(gated["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn handler_errors_and_code_pass_through() {
+    let f = fixture().await;
+    let body = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "explode"}}), None).await;
+    assert_eq!(body["error"], json!({"code": -32603, "message": "handler error"}));
+    let body = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "gone"}}), None).await;
+    assert_eq!(body["error"], json!({"code": -32003, "message": "too late", "data": {"why": "done"}}));
+    let body = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "plain"}}), Some(ALICE)).await;
+    assert_eq!(body["result"], json!({"taskId": "t-1", "status": "queued", "skill": "plain", "subject": "alice"}));
+}
+
+#[tokio::test]
+async fn the_engine_handler_runs_reads_and_cancels_tasks() {
+    let f = fixture().await;
+    let done =
+        rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "echo", "input": {"x": 1}}}), Some(BOB)).await;
+    let id = done["result"]["taskId"].as_str().expect("taskId").to_owned();
+    assert_eq!(done["result"]["status"], "completed");
+    let read = rpc(&f, "/a2a/tasks", "tasks/get", json!({"taskId": id}), Some(BOB)).await;
+    assert_eq!(read["result"], done["result"]);
+    let other = rpc(&f, "/a2a/tasks", "tasks/get", json!({"taskId": id}), Some(ALICE)).await;
+    assert_eq!(other["error"], json!({"code": -32002, "message": "task not found"}), "another owner");
+    let late = rpc(&f, "/a2a/tasks", "tasks/cancel", json!({"taskId": id}), Some(BOB)).await;
+    assert_eq!(late["error"], json!({"code": -32003, "message": "task is not cancelable"}));
+    let unknown = rpc(&f, "/a2a/tasks", "tasks/get", json!({"taskId": "missing"}), None).await;
+    assert_eq!(unknown["error"]["code"], -32002);
+
+    let running = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "wait"}}), Some(BOB)).await;
+    assert_eq!(running["result"]["status"], "working");
+    let id = running["result"]["taskId"].as_str().expect("id");
+    let cancelled = rpc(&f, "/a2a/tasks", "tasks/cancel", json!({"taskId": id}), Some(BOB)).await;
+    assert_eq!(cancelled["result"]["status"], "canceled");
+
+    let invalid =
+        rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "typed", "input": {"n": "x"}}}), None).await;
+    assert_eq!(invalid["error"]["code"], -32602);
+    assert_eq!(invalid["error"]["data"]["issues"][0]["path"], json!(["n"]));
+    let unknown = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "nosuch"}}), None).await;
+    assert_eq!(unknown["error"], json!({"code": -32602, "message": "unknown skill 'nosuch'"}));
+}
+
+#[tokio::test]
+async fn the_same_token_sees_the_same_tasks_on_both_faces() {
+    let f = fixture().await;
+    let sent =
+        rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "echo", "input": {"via": "rpc"}}}), Some(ALICE))
+            .await;
+    let id = sent["result"]["taskId"].as_str().expect("id");
+    let lucid: Value = reqwest::Client::new()
+        .get(f.server.url(&format!("/tasks/{id}")))
+        .header("task-access-token", ALICE)
+        .send()
+        .await
+        .expect("response")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(lucid["status"], "completed");
+    assert_eq!(lucid["result"]["output"], json!({"via": "rpc"}));
+
+    let created: Value = reqwest::Client::new()
+        .post(f.server.url("/tasks"))
+        .header("task-access-token", ALICE)
+        .json(&json!({"message": {"role": "user", "content": {"text": "{\"via\":\"lucid\"}"}}, "skillId": "echo"}))
+        .send()
+        .await
+        .expect("response")
+        .json()
+        .await
+        .expect("json");
+    let id = created["taskId"].as_str().expect("id");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let read = rpc(&f, "/a2a/tasks", "tasks/get", json!({"taskId": id}), Some(ALICE)).await;
+    assert_eq!(read["result"]["result"]["output"], json!({"via": "lucid"}));
+}
+
+#[tokio::test]
+async fn send_subscribe_streams_json_rpc_responses_until_the_end() {
+    let f = fixture().await;
+    let body = json!({"jsonrpc": "2.0", "id": "s1", "method": "tasks/sendSubscribe", "params": {"task": {"skill": "echo", "input": {"k": 1}}}});
+    let response = reqwest::Client::new().post(f.server.url("/a2a/tasks")).json(&body).send().await.expect("response");
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/event-stream"));
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("ends").expect("body");
+    let responses: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("json"))
+        .collect();
+    assert!(responses.iter().all(|response| response["jsonrpc"] == "2.0" && response["id"] == "s1"));
+    let events: Vec<&str> = responses.iter().filter_map(|response| response["result"]["event"].as_str()).collect();
+    assert_eq!(events.first(), Some(&"status"));
+    assert_eq!(events.last(), Some(&"result"));
+    assert_eq!(responses.last().map(|r| r["result"]["result"]["output"].clone()), Some(json!({"k": 1})));
+    let sequences: Vec<u64> = responses.iter().filter_map(|r| r["result"]["sequence"].as_u64()).collect();
+    assert!(sequences.windows(2).all(|pair| pair[0] < pair[1]), "{sequences:?}");
+}
+
+#[tokio::test]
+async fn the_card_lists_the_face_without_confusing_lucid_clients() {
+    let f = fixture().await;
+    let card = accord_client::Client::new().fetch_card(&f.server.origin).await.expect("card");
+    let bindings: Vec<&str> = card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
+    assert_eq!(bindings, ["HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
+    assert_eq!(card.supported_interfaces[1].url, format!("{}/a2a/tasks", f.server.origin));
+    assert_eq!(card.http_base_url(), Some(format!("{}/", f.server.origin).as_str()));
+}
