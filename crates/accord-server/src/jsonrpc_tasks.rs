@@ -238,12 +238,12 @@ impl TasksEndpoint {
                 return rpc_response(StatusCode::BAD_REQUEST, id, Err(error));
             }
         };
-        let id = Some(id.unwrap_or(Value::Null));
+        let id = id.unwrap_or(Value::Null);
         if !METHODS.contains(&method.as_str()) {
             audit_rejected(200, RpcError::METHOD_NOT_FOUND);
             let error =
                 RpcError::new(RpcError::METHOD_NOT_FOUND, format!("method '{method}' not in [{}]", METHODS.join(", ")));
-            return rpc_response(StatusCode::OK, id, Err(error));
+            return rpc_response(StatusCode::OK, Some(id), Err(error));
         }
         let params = envelope.get("params").cloned().unwrap_or_else(|| Value::Object(Map::new()));
         let context = RpcContext { principal: parts.extensions.get::<Principal>().cloned(), headers: parts.headers };
@@ -252,7 +252,7 @@ impl TasksEndpoint {
             Ok(call) => call,
             Err(error) => {
                 audit_rejected(200, error.code);
-                return rpc_response(StatusCode::OK, id, Err(error));
+                return rpc_response(StatusCode::OK, Some(id), Err(error));
             }
         };
         if let Call::Send(task) | Call::SendSubscribe(task) = &call
@@ -262,7 +262,7 @@ impl TasksEndpoint {
             tracing::warn!(target: "accord::audit", event = "a2a.tasks.scope_denied", method = %method, skill = %task.skill, scope = %scope, subject = %subject);
             let error =
                 RpcError::new(RpcError::SCOPE_REQUIRED, format!("scope '{scope}' required for skill '{}'", task.skill));
-            return rpc_response(StatusCode::OK, id, Err(error));
+            return rpc_response(StatusCode::OK, Some(id), Err(error));
         }
         let result = match call {
             Call::Send(task) => self.handler.send(task, context).await,
@@ -271,7 +271,7 @@ impl TasksEndpoint {
             Call::SendSubscribe(task) => match self.handler.send_subscribe(task, context).await {
                 Ok(stream) => {
                     tracing::info!(target: "accord::audit", event = "a2a.tasks.handled", method = %method, subject = %subject);
-                    return subscribe_response(id.unwrap_or(Value::Null), stream);
+                    return subscribe_response(id, stream);
                 }
                 Err(error) => Err(error),
             },
@@ -287,7 +287,7 @@ impl TasksEndpoint {
         let result = result.map_err(|error| {
             if error.message.is_empty() { RpcError { message: "handler error".into(), ..error } } else { error }
         });
-        rpc_response(StatusCode::OK, id, result)
+        rpc_response(StatusCode::OK, Some(id), result)
     }
 }
 
