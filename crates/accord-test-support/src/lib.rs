@@ -6,6 +6,8 @@ use axum::Router;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod conformance;
+
 /// A server running on `127.0.0.1:<ephemeral port>` for the duration of a test. Dropping it stops
 /// the server.
 pub struct TestServer {

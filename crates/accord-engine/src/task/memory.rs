@@ -43,7 +43,8 @@ struct Entry {
 pub struct MemoryStore {
     config: MemoryStoreConfig,
     entries: Mutex<HashMap<TaskId, Entry>>,
-    wakeups: broadcast::Sender<TaskId>,
+    /// Dropped on close, which releases every subscriber.
+    wakeups: Mutex<Option<broadcast::Sender<TaskId>>>,
     closed: AtomicBool,
 }
 
@@ -66,7 +67,7 @@ impl MemoryStore {
         Self {
             config,
             entries: Mutex::new(HashMap::new()),
-            wakeups: broadcast::channel(1024).0,
+            wakeups: Mutex::new(Some(broadcast::channel(1024).0)),
             closed: AtomicBool::new(false),
         }
     }
@@ -81,8 +82,10 @@ impl MemoryStore {
     }
 
     fn wake(&self, id: &TaskId) {
-        // No receiver is fine: nobody is watching.
-        let _ = self.wakeups.send(id.clone());
+        if let Some(sender) = self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            // No receiver is fine: nobody is watching.
+            let _ = sender.send(id.clone());
+        }
     }
 
     /// Reaps expired admissions and purges terminal tasks past retention; returns the reaped ids.
@@ -110,6 +113,25 @@ fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
     };
     entry.events.push(event.clone());
     event
+}
+
+/// Evicts terminal tasks, oldest change first, until there is room for one more; refuses when only
+/// unfinished tasks remain.
+fn make_room(entries: &mut HashMap<TaskId, Entry>, max_tasks: usize) -> Result<(), StoreError> {
+    while entries.len() >= max_tasks {
+        let oldest_terminal = entries
+            .iter()
+            .filter(|(_, entry)| entry.record.task.state.is_terminal())
+            .min_by_key(|(id, entry)| (entry.record.task.updated_at, (*id).clone()))
+            .map(|(id, _)| id.clone());
+        match oldest_terminal {
+            Some(id) => {
+                entries.remove(&id);
+            }
+            None => return Err(StoreError::CapacityExhausted { capacity: max_tasks }),
+        }
+    }
+    Ok(())
 }
 
 fn reap(entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
@@ -142,21 +164,17 @@ impl TaskStore for MemoryStore {
         let now = now_ms();
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
-        if entries.contains_key(&record.task.id) {
-            return Err(StoreError::DuplicateId(record.task.id.clone()));
-        }
-        while entries.len() >= self.config.max_tasks {
-            let oldest_terminal = entries
-                .iter()
-                .filter(|(_, entry)| entry.record.task.state.is_terminal())
-                .min_by_key(|(id, entry)| (entry.record.task.updated_at, (*id).clone()))
-                .map(|(id, _)| id.clone());
-            match oldest_terminal {
-                Some(id) => {
-                    entries.remove(&id);
-                }
-                None => return Err(StoreError::CapacityExhausted { capacity: self.config.max_tasks }),
+        let admitted = if entries.contains_key(&record.task.id) {
+            Err(StoreError::DuplicateId(record.task.id.clone()))
+        } else {
+            make_room(&mut entries, self.config.max_tasks)
+        };
+        if let Err(error) = admitted {
+            drop(entries);
+            for reaped in reaped {
+                self.wake(&reaped);
             }
+            return Err(error);
         }
         let id = record.task.id.clone();
         let mut entry = Entry { record, events: Vec::new() };
@@ -314,7 +332,7 @@ impl TaskStore for MemoryStore {
             .values()
             .filter_map(|entry| {
                 let lease = entry.record.lease.as_ref()?;
-                (lease.phase == LeasePhase::Active && lease.expires_at <= now && !entry.record.task.state.is_terminal())
+                (lease.phase == LeasePhase::Active && lease.expires_at <= now && claimable(entry.record.task.state))
                     .then(|| (lease.expires_at, entry.record.task.id.clone()))
             })
             .collect();
@@ -338,12 +356,19 @@ impl TaskStore for MemoryStore {
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
         let entries = self.lock()?;
         let owned = entries.get(id).is_some_and(|entry| entry.record.owner == *owner);
+        if !owned {
+            return Ok(None);
+        }
         // Subscribed under the lock, so no change made after this point can be missed.
-        Ok(owned.then(|| TaskWakeups::new(id.clone(), self.wakeups.subscribe())))
+        let wakeups = self.wakeups.lock().unwrap_or_else(PoisonError::into_inner);
+        let sender = wakeups.as_ref().ok_or(StoreError::Closed)?;
+        Ok(Some(TaskWakeups::new(id.clone(), sender.subscribe())))
     }
 
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.entries.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        // Dropping the sender ends every subscriber's wait.
+        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
 }

@@ -722,9 +722,18 @@ impl EventCursor {
                     return Some((Err(error.into()), self));
                 }
             }
-            // Nothing new: a task that already ended will say nothing more.
+            // Nothing new: a task that already ended will say nothing more — once the log has
+            // been read again, since the final write may have landed between the two reads.
             match self.store.get(&self.id).await {
-                Ok(Some(record)) if record.task.state.is_terminal() => return None,
+                Ok(Some(record)) if record.task.state.is_terminal() => {
+                    match self.store.events_since(&self.id, &self.owner, self.cursor).await {
+                        Ok(Some(events)) if !events.is_empty() => {
+                            self.pending.extend(events);
+                            continue;
+                        }
+                        _ => return None,
+                    }
+                }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => return None,
             }

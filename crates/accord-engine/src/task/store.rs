@@ -210,8 +210,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// with a status event; both fields are cleared.
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError>;
 
-    /// Tasks whose *active* lease lapsed (their worker is presumed dead), oldest first, at most
-    /// `limit`: candidates for [`TaskStore::claim_execution`] by a recovering worker.
+    /// Tasks in `submitted` or `working` whose *active* lease lapsed (their worker is presumed
+    /// dead), oldest lapse first, at most `limit`: candidates for [`TaskStore::claim_execution`] by
+    /// a recovering worker. Tasks waiting for input or authorization are not candidates, even
+    /// though their worker gave its lease up.
     async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError>;
 
     /// The owner's task's log entries with a sequence greater than `after`, in order. `None` when

@@ -1,0 +1,1631 @@
+//! The store conformance suite: every guarantee of the [`TaskStore`] contract, checked the same
+//! way against every store.
+//!
+//! Each scenario is a public async function that takes a [`StoreFactory`] (something that makes a
+//! fresh, empty store: a new in-memory store, a new SQLite file, a new PostgreSQL database) and
+//! panics when the store breaks a guarantee. Store scenarios call the trait directly and pass
+//! explicit times, placed minutes away from the wall clock, so that a store which also keeps time
+//! itself never sees a deadline lapse mid-test. Runtime scenarios run one or two
+//! [`TaskRuntime`]s over one store, as several workers would; a worker whose lease must lapse has
+//! a 300 ms lease, so those scenarios wait for the wall clock that long.
+//!
+//! Limits that only some stores have (the in-memory store's capacity, eviction and retention) are
+//! not part of the contract and are tested by that store's own tests.
+//!
+//! A store crate runs the whole suite with one line in a test file (its tests need `tokio` with
+//! the `macros` and `rt-multi-thread` features):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use accord_engine::task::{MemoryStore, TaskStore};
+//!
+//! accord_test_support::store_conformance_tests!(|| async { Arc::new(MemoryStore::default()) as Arc<dyn TaskStore> });
+//! # fn main() {}
+//! ```
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use accord_engine::task::{
+    AccessToken, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, Reservation, RuntimeConfig,
+    StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskPage, TaskPayload, TaskResult,
+    TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
+};
+use accord_engine::{
+    Agent, Artifact, BoxFuture, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillBuilder, SkillError,
+    TaskState,
+};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::{Barrier, Notify};
+
+use crate::probe::Probe;
+
+/// Makes a fresh, empty store for one scenario.
+///
+/// Implemented for every `Fn() -> impl Future<Output = Arc<dyn TaskStore>>`, so a closure such as
+/// `|| async { Arc::new(MemoryStore::default()) as Arc<dyn TaskStore> }` is a factory.
+pub trait StoreFactory: Send + Sync {
+    /// A new store that holds no task and shares nothing with stores made before.
+    fn fresh(&self) -> BoxFuture<Arc<dyn TaskStore>>;
+}
+
+impl<F, Fut> StoreFactory for F
+where
+    F: Fn() -> Fut + Send + Sync,
+    Fut: Future<Output = Arc<dyn TaskStore>> + Send + 'static,
+{
+    fn fresh(&self) -> BoxFuture<Arc<dyn TaskStore>> {
+        Box::pin(self())
+    }
+}
+
+/// Expands to one `#[tokio::test]` per conformance scenario, in a module `store_conformance`,
+/// each running the scenario on a store made by `$factory` (an expression evaluated once per
+/// test, for example a closure; see [`conformance`](crate::conformance)). Items of the invoking
+/// module are visible to the expression.
+#[macro_export]
+macro_rules! store_conformance_tests {
+    (@scenarios $factory:expr; $($scenario:ident),+ $(,)?) => {
+        /// The store conformance suite of `accord_test_support::conformance`.
+        mod store_conformance {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    $crate::conformance::$scenario($factory).await;
+                }
+            )+
+        }
+    };
+    ($factory:expr $(,)?) => {
+        $crate::store_conformance_tests! { @scenarios $factory;
+            create_is_readable_as_soon_as_it_returns,
+            create_rejects_a_duplicate_id,
+            create_logs_the_first_event_with_sequence_one,
+            events_since_returns_the_log_in_order,
+            get_returns_the_owner_for_the_caller_to_check,
+            list_never_returns_another_owners_task,
+            events_since_is_owner_isolated,
+            subscribe_is_owner_isolated,
+            list_filters_by_context_and_state,
+            list_orders_newest_first,
+            list_pages_with_total_and_has_more,
+            claim_takes_a_prepared_lease_and_clears_the_admission,
+            a_live_lease_blocks_a_claim,
+            an_expired_prepared_lease_can_be_taken_over,
+            an_expired_active_lease_can_be_taken_over,
+            a_claim_is_refused_after_the_admission_expired,
+            a_claim_is_refused_unless_submitted_or_working,
+            concurrent_claims_have_exactly_one_winner,
+            renewal_extends_only_the_owners_live_lease,
+            renewing_to_now_gives_the_lease_up,
+            activation_turns_only_the_owners_live_prepared_lease_active,
+            compare_and_set_checks_the_expected_state,
+            compare_and_set_appends_and_applies_the_event,
+            compare_and_set_fences_a_stale_execution_owner,
+            a_terminal_write_clears_the_lease_and_the_admission,
+            cancel_racing_completion_has_exactly_one_winner,
+            reaping_cancels_abandoned_admissions_and_lapsed_prepared_leases,
+            reaping_leaves_live_work_alone,
+            expired_active_leases_lists_only_lapsed_active_leases,
+            subscribe_wakes_after_a_change,
+            close_makes_later_calls_fail,
+            close_releases_subscribers,
+            runtime_claim_is_atomic_across_two_runtimes,
+            runtime_recovers_an_expired_lease_and_fences_the_stale_worker,
+            runtime_cancel_is_never_overwritten_by_a_late_result,
+            runtime_timeout_fails_the_task_and_cancels_the_handler,
+            runtime_persists_a_handler_error,
+            runtime_close_leaves_a_running_task_recoverable,
+            runtime_events_stream_yields_the_log_in_order_and_ends,
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------------
+
+/// The unit of explicit time: far enough from the wall clock that no store's own clock reaches a
+/// deadline during a scenario.
+const MINUTE: Millis = 60_000;
+/// How long a scenario waits for something that should happen promptly before it gives up. A
+/// guard against hanging, not a speed requirement.
+const PATIENCE: Duration = Duration::from_secs(10);
+/// The lease of a worker whose lease a runtime scenario lets lapse (a stalled or stopped worker):
+/// short, so the scenario waits little for the lapse.
+const SHORT_LEASE: Duration = Duration::from_millis(300);
+/// The lease of every other worker: long enough that a slow store's heartbeats never let it lapse.
+const STEADY_LEASE: Duration = Duration::from_secs(10);
+/// The skill every test task runs.
+const SKILL: &str = "work";
+/// States a task may be cancelled from (the runtime's `cancel`).
+const ACTIVE_STATES: &[TaskState] =
+    &[TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired];
+/// States in which a worker's handler may run (the runtime's fenced writes).
+const RUNNING_STATES: &[TaskState] = &[TaskState::Submitted, TaskState::Working];
+
+fn owner(name: &str) -> OwnerHash {
+    AccessToken::parse(&format!("conformance-{name}-access-token")).expect("a valid test token").owner()
+}
+
+fn new_record(owner: OwnerHash, created_at: Millis, context_id: Option<&str>, admission: Option<Millis>) -> StoredTask {
+    let mut task = Task::submitted(TaskId::generate(), SKILL, context_id.map(str::to_owned), created_at);
+    task.metadata = Some(json!({"suite": "conformance"}));
+    StoredTask {
+        task,
+        owner,
+        payload: TaskPayload { skill: SKILL.into(), input: json!({"n": 1}) },
+        admission_expires_at: admission,
+        lease: None,
+    }
+}
+
+fn submitted() -> TaskEventKind {
+    status(TaskState::Submitted)
+}
+
+fn status(state: TaskState) -> TaskEventKind {
+    TaskEventKind::Status { state, message: None }
+}
+
+fn result(output: Value) -> TaskEventKind {
+    TaskEventKind::Result { result: TaskResult { output, usage: None, model: None } }
+}
+
+fn failure(state: TaskState, code: &str) -> TaskEventKind {
+    TaskEventKind::Error { state, error: SkillError::new(code, "failed in a conformance scenario") }
+}
+
+fn message(text: &str) -> TaskEventKind {
+    TaskEventKind::Message { message: Message::agent_text(text) }
+}
+
+fn artifact(id: &str, text: &str, append: bool) -> TaskEventKind {
+    TaskEventKind::Artifact {
+        artifact: Artifact { artifact_id: id.into(), name: None, parts: vec![Part::Text(text.into())] },
+        append,
+        last_chunk: !append,
+    }
+}
+
+fn lease(worker: &str, expires_at: Millis, phase: LeasePhase) -> Option<ExecutionLease> {
+    Some(ExecutionLease { owner_id: worker.into(), expires_at, phase })
+}
+
+fn ids(page: &TaskPage) -> Vec<TaskId> {
+    page.tasks.iter().map(|task| task.id.clone()).collect()
+}
+
+fn is_terminal_event(event: &TaskEvent) -> bool {
+    event.kind.state().is_some_and(TaskState::is_terminal)
+}
+
+/// One fresh store and the instant its scenario's explicit times count from.
+struct Bench {
+    store: Arc<dyn TaskStore>,
+    base: Millis,
+}
+
+impl Bench {
+    async fn new(factory: &impl StoreFactory) -> Self {
+        Self { store: factory.fresh().await, base: now_ms() }
+    }
+
+    fn at(&self, offset: Millis) -> Millis {
+        self.base + offset
+    }
+
+    async fn create(&self, record: StoredTask) -> TaskId {
+        let id = record.task.id.clone();
+        self.store.create(record, submitted()).await.expect("create a task");
+        id
+    }
+
+    /// A `submitted` task whose admission lasts ten minutes.
+    async fn reserve(&self, owner: OwnerHash) -> TaskId {
+        self.create(new_record(owner, self.base, None, Some(self.at(10 * MINUTE)))).await
+    }
+
+    /// A reserved task with `worker`'s prepared lease until `until`, claimed at `base`.
+    async fn claimed(&self, owner: OwnerHash, worker: &str, until: Millis) -> TaskId {
+        let id = self.reserve(owner).await;
+        self.store.claim_execution(&id, worker, until, self.base).await.expect("claim").expect("the claim is granted");
+        id
+    }
+
+    /// A `working` task with `worker`'s active lease until `until`, activated at `base`.
+    async fn running(&self, owner: OwnerHash, worker: &str, until: Millis) -> TaskId {
+        self.run(new_record(owner, self.base, None, Some(self.at(10 * MINUTE))), worker, until, self.base).await
+    }
+
+    /// Creates `record`, then claims, activates and turns it `working` for `worker` at `now`.
+    async fn run(&self, record: StoredTask, worker: &str, until: Millis, now: Millis) -> TaskId {
+        let id = self.create(record).await;
+        self.store.claim_execution(&id, worker, until, now).await.expect("claim").expect("the claim is granted");
+        self.store.activate_execution(&id, worker, until, now).await.expect("activate").expect("activated");
+        self.store
+            .compare_and_set(&id, &[TaskState::Submitted], status(TaskState::Working), Some(worker), now)
+            .await
+            .expect("compare and set")
+            .expect("the task turns working");
+        id
+    }
+
+    async fn set(&self, id: &TaskId, event: TaskEventKind, now: Millis) -> StoredTask {
+        self.store
+            .compare_and_set(id, ACTIVE_STATES, event, None, now)
+            .await
+            .expect("compare and set")
+            .expect("the write is accepted")
+    }
+
+    async fn record(&self, id: &TaskId) -> StoredTask {
+        self.store.get(id).await.expect("get").expect("the task exists")
+    }
+
+    async fn log(&self, id: &TaskId, owner: &OwnerHash) -> Vec<TaskEvent> {
+        self.store.events_since(id, owner, 0).await.expect("events since").expect("the owner's task has a log")
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: ListQuery) -> TaskPage {
+        self.store.list(owner, &query).await.expect("list")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// create, get, the event log and owner isolation
+// ---------------------------------------------------------------------------------------------
+
+/// `create` is durable before it returns: a `get` right after it returns the record as given.
+pub async fn create_is_readable_as_soon_as_it_returns(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let record = new_record(owner("alice"), bench.base, Some("context-1"), Some(bench.at(10 * MINUTE)));
+    bench.store.create(record.clone(), submitted()).await.expect("create");
+
+    let stored = bench.store.get(&record.task.id).await.expect("get");
+    assert_eq!(stored, Some(record), "get right after create returns the record exactly as created");
+    assert_eq!(bench.store.get(&TaskId::generate()).await.expect("get"), None, "an unknown id reads as absent");
+}
+
+/// `create` refuses an id that exists, and leaves the existing task untouched.
+pub async fn create_rejects_a_duplicate_id(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, mallory) = (owner("alice"), owner("mallory"));
+    let original = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+    let id = bench.create(original.clone()).await;
+
+    let mut impostor = new_record(mallory, bench.at(1), Some("other"), None);
+    impostor.task.id = id.clone();
+    let refused = bench.store.create(impostor, submitted()).await.expect_err("a duplicate id is refused");
+    assert_eq!(refused, StoreError::DuplicateId(id.clone()));
+
+    assert_eq!(bench.record(&id).await, original, "the existing record is unchanged");
+    assert_eq!(bench.log(&id, &alice).await.len(), 1, "the existing log is unchanged");
+    assert_eq!(bench.store.events_since(&id, &mallory, 0).await.expect("events since"), None);
+}
+
+/// `create` appends the creation event as the log's first entry, sequence 1.
+pub async fn create_logs_the_first_event_with_sequence_one(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let record = new_record(alice, bench.base, None, None);
+    let id = record.task.id.clone();
+    let created = bench.store.create(record, submitted()).await.expect("create");
+
+    assert_eq!(created.task_id, id);
+    assert_eq!(created.sequence, 1);
+    assert_eq!(created.kind, submitted());
+    assert_eq!(bench.log(&id, &alice).await, vec![created], "the log holds exactly the creation event");
+}
+
+/// `events_since` returns the entries after a sequence number, in order, numbered without gaps.
+pub async fn events_since_returns_the_log_in_order(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let changes = vec![
+        status(TaskState::Working),
+        message("one"),
+        artifact("report", "part one", false),
+        message("two"),
+        result(json!({"answer": 42})),
+    ];
+    for (offset, change) in (1..).zip(&changes) {
+        bench.set(&id, change.clone(), bench.at(offset)).await;
+    }
+
+    let log = bench.log(&id, &alice).await;
+    let sequences: Vec<u64> = log.iter().map(|event| event.sequence).collect();
+    assert_eq!(sequences, vec![1, 2, 3, 4, 5, 6]);
+    let kinds: Vec<TaskEventKind> = log.iter().map(|event| event.kind.clone()).collect();
+    let mut expected = vec![submitted()];
+    expected.extend(changes);
+    assert_eq!(kinds, expected, "the log holds every change in the order it was made");
+    assert!(log.iter().all(|event| event.task_id == id));
+
+    let tail = bench.store.events_since(&id, &alice, 3).await.expect("events since").expect("the owner's task");
+    assert_eq!(tail, log[3..].to_vec(), "events after sequence 3 are 4, 5 and 6");
+    let none = bench.store.events_since(&id, &alice, 6).await.expect("events since").expect("the owner's task");
+    assert!(none.is_empty(), "nothing follows the last event");
+    let beyond = bench.store.events_since(&id, &alice, 100).await.expect("events since").expect("the owner's task");
+    assert!(beyond.is_empty());
+}
+
+/// `get` returns any record with its persisted owner, which the caller (the runtime) checks.
+pub async fn get_returns_the_owner_for_the_caller_to_check(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let alices = bench.reserve(alice).await;
+    let bobs = bench.reserve(bob).await;
+
+    let record = bench.record(&alices).await;
+    assert_eq!(record.owner, alice);
+    assert_ne!(record.owner, bob);
+    assert_eq!(bench.record(&bobs).await.owner, bob);
+}
+
+/// `list` returns only the caller's tasks.
+pub async fn list_never_returns_another_owners_task(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob, carol) = (owner("alice"), owner("bob"), owner("carol"));
+    let first = bench.create(new_record(alice, bench.at(1), None, None)).await;
+    let second = bench.create(new_record(alice, bench.at(2), None, None)).await;
+    let bobs = bench.create(new_record(bob, bench.at(3), None, None)).await;
+
+    let page = bench.list(&alice, ListQuery::default()).await;
+    assert_eq!(ids(&page), vec![second, first]);
+    assert_eq!((page.total, page.has_more), (2, false));
+    let page = bench.list(&bob, ListQuery::default()).await;
+    assert_eq!(ids(&page), vec![bobs]);
+    assert_eq!(page.total, 1);
+    let page = bench.list(&carol, ListQuery::default()).await;
+    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+}
+
+/// `events_since` answers `None` for another owner's task, exactly as for a missing one.
+pub async fn events_since_is_owner_isolated(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let id = bench.reserve(alice).await;
+
+    assert_eq!(bench.store.events_since(&id, &bob, 0).await.expect("events since"), None);
+    assert_eq!(bench.store.events_since(&TaskId::generate(), &alice, 0).await.expect("events since"), None);
+    assert_eq!(bench.log(&id, &alice).await.len(), 1);
+}
+
+/// `subscribe` answers `None` for another owner's task, exactly as for a missing one.
+pub async fn subscribe_is_owner_isolated(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let id = bench.reserve(alice).await;
+
+    assert!(bench.store.subscribe(&id, &bob).await.expect("subscribe").is_none());
+    assert!(bench.store.subscribe(&TaskId::generate(), &alice).await.expect("subscribe").is_none());
+    assert!(bench.store.subscribe(&id, &alice).await.expect("subscribe").is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+// ---------------------------------------------------------------------------------------------
+
+/// `list` filters by context id and by a set of states, alone and together.
+pub async fn list_filters_by_context_and_state(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let waiting = bench.create(new_record(alice, bench.at(1), Some("context-a"), None)).await;
+    let working = bench.create(new_record(alice, bench.at(2), Some("context-a"), None)).await;
+    let completed = bench.create(new_record(alice, bench.at(3), Some("context-b"), None)).await;
+    let canceled = bench.create(new_record(alice, bench.at(4), None, None)).await;
+    let bobs = bench.create(new_record(bob, bench.at(5), Some("context-a"), None)).await;
+    bench.set(&working, status(TaskState::Working), bench.at(10)).await;
+    bench.set(&completed, result(json!("done")), bench.at(11)).await;
+    bench.set(&canceled, status(TaskState::Canceled), bench.at(12)).await;
+    bench.set(&bobs, status(TaskState::Working), bench.at(13)).await;
+
+    let by_context = |context: &str| ListQuery { context_id: Some(context.into()), ..ListQuery::default() };
+    let by_states = |states: &[TaskState]| ListQuery { states: Some(states.to_vec()), ..ListQuery::default() };
+
+    let page = bench.list(&alice, by_context("context-a")).await;
+    assert_eq!(ids(&page), vec![working.clone(), waiting.clone()]);
+    assert_eq!(page.total, 2);
+    let page = bench.list(&alice, by_states(&[TaskState::Completed, TaskState::Canceled])).await;
+    assert_eq!(ids(&page), vec![canceled, completed]);
+    assert_eq!(page.total, 2);
+    let page =
+        bench.list(&alice, ListQuery { states: Some(vec![TaskState::Working]), ..by_context("context-a") }).await;
+    assert_eq!(ids(&page), vec![working]);
+    assert_eq!(page.total, 1);
+    let page = bench.list(&alice, by_states(&[TaskState::Submitted])).await;
+    assert_eq!(ids(&page), vec![waiting]);
+    let page = bench.list(&alice, by_context("context-unknown")).await;
+    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+    let page = bench.list(&alice, by_states(&[TaskState::Failed])).await;
+    assert_eq!((page.tasks.len(), page.total), (0, 0));
+}
+
+/// `list` orders tasks by creation time, newest first, whatever the order of creation calls.
+pub async fn list_orders_newest_first(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let mut created = Vec::new();
+    for offset in [3, 1, 4, 2, 0] {
+        created.push((offset, bench.create(new_record(alice, bench.at(offset), None, None)).await));
+    }
+    created.sort_by_key(|(offset, _)| std::cmp::Reverse(*offset));
+
+    let page = bench.list(&alice, ListQuery::default()).await;
+    let expected: Vec<TaskId> = created.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(ids(&page), expected);
+    let times: Vec<Millis> = page.tasks.iter().map(|task| task.created_at).collect();
+    assert_eq!(times, vec![bench.at(4), bench.at(3), bench.at(2), bench.at(1), bench.at(0)]);
+}
+
+/// `list` pages with `limit` and `offset`, reporting the total of all matches and whether more
+/// follow.
+pub async fn list_pages_with_total_and_has_more(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let mut newest_first = Vec::new();
+    for offset in 0..5 {
+        newest_first.insert(0, bench.create(new_record(alice, bench.at(offset), None, None)).await);
+    }
+    let page_of = |limit: usize, offset: usize| ListQuery { limit, offset, ..ListQuery::default() };
+
+    let page = bench.list(&alice, page_of(2, 0)).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (newest_first[0..2].to_vec(), 5, true));
+    let page = bench.list(&alice, page_of(2, 2)).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (newest_first[2..4].to_vec(), 5, true));
+    let page = bench.list(&alice, page_of(2, 4)).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (newest_first[4..5].to_vec(), 5, false));
+    let page = bench.list(&alice, page_of(2, 5)).await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more), (0, 5, false));
+    let page = bench.list(&alice, page_of(10, 9)).await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more), (0, 5, false));
+    let page = bench.list(&alice, page_of(0, 0)).await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more), (0, 5, true));
+    let page = bench.list(&alice, ListQuery::default()).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (newest_first.clone(), 5, false));
+
+    // The total counts the filtered set, not every task of the owner.
+    bench.set(&newest_first[0], status(TaskState::Canceled), bench.at(10)).await;
+    bench.set(&newest_first[3], status(TaskState::Canceled), bench.at(11)).await;
+    let page = bench.list(&alice, ListQuery { states: Some(vec![TaskState::Submitted]), ..page_of(2, 0) }).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (newest_first[1..3].to_vec(), 3, true));
+}
+
+// ---------------------------------------------------------------------------------------------
+// claim_execution
+// ---------------------------------------------------------------------------------------------
+
+/// A claim on a reserved task takes a prepared lease and clears the admission expiry.
+pub async fn claim_takes_a_prepared_lease_and_clears_the_admission(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let id = bench.reserve(owner("alice")).await;
+
+    let claimed = bench.store.claim_execution(&id, "a", bench.at(5 * MINUTE), bench.base).await.expect("claim");
+    let claimed = claimed.expect("a claim on a reserved task without a lease is granted");
+    assert_eq!(claimed.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Prepared));
+    assert_eq!(claimed.admission_expires_at, None);
+    assert_eq!(claimed.task.state, TaskState::Submitted, "a claim is preparation, not a state change");
+
+    let stored = bench.record(&id).await;
+    assert_eq!((stored.lease, stored.admission_expires_at), (claimed.lease, None));
+}
+
+/// A live lease, prepared or active, blocks every claim, including its own worker's.
+pub async fn a_live_lease_blocks_a_claim(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let id = bench.claimed(owner("alice"), "a", bench.at(5 * MINUTE)).await;
+
+    let claim = |worker: &'static str, now: Millis| {
+        let (store, id) = (Arc::clone(&bench.store), id.clone());
+        async move { store.claim_execution(&id, worker, now + 10 * MINUTE, now).await.expect("claim") }
+    };
+    assert_eq!(claim("b", bench.at(5 * MINUTE - 1)).await, None, "a prepared lease is live until it expires");
+    assert_eq!(claim("a", bench.at(MINUTE)).await, None, "a live lease blocks its own worker too");
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Prepared));
+
+    bench.store.activate_execution(&id, "a", bench.at(5 * MINUTE), bench.at(MINUTE)).await.expect("activate");
+    assert_eq!(claim("b", bench.at(2 * MINUTE)).await, None, "an active lease is live until it expires");
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Active));
+}
+
+/// A prepared lease that lapsed may be taken over; its former holder then holds nothing.
+pub async fn an_expired_prepared_lease_can_be_taken_over(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let id = bench.claimed(owner("alice"), "a", bench.at(MINUTE)).await;
+
+    let taken = bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), bench.at(MINUTE)).await.expect("claim");
+    let taken = taken.expect("a lease whose expiry has come is no longer live");
+    assert_eq!(taken.lease, lease("b", bench.at(3 * MINUTE), LeasePhase::Prepared));
+
+    let now = bench.at(MINUTE + 1);
+    assert_eq!(bench.store.renew_execution_claim(&id, "a", bench.at(4 * MINUTE), now).await.expect("renew"), None);
+    assert_eq!(bench.store.activate_execution(&id, "a", bench.at(4 * MINUTE), now).await.expect("activate"), None);
+    assert_eq!(bench.record(&id).await.lease, lease("b", bench.at(3 * MINUTE), LeasePhase::Prepared));
+}
+
+/// An active lease that lapsed (its worker presumed dead) may be taken over for recovery.
+pub async fn an_expired_active_lease_can_be_taken_over(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let id = bench.running(owner("alice"), "a", bench.at(MINUTE)).await;
+
+    let early = bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), bench.at(MINUTE - 1)).await;
+    assert_eq!(early.expect("claim"), None, "the active lease is live until its expiry");
+    let taken = bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), bench.at(MINUTE)).await.expect("claim");
+    let taken = taken.expect("a lapsed active lease may be recovered");
+    assert_eq!(taken.lease, lease("b", bench.at(3 * MINUTE), LeasePhase::Prepared));
+    assert_eq!(taken.task.state, TaskState::Working, "a recovered task keeps its state");
+}
+
+/// A reservation whose admission expired is never prepared.
+pub async fn a_claim_is_refused_after_the_admission_expired(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let late = bench.create(new_record(alice, bench.base, None, Some(bench.at(MINUTE)))).await;
+    let in_time = bench.create(new_record(alice, bench.base, None, Some(bench.at(MINUTE)))).await;
+
+    let refused = bench.store.claim_execution(&late, "a", bench.at(3 * MINUTE), bench.at(MINUTE)).await;
+    assert_eq!(refused.expect("claim"), None, "the admission expires at its expiry instant");
+    let record = bench.record(&late).await;
+    assert_eq!((record.lease, record.admission_expires_at), (None, Some(bench.at(MINUTE))));
+
+    let granted = bench.store.claim_execution(&in_time, "a", bench.at(3 * MINUTE), bench.at(MINUTE - 1)).await;
+    assert!(granted.expect("claim").is_some(), "a claim just before the admission expiry is granted");
+}
+
+/// Only `submitted` and `working` tasks may be claimed: never a waiting or terminal one.
+pub async fn a_claim_is_refused_unless_submitted_or_working(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let refused = [
+        status(TaskState::InputRequired),
+        status(TaskState::AuthRequired),
+        result(json!("done")),
+        failure(TaskState::Failed, "boom"),
+        status(TaskState::Canceled),
+        failure(TaskState::Rejected, "refused"),
+    ];
+    for change in refused {
+        let id = bench.reserve(alice).await;
+        let state = bench.set(&id, change, bench.at(1)).await.task.state;
+        let claim = bench.store.claim_execution(&id, "a", bench.at(5 * MINUTE), bench.at(2)).await.expect("claim");
+        assert_eq!(claim, None, "a {state:?} task cannot be claimed");
+        assert_eq!(bench.record(&id).await.lease, None);
+    }
+
+    let working = bench.reserve(alice).await;
+    bench.set(&working, status(TaskState::Working), bench.at(1)).await;
+    let claim = bench.store.claim_execution(&working, "a", bench.at(5 * MINUTE), bench.at(2)).await.expect("claim");
+    assert!(claim.is_some(), "a working task without a live lease can be claimed");
+}
+
+/// Of several concurrent claims on one task, exactly one wins, and the stored lease is the
+/// winner's.
+pub async fn concurrent_claims_have_exactly_one_winner(factory: impl StoreFactory) {
+    const ROUNDS: usize = 16;
+    const CONTENDERS: usize = 4;
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for _ in 0..ROUNDS {
+        let id = bench.reserve(alice).await;
+        let start = Arc::new(Barrier::new(CONTENDERS));
+        let claims: Vec<_> = (0..CONTENDERS)
+            .map(|n| {
+                let (store, id, start) = (Arc::clone(&bench.store), id.clone(), Arc::clone(&start));
+                let (until, now) = (bench.at(5 * MINUTE), bench.base);
+                tokio::spawn(async move {
+                    let worker = format!("worker-{n}");
+                    start.wait().await;
+                    let claim = store.claim_execution(&id, &worker, until, now).await.expect("claim");
+                    claim.map(|record| (worker, record))
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for claim in claims {
+            winners.extend(claim.await.expect("the claim task completes"));
+        }
+
+        assert_eq!(winners.len(), 1, "exactly one of {CONTENDERS} concurrent claims wins");
+        let (winner, granted) = &winners[0];
+        assert_eq!(granted.lease, lease(winner, bench.at(5 * MINUTE), LeasePhase::Prepared));
+        assert_eq!(bench.record(&id).await.lease, granted.lease, "the stored lease is the winner's");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// renew_execution_claim and activate_execution
+// ---------------------------------------------------------------------------------------------
+
+/// Renewal extends only the holder's live lease, keeps its phase, and is refused once the lease
+/// lapsed or the task ended.
+pub async fn renewal_extends_only_the_owners_live_lease(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.claimed(alice, "a", bench.at(2 * MINUTE)).await;
+    let renew = |worker: &'static str, until: Millis, now: Millis| {
+        let (store, id) = (Arc::clone(&bench.store), id.clone());
+        async move { store.renew_execution_claim(&id, worker, until, now).await.expect("renew") }
+    };
+
+    assert_eq!(renew("b", bench.at(3 * MINUTE), bench.at(MINUTE)).await, None, "another worker cannot renew");
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(2 * MINUTE), LeasePhase::Prepared));
+
+    let renewed = renew("a", bench.at(4 * MINUTE), bench.at(MINUTE)).await.expect("the holder renews");
+    assert_eq!(renewed.lease, lease("a", bench.at(4 * MINUTE), LeasePhase::Prepared));
+    assert_eq!(bench.record(&id).await.lease, renewed.lease);
+
+    bench.store.activate_execution(&id, "a", bench.at(5 * MINUTE), bench.at(MINUTE)).await.expect("activate");
+    let renewed = renew("a", bench.at(6 * MINUTE), bench.at(2 * MINUTE)).await.expect("an active lease renews");
+    assert_eq!(renewed.lease, lease("a", bench.at(6 * MINUTE), LeasePhase::Active), "renewal keeps the phase");
+
+    assert_eq!(renew("a", bench.at(9 * MINUTE), bench.at(6 * MINUTE)).await, None, "a lapsed lease cannot renew");
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(6 * MINUTE), LeasePhase::Active));
+
+    let ended = bench.claimed(alice, "a", bench.at(2 * MINUTE)).await;
+    bench.set(&ended, status(TaskState::Canceled), bench.at(1)).await;
+    let refused = bench.store.renew_execution_claim(&ended, "a", bench.at(3 * MINUTE), bench.at(2)).await;
+    assert_eq!(refused.expect("renew"), None, "a terminal task's lease cannot be renewed");
+}
+
+/// Renewing to `now` gives the lease up: another worker can claim at once and the former holder
+/// can no longer renew or activate.
+pub async fn renewing_to_now_gives_the_lease_up(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let now = bench.at(MINUTE);
+
+    let prepared = bench.claimed(alice, "a", bench.at(5 * MINUTE)).await;
+    bench.store.renew_execution_claim(&prepared, "a", now, now).await.expect("renew");
+    assert_eq!(
+        bench.store.renew_execution_claim(&prepared, "a", bench.at(5 * MINUTE), now).await.expect("renew"),
+        None
+    );
+    assert_eq!(
+        bench.store.activate_execution(&prepared, "a", bench.at(5 * MINUTE), now).await.expect("activate"),
+        None
+    );
+    let taken = bench.store.claim_execution(&prepared, "b", bench.at(5 * MINUTE), now).await.expect("claim");
+    assert_eq!(
+        taken.expect("a given-up lease does not block").lease,
+        lease("b", bench.at(5 * MINUTE), LeasePhase::Prepared)
+    );
+
+    let active = bench.running(alice, "a", bench.at(5 * MINUTE)).await;
+    bench.store.renew_execution_claim(&active, "a", now, now).await.expect("renew");
+    let taken = bench.store.claim_execution(&active, "b", bench.at(5 * MINUTE), now).await.expect("claim");
+    assert!(taken.is_some(), "a given-up active lease does not block either");
+}
+
+/// Activation turns only the holder's live prepared lease active; it is refused for another
+/// worker, a lapsed or already active lease, and a terminal task.
+pub async fn activation_turns_only_the_owners_live_prepared_lease_active(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.claimed(alice, "a", bench.at(2 * MINUTE)).await;
+    let activate = |id: &TaskId, worker: &'static str, until: Millis, now: Millis| {
+        let (store, id) = (Arc::clone(&bench.store), id.clone());
+        async move { store.activate_execution(&id, worker, until, now).await.expect("activate") }
+    };
+
+    assert_eq!(activate(&id, "b", bench.at(5 * MINUTE), bench.at(MINUTE)).await, None);
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(2 * MINUTE), LeasePhase::Prepared));
+
+    let active = activate(&id, "a", bench.at(5 * MINUTE), bench.at(MINUTE)).await.expect("the holder activates");
+    assert_eq!(active.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Active));
+    assert_eq!(bench.record(&id).await.lease, active.lease);
+    assert_eq!(
+        activate(&id, "a", bench.at(9 * MINUTE), bench.at(MINUTE)).await,
+        None,
+        "an active lease is not prepared"
+    );
+    assert_eq!(bench.record(&id).await.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Active));
+
+    let lapsed = bench.claimed(alice, "a", bench.at(MINUTE)).await;
+    assert_eq!(activate(&lapsed, "a", bench.at(5 * MINUTE), bench.at(MINUTE)).await, None, "a lapsed lease is refused");
+    assert_eq!(bench.record(&lapsed).await.lease, lease("a", bench.at(MINUTE), LeasePhase::Prepared));
+
+    let ended = bench.claimed(alice, "a", bench.at(2 * MINUTE)).await;
+    bench.set(&ended, status(TaskState::Canceled), bench.at(1)).await;
+    assert_eq!(activate(&ended, "a", bench.at(5 * MINUTE), bench.at(2)).await, None, "a terminal task is refused");
+}
+
+// ---------------------------------------------------------------------------------------------
+// compare_and_set
+// ---------------------------------------------------------------------------------------------
+
+/// A write applies only when the task's state is one of the expected states.
+pub async fn compare_and_set_checks_the_expected_state(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let before = bench.record(&id).await;
+
+    let refused = bench
+        .store
+        .compare_and_set(&id, &[TaskState::Working], status(TaskState::InputRequired), None, bench.at(1))
+        .await
+        .expect("compare and set");
+    assert_eq!(refused, None, "a submitted task is not in [working]");
+    assert_eq!(bench.record(&id).await, before, "a refused write changes nothing");
+    assert_eq!(bench.log(&id, &alice).await.len(), 1, "a refused write appends nothing");
+
+    let accepted = bench
+        .store
+        .compare_and_set(&id, RUNNING_STATES, status(TaskState::Working), None, bench.at(2))
+        .await
+        .expect("compare and set");
+    assert_eq!(accepted.expect("submitted is expected").task.state, TaskState::Working);
+    let stale = bench
+        .store
+        .compare_and_set(&id, &[TaskState::Submitted], status(TaskState::Canceled), None, bench.at(3))
+        .await
+        .expect("compare and set");
+    assert_eq!(stale, None, "the state moved on");
+    assert_eq!(bench.record(&id).await.task.state, TaskState::Working);
+    assert_eq!(
+        bench.store.compare_and_set(&TaskId::generate(), ACTIVE_STATES, message("x"), None, bench.at(4)).await,
+        Ok(None)
+    );
+}
+
+/// An accepted write appends its event to the log and applies it to the record with
+/// [`apply_event`] in the same step: the record always says what its log says.
+pub async fn compare_and_set_appends_and_applies_the_event(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let mut expected = bench.record(&id).await.task;
+    let changes = [
+        status(TaskState::Working),
+        message("hello"),
+        artifact("report", "part one", false),
+        artifact("report", " and part two", true),
+        result(json!({"answer": 42})),
+    ];
+    for (offset, change) in (1..).zip(changes) {
+        let now = bench.at(offset * 1000);
+        apply_event(&mut expected, &change, now);
+        let written = bench.set(&id, change.clone(), now).await;
+        assert_eq!(written.task, expected, "the returned record is the previous one with the event applied");
+        assert_eq!(bench.record(&id).await.task, expected, "the stored record is the returned one");
+        let log = bench.log(&id, &alice).await;
+        let last = log.last().expect("the log is not empty");
+        assert_eq!((log.len() as u64, last.sequence, &last.kind), (offset + 1, offset + 1, &change));
+    }
+
+    assert_eq!(expected.state, TaskState::Completed);
+    assert_eq!(expected.updated_at, bench.at(5000));
+    assert_eq!(expected.version, 5, "every accepted write bumps the version");
+    assert_eq!(expected.history, vec![Message::agent_text("hello")]);
+    let parts = &expected.artifacts.first().expect("one artifact").parts;
+    assert_eq!(parts, &vec![Part::Text("part one".into()), Part::Text(" and part two".into())]);
+}
+
+/// An expired lease is recovered and the stale owner is fenced: a write that names an execution
+/// owner applies only while the lease is that owner's.
+pub async fn compare_and_set_fences_a_stale_execution_owner(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.running(alice, "a", bench.at(MINUTE)).await;
+
+    let fenced = bench.store.compare_and_set(&id, RUNNING_STATES, message("hi"), Some("b"), bench.at(1)).await;
+    assert_eq!(fenced.expect("compare and set"), None, "b does not hold the lease");
+
+    let recovery_at = bench.at(MINUTE);
+    bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), recovery_at).await.expect("claim").expect("recovered");
+    bench
+        .store
+        .activate_execution(&id, "b", bench.at(3 * MINUTE), recovery_at)
+        .await
+        .expect("activate")
+        .expect("active");
+
+    let stale = bench
+        .store
+        .compare_and_set(&id, RUNNING_STATES, result(json!({"worker": "a"})), Some("a"), recovery_at + 1)
+        .await;
+    assert_eq!(stale.expect("compare and set"), None, "the stale worker's result is refused");
+    let stale = bench.store.compare_and_set(&id, RUNNING_STATES, message("late"), Some("a"), recovery_at + 2).await;
+    assert_eq!(stale.expect("compare and set"), None, "so is any other write of the stale worker");
+
+    let done = bench
+        .store
+        .compare_and_set(&id, RUNNING_STATES, result(json!({"worker": "b"})), Some("b"), recovery_at + 3)
+        .await
+        .expect("compare and set")
+        .expect("the recovering worker's result is accepted");
+    assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b"})));
+    let log = bench.log(&id, &alice).await;
+    assert_eq!(log.iter().filter(|event| matches!(event.kind, TaskEventKind::Result { .. })).count(), 1);
+    assert!(!log.iter().any(|event| event.kind == message("late")));
+
+    let unleased = bench.reserve(alice).await;
+    let fenced = bench
+        .store
+        .compare_and_set(&unleased, RUNNING_STATES, status(TaskState::Working), Some("a"), bench.at(1))
+        .await;
+    assert_eq!(fenced.expect("compare and set"), None, "a task without a lease has no execution owner");
+}
+
+/// A terminal write clears the lease and the admission expiry; a non-terminal one keeps them.
+pub async fn a_terminal_write_clears_the_lease_and_the_admission(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+
+    let reserved = bench.reserve(alice).await;
+    let written = bench.set(&reserved, status(TaskState::Canceled), bench.at(1)).await;
+    assert_eq!((written.lease, written.admission_expires_at), (None, None));
+    let stored = bench.record(&reserved).await;
+    assert_eq!((stored.lease, stored.admission_expires_at), (None, None));
+
+    let running = bench.running(alice, "a", bench.at(5 * MINUTE)).await;
+    let progress =
+        bench.store.compare_and_set(&running, RUNNING_STATES, message("halfway"), Some("a"), bench.at(1)).await;
+    let progress = progress.expect("compare and set").expect("the holder's write is accepted");
+    assert_eq!(progress.lease, lease("a", bench.at(5 * MINUTE), LeasePhase::Active), "progress keeps the lease");
+    let done = bench
+        .store
+        .compare_and_set(&running, RUNNING_STATES, result(json!("done")), Some("a"), bench.at(2))
+        .await
+        .expect("compare and set")
+        .expect("the holder's result is accepted");
+    assert_eq!(done.lease, None);
+    assert_eq!(bench.record(&running).await.lease, None);
+
+    let prepared = bench.claimed(alice, "a", bench.at(5 * MINUTE)).await;
+    let failed = bench
+        .store
+        .compare_and_set(&prepared, ACTIVE_STATES, failure(TaskState::Failed, "boom"), Some("a"), bench.at(1))
+        .await
+        .expect("compare and set")
+        .expect("the holder's failure is accepted");
+    assert_eq!((failed.lease, failed.admission_expires_at), (None, None));
+    assert_eq!(bench.record(&prepared).await.lease, None);
+}
+
+/// A cancellation racing a fenced completion: exactly one terminal state wins, the log holds
+/// exactly one terminal event, and every later write is refused.
+pub async fn cancel_racing_completion_has_exactly_one_winner(factory: impl StoreFactory) {
+    const ROUNDS: usize = 16;
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for round in 0..ROUNDS {
+        let id = bench.running(alice, "a", bench.at(5 * MINUTE)).await;
+        let now = bench.at(1);
+        let start = Arc::new(Barrier::new(2));
+        let cancel = {
+            let (store, id, start) = (Arc::clone(&bench.store), id.clone(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.compare_and_set(&id, ACTIVE_STATES, status(TaskState::Canceled), None, now).await
+            })
+        };
+        let complete = {
+            let (store, id, start) = (Arc::clone(&bench.store), id.clone(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.compare_and_set(&id, RUNNING_STATES, result(json!({"round": round})), Some("a"), now).await
+            })
+        };
+        let cancelled = cancel.await.expect("the cancel task completes").expect("compare and set");
+        let completed = complete.await.expect("the completion task completes").expect("compare and set");
+
+        let winner = match (&cancelled, &completed) {
+            (Some(_), None) => TaskState::Canceled,
+            (None, Some(_)) => TaskState::Completed,
+            _ => panic!("round {round}: exactly one of the racing writes must win"),
+        };
+        assert_eq!(bench.record(&id).await.task.state, winner);
+        let log = bench.log(&id, &alice).await;
+        assert_eq!(log.iter().filter(|event| is_terminal_event(event)).count(), 1);
+        assert!(log.last().is_some_and(is_terminal_event), "nothing follows the terminal event");
+
+        let late =
+            bench.store.compare_and_set(&id, ACTIVE_STATES, status(TaskState::Canceled), None, bench.at(2)).await;
+        assert_eq!(late.expect("compare and set"), None, "a terminal task is not cancelled again");
+        let late =
+            bench.store.compare_and_set(&id, RUNNING_STATES, result(json!("late")), Some("a"), bench.at(2)).await;
+        assert_eq!(late.expect("compare and set"), None, "a terminal task takes no later result");
+        assert_eq!(bench.log(&id, &alice).await.len(), log.len());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// reap_expired_admissions and expired_active_leases
+// ---------------------------------------------------------------------------------------------
+
+/// Reaping cancels reservations abandoned without a claim and tasks whose prepared lease lapsed,
+/// with a status event each, clears both fields, and counts them.
+pub async fn reaping_cancels_abandoned_admissions_and_lapsed_prepared_leases(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let abandoned = bench.create(new_record(alice, bench.base, None, Some(bench.at(MINUTE)))).await;
+    let lapsed = bench.claimed(alice, "a", bench.at(MINUTE)).await;
+
+    assert_eq!(bench.store.reap_expired_admissions(bench.at(MINUTE)).await.expect("reap"), 2);
+    for id in [&abandoned, &lapsed] {
+        let record = bench.record(id).await;
+        assert_eq!(record.task.state, TaskState::Canceled);
+        assert_eq!((record.lease, record.admission_expires_at), (None, None));
+        let log = bench.log(id, &alice).await;
+        assert_eq!(log.len(), 2);
+        assert_eq!((log[1].sequence, &log[1].kind), (2, &status(TaskState::Canceled)));
+    }
+
+    assert_eq!(bench.store.reap_expired_admissions(bench.at(MINUTE)).await.expect("reap"), 0, "reaping is done once");
+    assert_eq!(bench.store.reap_expired_admissions(bench.at(2 * MINUTE)).await.expect("reap"), 0);
+    let claim = bench.store.claim_execution(&abandoned, "b", bench.at(3 * MINUTE), bench.at(MINUTE)).await;
+    assert_eq!(claim.expect("claim"), None, "a reaped task is never run");
+}
+
+/// Reaping leaves alone: a reservation still in time, a task without admission expiry, a live
+/// prepared lease, an active lease (even a lapsed one: it is recovered, not reaped) and a
+/// terminal task.
+pub async fn reaping_leaves_live_work_alone(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let reap_at = bench.at(MINUTE);
+    let in_time = bench.create(new_record(alice, bench.base, None, Some(bench.at(2 * MINUTE)))).await;
+    let unbounded = bench.create(new_record(alice, bench.base, None, None)).await;
+    let prepared = bench.claimed(alice, "a", bench.at(2 * MINUTE)).await;
+    let active = bench.running(alice, "b", bench.at(MINUTE)).await;
+    let finished = bench.create(new_record(alice, bench.base, None, Some(bench.at(MINUTE)))).await;
+    bench.set(&finished, result(json!("done")), bench.at(1)).await;
+
+    let tasks = [in_time, unbounded, prepared, active, finished];
+    let mut before = Vec::new();
+    for id in &tasks {
+        before.push(bench.record(id).await);
+    }
+    assert_eq!(bench.store.reap_expired_admissions(reap_at).await.expect("reap"), 0);
+    for (id, before) in tasks.iter().zip(before) {
+        assert_eq!(bench.record(id).await, before, "reaping changed a task it must leave alone");
+    }
+}
+
+/// `expired_active_leases` lists the non-terminal tasks whose active lease lapsed, oldest first,
+/// at most `limit`; never a prepared or live lease.
+pub async fn expired_active_leases_lists_only_lapsed_active_leases(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    // The first task is older than the second by creation, by last change and by lease expiry,
+    // so every reading of "oldest first" orders them the same way.
+    let older = new_record(alice, bench.base, None, None);
+    let first = bench.run(older, "a", bench.at(MINUTE), bench.base).await;
+    let newer = new_record(alice, bench.at(1), None, None);
+    let second = bench.run(newer, "b", bench.at(2 * MINUTE), bench.at(1)).await;
+    let _prepared = bench.claimed(alice, "c", bench.at(MINUTE / 2)).await;
+    let _reserved = bench.reserve(alice).await;
+    let _live = bench.running(alice, "e", bench.at(5 * MINUTE)).await;
+    let finished = bench.running(alice, "d", bench.at(MINUTE)).await;
+    bench
+        .store
+        .compare_and_set(&finished, RUNNING_STATES, result(json!("done")), Some("d"), bench.at(1))
+        .await
+        .expect("compare and set")
+        .expect("completed");
+    // A task waiting for input keeps a lapsed active lease (its worker gave it up): not a candidate.
+    let waiting = bench.running(alice, "w", bench.at(MINUTE / 4)).await;
+    bench
+        .store
+        .compare_and_set(&waiting, RUNNING_STATES, status(TaskState::InputRequired), Some("w"), bench.at(1))
+        .await
+        .expect("compare and set")
+        .expect("input required");
+
+    let expired = |now: Millis, limit: usize| {
+        let store = Arc::clone(&bench.store);
+        async move { store.expired_active_leases(now, limit).await.expect("expired active leases") }
+    };
+    assert_eq!(expired(bench.at(2 * MINUTE), 10).await, vec![first.clone(), second.clone()]);
+    assert_eq!(expired(bench.at(2 * MINUTE), 1).await, vec![first.clone()], "the limit keeps the first lapsed");
+    assert_eq!(expired(bench.at(MINUTE), 10).await, vec![first], "a lease lapses at its expiry instant");
+    assert_eq!(expired(bench.at(MINUTE - 1), 10).await, Vec::<TaskId>::new());
+}
+
+// ---------------------------------------------------------------------------------------------
+// subscribe and close
+// ---------------------------------------------------------------------------------------------
+
+/// A subscriber is woken after a write to its task, and the log then holds the new event.
+pub async fn subscribe_wakes_after_a_change(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let mut wakeups = bench.store.subscribe(&id, &alice).await.expect("subscribe").expect("the owner subscribes");
+
+    for (sequence, change) in [(2, status(TaskState::Working)), (3, result(json!("done")))] {
+        bench.set(&id, change.clone(), bench.at(sequence)).await;
+        woken(&mut wakeups).await;
+        let new = bench.store.events_since(&id, &alice, sequence - 1).await.expect("events since").expect("owned");
+        assert_eq!(
+            new.iter().map(|event| (event.sequence, &event.kind)).collect::<Vec<_>>(),
+            vec![(sequence, &change)]
+        );
+    }
+}
+
+/// Waits for a wake-up. [`TaskWakeups::changed`] also returns `true` at its own timeout, so it is
+/// given a long one and bounded from outside: only a real wake-up returns in time.
+async fn woken(wakeups: &mut TaskWakeups) {
+    let woke = tokio::time::timeout(PATIENCE, wakeups.changed(Duration::from_secs(3600))).await;
+    assert_eq!(woke, Ok(true), "a subscriber is woken after a write to its task");
+}
+
+/// Closing the store releases its subscribers: a waiting subscriber is told at once.
+pub async fn close_releases_subscribers(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let mut wakeups = bench.store.subscribe(&id, &alice).await.expect("subscribe").expect("the owner subscribes");
+    bench.store.close().await;
+    let released = tokio::time::timeout(PATIENCE, wakeups.changed(Duration::from_secs(3600))).await;
+    assert_eq!(released, Ok(false), "a closed store releases its subscribers");
+}
+
+/// After `close`, every call fails with [`StoreError::Closed`]; closing twice is harmless.
+pub async fn close_makes_later_calls_fail(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    bench.store.close().await;
+
+    let (until, now) = (bench.at(5 * MINUTE), bench.base);
+    let store = &bench.store;
+    let record = new_record(alice, bench.base, None, None);
+    assert_eq!(store.create(record, submitted()).await.expect_err("create after close"), StoreError::Closed);
+    assert_eq!(store.get(&id).await, Err(StoreError::Closed));
+    assert_eq!(store.list(&alice, &ListQuery::default()).await, Err(StoreError::Closed));
+    assert_eq!(store.claim_execution(&id, "a", until, now).await, Err(StoreError::Closed));
+    assert_eq!(store.renew_execution_claim(&id, "a", until, now).await, Err(StoreError::Closed));
+    assert_eq!(store.activate_execution(&id, "a", until, now).await, Err(StoreError::Closed));
+    assert_eq!(store.compare_and_set(&id, ACTIVE_STATES, message("x"), None, now).await, Err(StoreError::Closed));
+    assert_eq!(store.reap_expired_admissions(now).await, Err(StoreError::Closed));
+    assert_eq!(store.expired_active_leases(now, 10).await, Err(StoreError::Closed));
+    assert_eq!(store.events_since(&id, &alice, 0).await, Err(StoreError::Closed));
+    assert_eq!(store.subscribe(&id, &alice).await.expect_err("subscribe after close"), StoreError::Closed);
+    store.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtimes over one store
+// ---------------------------------------------------------------------------------------------
+
+fn agent(skill: SkillBuilder) -> Agent {
+    Agent::builder("conformance-agent").skill(skill).build().expect("a valid test agent")
+}
+
+/// A worker's settings. Its background recovery is off: the scenarios decide who recovers what,
+/// and when.
+fn runtime_config(worker: &str) -> RuntimeConfig {
+    RuntimeConfig::default().worker_id(worker).lease_ttl(STEADY_LEASE).recovery_interval(None)
+}
+
+fn runtime_on(store: Arc<dyn TaskStore>, agent: Agent, worker: &str) -> TaskRuntime {
+    TaskRuntime::new(agent, store, runtime_config(worker))
+}
+
+fn reservation(runtime: &TaskRuntime, skill: &str, owner: OwnerHash) -> Reservation {
+    let skill = runtime.agent().skill(skill).expect("the test skill exists");
+    Reservation::new(owner, skill.validate_input(json!({})).expect("the test input is valid"))
+}
+
+/// A skill that completes at once with `{"worker": worker}`.
+fn finishing(worker: &'static str) -> SkillBuilder {
+    Skill::builder(SKILL)
+        .invoke(move |_run: Run| async move { Ok(Outcome::Completed(Completion::new(json!({"worker": worker})))) })
+}
+
+/// A skill that waits for `release`, ignoring cancellation, then completes with
+/// `{"worker": worker}`: the handler of a worker that does not notice it lost its task.
+fn oblivious(worker: &'static str, probe: Arc<Probe>, release: Arc<Notify>) -> SkillBuilder {
+    Skill::builder(SKILL).invoke(move |_run: Run| {
+        let (probe, release) = (Arc::clone(&probe), Arc::clone(&release));
+        async move {
+            probe.started();
+            release.notified().await;
+            Ok(Outcome::Completed(Completion::new(json!({"worker": worker}))))
+        }
+    })
+}
+
+/// A skill that runs until cancelled and records that it saw the cancellation.
+fn until_cancelled(probe: Arc<Probe>) -> SkillBuilder {
+    Skill::builder(SKILL).invoke(move |run: Run| {
+        let probe = Arc::clone(&probe);
+        async move {
+            probe.started();
+            run.cancelled().await;
+            probe.cancelled();
+            Ok(Outcome::Completed(Completion::new(json!({"cancelled": true}))))
+        }
+    })
+}
+
+async fn patiently<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, future).await.unwrap_or_else(|_| panic!("{what} did not happen within {PATIENCE:?}"))
+}
+
+/// Follows the task's events until the runtime says it ended, then returns the stored record.
+async fn until_terminal(runtime: &TaskRuntime, id: &TaskId, owner: &OwnerHash) -> StoredTask {
+    let events = runtime.events(id, owner, 0).await.expect("the owner's task has events");
+    patiently("the task's end", events.for_each(|_| async {})).await;
+    let record = runtime.store().get(id).await.expect("get").expect("the task exists");
+    assert!(record.task.state.is_terminal(), "the events of task {id} ended while it is {:?}", record.task.state);
+    record
+}
+
+/// Waits, by the wall clock, until the task's active lease has lapsed.
+async fn until_active_lease_lapses(store: &Arc<dyn TaskStore>, id: &TaskId) {
+    patiently("the active lease's lapse", async {
+        while !store.expired_active_leases(now_ms(), 1000).await.expect("expired active leases").contains(id) {
+            tokio::time::sleep(SHORT_LEASE / 10).await;
+        }
+    })
+    .await;
+}
+
+/// Polls the record until `done` holds for it.
+async fn until_record(store: &Arc<dyn TaskStore>, id: &TaskId, done: impl Fn(&StoredTask) -> bool) -> StoredTask {
+    patiently("the awaited task change", async {
+        loop {
+            let record = store.get(id).await.expect("get").expect("the task exists");
+            if done(&record) {
+                return record;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+fn results(log: &[TaskEvent]) -> Vec<Value> {
+    log.iter()
+        .filter_map(|event| match &event.kind {
+            TaskEventKind::Result { result } => Some(result.output.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Two runtimes prepare the same reserved task at once: exactly one succeeds, the other gets
+/// [`TaskFailure::ClaimLost`], and the skill runs exactly once.
+pub async fn runtime_claim_is_atomic_across_two_runtimes(factory: impl StoreFactory) {
+    const ROUNDS: usize = 6;
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counting = || {
+        let runs = Arc::clone(&runs);
+        Skill::builder(SKILL).invoke(move |_run: Run| {
+            let runs = Arc::clone(&runs);
+            async move {
+                let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok(Outcome::Completed(Completion::new(json!({"run": run}))))
+            }
+        })
+    };
+    let a = runtime_on(Arc::clone(&store), agent(counting()), "a");
+    let b = runtime_on(Arc::clone(&store), agent(counting()), "b");
+
+    for round in 1..=ROUNDS {
+        let task = a.reserve(reservation(&a, SKILL, alice)).await.expect("reserve");
+        let start = Arc::new(Barrier::new(2));
+        let prepare = |runtime: &TaskRuntime| {
+            let (runtime, id, start) = (runtime.clone(), task.id.clone(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                runtime.prepare(&id).await
+            })
+        };
+        let (from_a, from_b) = (prepare(&a), prepare(&b));
+        let outcomes = [from_a.await.expect("a's prepare completes"), from_b.await.expect("b's prepare completes")];
+        let (won, lost): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
+        assert_eq!((won.len(), lost.len()), (1, 1), "exactly one runtime prepares the task");
+        for loss in lost {
+            assert_eq!(loss.expect_err("the loser"), TaskFailure::ClaimLost { id: task.id.clone() });
+        }
+        for prepared in won {
+            prepared.expect("the winner").activate().await.expect("the winner activates");
+        }
+
+        let done = until_terminal(&a, &task.id, &alice).await;
+        assert_eq!(done.task.state, TaskState::Completed);
+        assert_eq!(runs.load(Ordering::SeqCst), round, "the skill ran exactly once for this task");
+    }
+}
+
+/// A worker stalls (its lease renewals stop reaching the store) while its handler still runs;
+/// another worker recovers the task once the lease lapses; the stalled worker's late result is
+/// refused because the lease is no longer its own, and the recovering worker's result stands.
+pub async fn runtime_recovers_an_expired_lease_and_fences_the_stale_worker(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let (probe_a, release_a) = (Probe::new(), Arc::new(Notify::new()));
+    let (probe_b, release_b) = (Probe::new(), Arc::new(Notify::new()));
+    let stalled = WorkerView::new(Arc::clone(&store), true, false);
+    let handler_a = agent(oblivious("a", Arc::clone(&probe_a), Arc::clone(&release_a)));
+    let a = TaskRuntime::new(handler_a, stalled.clone(), runtime_config("a").lease_ttl(SHORT_LEASE));
+    let b = runtime_on(Arc::clone(&store), agent(oblivious("b", Arc::clone(&probe_b), Arc::clone(&release_b))), "b");
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("a starts the task");
+    patiently("a's handler start", probe_a.on_start.notified()).await;
+    until_active_lease_lapses(&store, &task.id).await;
+
+    let recovered =
+        b.prepare(&task.id).await.expect("b claims the lapsed lease").activate().await.expect("b activates");
+    assert_eq!(recovered.state, TaskState::Working);
+    patiently("b's handler start", probe_b.on_start.notified()).await;
+
+    // Both handlers now run; the stale one finishes first, while the task is still working.
+    release_a.notify_one();
+    let late = stalled.write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
+    assert!(!late.accepted, "the stale worker's result is refused");
+    let record = store.get(&task.id).await.expect("get").expect("the task exists");
+    assert_eq!(record.task.state, TaskState::Working);
+    assert_eq!(
+        record.lease.map(|lease| lease.owner_id),
+        Some("b".to_owned()),
+        "the lease stays the recovering worker's"
+    );
+
+    release_b.notify_one();
+    let done = until_terminal(&b, &task.id, &alice).await;
+    assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b"})));
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    assert_eq!(results(&log), vec![json!({"worker": "b"})], "one result, the recovering worker's");
+    assert_eq!((probe_a.starts(), probe_b.starts()), (1, 1));
+}
+
+/// A task is cancelled (through another runtime) while its handler runs; the handler then
+/// returns a result, which its worker tries to record and the store refuses: the cancellation
+/// stands.
+pub async fn runtime_cancel_is_never_overwritten_by_a_late_result(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let (probe, release) = (Probe::new(), Arc::new(Notify::new()));
+    let observed = WorkerView::new(Arc::clone(&store), false, false);
+    // A long lease: the running worker learns of the cancellation only from its refused write.
+    let config = runtime_config("a").lease_ttl(Duration::from_secs(60));
+    let a = TaskRuntime::new(agent(oblivious("a", Arc::clone(&probe), Arc::clone(&release))), observed.clone(), config);
+    let b = runtime_on(Arc::clone(&store), agent(finishing("b")), "b");
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
+    patiently("the handler start", probe.on_start.notified()).await;
+    let cancelled = b.cancel(&task.id, &alice).await.expect("the running task is cancelled");
+    assert_eq!(cancelled.state, TaskState::Canceled);
+
+    release.notify_one();
+    let late = observed.write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
+    assert!(!late.accepted, "the result that arrives after the cancellation is refused");
+    let record = store.get(&task.id).await.expect("get").expect("the task exists");
+    assert_eq!((record.task.state, record.task.result), (TaskState::Canceled, None));
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    assert_eq!(log.last().map(|event| &event.kind), Some(&status(TaskState::Canceled)));
+    assert_eq!(log.iter().filter(|event| is_terminal_event(event)).count(), 1);
+    assert_eq!(
+        b.cancel(&task.id, &alice).await,
+        Err(TaskFailure::NotCancellable { id: task.id, state: TaskState::Canceled })
+    );
+}
+
+/// A handler that outlives `max_run`: the task fails with `task_timeout` first, then the handler
+/// is told to stop.
+pub async fn runtime_timeout_fails_the_task_and_cancels_the_handler(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let probe = Probe::new();
+    let config = runtime_config("a").max_run(Duration::from_millis(150));
+    let a = TaskRuntime::new(agent(until_cancelled(Arc::clone(&probe))), Arc::clone(&store), config);
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
+    patiently("the handler's cancellation", probe.on_cancel.notified()).await;
+
+    // The failure is recorded before the handler is cancelled, so it is there now.
+    let record = store.get(&task.id).await.expect("get").expect("the task exists");
+    let timeout = SkillError::new("task_timeout", "Task exceeded its 150ms execution limit");
+    assert_eq!(record.task.state, TaskState::Failed);
+    assert_eq!(record.task.error.as_ref(), Some(&timeout));
+    assert_eq!(record.lease, None);
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    let failed = TaskEventKind::Error { state: TaskState::Failed, error: timeout };
+    assert_eq!(log.last().map(|event| &event.kind), Some(&failed));
+    assert_eq!((probe.starts(), probe.cancellations()), (1, 1));
+}
+
+/// A handler's error, and a mapped failure (an output that breaks the skill's schema), are
+/// persisted as the task's error.
+pub async fn runtime_persists_a_handler_error(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let boom = SkillError::new("boom", "failed on purpose").retryable(false);
+    let failing = {
+        let boom = boom.clone();
+        Skill::builder(SKILL).invoke(move |_run: Run| {
+            let boom = boom.clone();
+            async move { Err(boom) }
+        })
+    };
+    let bad_output = Skill::builder("bad-output")
+        .output_schema(json!({"type": "object", "required": ["answer"]}))
+        .invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::new(json!({"nope": 1})))) });
+    let agent = Agent::builder("conformance-agent").skill(failing).skill(bad_output).build().expect("a valid agent");
+    let a = runtime_on(Arc::clone(&store), agent, "a");
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
+    let record = until_terminal(&a, &task.id, &alice).await;
+    assert_eq!((record.task.state, record.task.error.as_ref()), (TaskState::Failed, Some(&boom)));
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    assert_eq!(
+        log.last().map(|event| &event.kind),
+        Some(&TaskEventKind::Error { state: TaskState::Failed, error: boom })
+    );
+
+    let task = a.start(reservation(&a, "bad-output", alice)).await.expect("start");
+    let record = until_terminal(&a, &task.id, &alice).await;
+    assert_eq!(record.task.state, TaskState::Failed);
+    let error = record.task.error.expect("the failure is stored");
+    assert_eq!((error.code.as_str(), error.message.as_str()), ("invalid_output", "Invalid output"));
+    assert_eq!(record.task.result, None);
+}
+
+/// Closing a runtime aborts its handler but leaves the task `working` with its active lease (a
+/// worker process exiting while the database lives on), so another worker recovers it later.
+pub async fn runtime_close_leaves_a_running_task_recoverable(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let probe = Probe::new();
+    let process = WorkerView::new(Arc::clone(&store), false, true);
+    let config = runtime_config("a").lease_ttl(SHORT_LEASE);
+    let a = TaskRuntime::new(agent(until_cancelled(Arc::clone(&probe))), process.clone(), config);
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
+    patiently("the handler start", probe.on_start.notified()).await;
+    a.close().await;
+    assert!(process.close_called.load(Ordering::SeqCst), "closing the runtime closes its store");
+    patiently("the handler's cancellation", probe.on_cancel.notified()).await;
+    assert_eq!(a.reserve(reservation(&a, SKILL, alice)).await.expect_err("a closed runtime"), TaskFailure::Closed);
+
+    let left = store.get(&task.id).await.expect("get").expect("the task exists");
+    assert_eq!(left.task.state, TaskState::Working, "closing does not end the task");
+    let left_lease = left.lease.expect("the task keeps its lease");
+    assert_eq!((left_lease.owner_id.as_str(), left_lease.phase), ("a", LeasePhase::Active));
+
+    until_active_lease_lapses(&store, &task.id).await;
+    let b = runtime_on(Arc::clone(&store), agent(finishing("b")), "b");
+    b.prepare(&task.id).await.expect("b recovers the task").activate().await.expect("b activates");
+    let done = until_terminal(&b, &task.id, &alice).await;
+    assert_eq!(done.task.state, TaskState::Completed);
+    assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b"})));
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    assert!(!log.iter().any(|event| event.kind == status(TaskState::Canceled)), "the closed worker cancelled nothing");
+}
+
+/// `TaskRuntime::events` yields the task's log in order, live, and ends after the terminal event;
+/// it can resume after a sequence number and is owner-isolated.
+pub async fn runtime_events_stream_yields_the_log_in_order_and_ends(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let release = Arc::new(Notify::new());
+    let report =
+        Artifact { artifact_id: "report".into(), name: Some("report".into()), parts: vec![Part::Text("done".into())] };
+    let skill = {
+        let (release, report) = (Arc::clone(&release), report.clone());
+        Skill::builder(SKILL).invoke(move |run: Run| {
+            let (release, report) = (Arc::clone(&release), report.clone());
+            async move {
+                run.emit(RunEvent::Message(Message::agent_text("halfway"))).await;
+                release.notified().await;
+                Ok(Outcome::Completed(Completion {
+                    output: json!({"ok": true}),
+                    artifacts: vec![report],
+                    ..Completion::default()
+                }))
+            }
+        })
+    };
+    let a = runtime_on(Arc::clone(&store), agent(skill), "a");
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
+    let mut events = a.events(&task.id, &alice, 0).await.expect("the owner follows the task");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let event = patiently("the next live event", events.next()).await.expect("the stream goes on");
+        seen.push(event.expect("an event"));
+    }
+    let live: Vec<_> = seen.iter().map(|event| (event.sequence, event.kind.clone())).collect();
+    assert_eq!(live, vec![(1, submitted()), (2, status(TaskState::Working)), (3, message("halfway"))]);
+
+    // The end is read after the task has ended, so the stream's own end-of-task check cannot race
+    // the final write.
+    release.notify_one();
+    until_record(&store, &task.id, |record| record.task.state.is_terminal()).await;
+    while let Some(event) = patiently("the rest of the stream", events.next()).await {
+        seen.push(event.expect("an event"));
+    }
+    let completed = result(json!({"ok": true}));
+    let tail: Vec<_> = seen[3..].iter().map(|event| (event.sequence, event.kind.clone())).collect();
+    let stored_artifact = TaskEventKind::Artifact { artifact: report, append: false, last_chunk: true };
+    assert_eq!(tail, vec![(4, stored_artifact), (5, completed)], "the stream ends after the terminal event");
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    assert_eq!(seen, log, "the stream is the log");
+
+    let resumed = a.events(&task.id, &alice, 2).await.expect("resume");
+    let resumed: Vec<TaskEvent> =
+        patiently("the resumed stream's end", resumed.map(|event| event.expect("an event")).collect()).await;
+    assert_eq!(resumed, log[2..].to_vec(), "a resumed stream starts after the given sequence");
+    assert_eq!(
+        a.events(&task.id, &bob, 0).await.err(),
+        Some(TaskFailure::NotFound { id: task.id.clone() }),
+        "another owner's request reads as a missing task"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A store as one worker sees it
+// ---------------------------------------------------------------------------------------------
+
+/// A write a worker made through a [`WorkerView`].
+#[derive(Debug, Clone)]
+struct Write {
+    worker: Option<String>,
+    kind: TaskEventKind,
+    accepted: bool,
+}
+
+/// A shared store as one worker reaches it: records the worker's writes, can lose its lease
+/// renewals (a stalled worker whose heartbeats do not arrive) and can keep its `close` from
+/// reaching the shared store (a worker process exiting while the database lives on).
+struct WorkerView {
+    inner: Arc<dyn TaskStore>,
+    stall_renewals: bool,
+    shield_close: bool,
+    close_called: AtomicBool,
+    writes: Mutex<Vec<Write>>,
+    wrote: Notify,
+}
+
+impl WorkerView {
+    fn new(inner: Arc<dyn TaskStore>, stall_renewals: bool, shield_close: bool) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            stall_renewals,
+            shield_close,
+            close_called: AtomicBool::new(false),
+            writes: Mutex::new(Vec::new()),
+            wrote: Notify::new(),
+        })
+    }
+
+    fn writes(&self) -> MutexGuard<'_, Vec<Write>> {
+        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a write by `worker` whose event matches.
+    async fn write_of(&self, worker: &str, matches: impl Fn(&TaskEventKind) -> bool) -> Write {
+        patiently("the worker's write", async {
+            loop {
+                let notified = self.wrote.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let found = self
+                    .writes()
+                    .iter()
+                    .find(|write| write.worker.as_deref() == Some(worker) && matches(&write.kind))
+                    .cloned();
+                if let Some(write) = found {
+                    return write;
+                }
+                notified.await;
+            }
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl TaskStore for WorkerView {
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
+
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        self.inner.create(record, event).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        self.inner.get(id).await
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(owner, query).await
+    }
+
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.inner.claim_execution(id, worker, expires_at, now).await
+    }
+
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        if self.stall_renewals {
+            return Err(StoreError::Unavailable("the worker's renewal did not arrive".into()));
+        }
+        self.inner.renew_execution_claim(id, worker, expires_at, now).await
+    }
+
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.inner.activate_execution(id, worker, expires_at, now).await
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let written = self.inner.compare_and_set(id, expected, event.clone(), execution_owner, now).await;
+        if let Ok(record) = &written {
+            let write = Write { worker: execution_owner.map(str::to_owned), kind: event, accepted: record.is_some() };
+            self.writes().push(write);
+            self.wrote.notify_waiters();
+        }
+        written
+    }
+
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
+        self.inner.reap_expired_admissions(now).await
+    }
+
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        self.inner.expired_active_leases(now, limit).await
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        self.inner.events_since(id, owner, after).await
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        self.inner.subscribe(id, owner).await
+    }
+
+    async fn close(&self) {
+        self.close_called.store(true, Ordering::SeqCst);
+        if !self.shield_close {
+            self.inner.close().await;
+        }
+    }
+}

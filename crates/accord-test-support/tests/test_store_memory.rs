@@ -1,0 +1,205 @@
+//! The in-memory task store: the whole store conformance suite, then the limits only this store
+//! has (bounded capacity, eviction of terminal tasks, retention).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{
+    AccessToken, Durability, ListQuery, MemoryStore, MemoryStoreConfig, Millis, OwnerHash, Reservation, RuntimeConfig,
+    StoreError, StoredTask, Task, TaskEventKind, TaskFailure, TaskId, TaskPayload, TaskResult, TaskRuntime, TaskStore,
+    now_ms,
+};
+use accord_engine::{Agent, Completion, Outcome, Run, Skill, TaskState};
+use accord_test_support::store_conformance_tests;
+use serde_json::json;
+
+store_conformance_tests!(|| async { Arc::new(MemoryStore::default()) as Arc<dyn TaskStore> });
+
+/// The limits of [`MemoryStore`], which the `TaskStore` contract leaves to each store.
+mod memory_store {
+    use super::*;
+
+    const MINUTE: Millis = 60_000;
+
+    fn owner(name: &str) -> OwnerHash {
+        AccessToken::parse(&format!("memory-store-{name}-access-token")).expect("a valid test token").owner()
+    }
+
+    fn record(owner: OwnerHash, created_at: Millis, admission_expires_at: Option<Millis>) -> StoredTask {
+        StoredTask {
+            task: Task::submitted(TaskId::generate(), "work", None, created_at),
+            owner,
+            payload: TaskPayload { skill: "work".into(), input: json!({}) },
+            admission_expires_at,
+            lease: None,
+        }
+    }
+
+    fn submitted() -> TaskEventKind {
+        TaskEventKind::Status { state: TaskState::Submitted, message: None }
+    }
+
+    fn completed() -> TaskEventKind {
+        TaskEventKind::Result { result: TaskResult { output: json!("done"), usage: None, model: None } }
+    }
+
+    fn bounded(max_tasks: usize) -> Arc<MemoryStore> {
+        Arc::new(MemoryStore::new(MemoryStoreConfig { max_tasks, ..MemoryStoreConfig::default() }))
+    }
+
+    async fn create(store: &MemoryStore, record: StoredTask) -> TaskId {
+        let id = record.task.id.clone();
+        store.create(record, submitted()).await.expect("create");
+        id
+    }
+
+    async fn complete(store: &MemoryStore, id: &TaskId, now: Millis) {
+        let done = store.compare_and_set(id, &[TaskState::Submitted], completed(), None, now).await;
+        done.expect("compare and set").expect("the task completes");
+    }
+
+    async fn exists(store: &MemoryStore, id: &TaskId) -> bool {
+        store.get(id).await.expect("get").is_some()
+    }
+
+    fn runtime(store: Arc<MemoryStore>) -> TaskRuntime {
+        let agent = Agent::builder("memory-store-test")
+            .skill(
+                Skill::builder("work").invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::new(json!({})))) }),
+            )
+            .build()
+            .expect("a valid test agent");
+        TaskRuntime::new(agent, store, RuntimeConfig::default().worker_id("a"))
+    }
+
+    fn reservation(runtime: &TaskRuntime, owner: OwnerHash, admission_ttl: Option<Duration>) -> Reservation {
+        let input = runtime.agent().skill("work").expect("the skill").validate_input(json!({})).expect("valid input");
+        Reservation { admission_ttl, ..Reservation::new(owner, input) }
+    }
+
+    #[test]
+    fn declares_process_durability() {
+        assert_eq!(MemoryStore::default().durability(), Durability::Process);
+    }
+
+    #[tokio::test]
+    async fn bounded_capacity_evicts_the_oldest_terminal_task() {
+        let store = bounded(3);
+        let alice = owner("alice");
+        let base = now_ms();
+        let first = create(&store, record(alice, base, None)).await;
+        let second = create(&store, record(alice, base + 1, None)).await;
+        let active = create(&store, record(alice, base + 2, None)).await;
+        // The second task ends first, so it is the terminal task changed longest ago.
+        complete(&store, &second, base + 1000).await;
+        complete(&store, &first, base + 2000).await;
+
+        let fourth = create(&store, record(alice, base + 3, None)).await;
+        assert!(!exists(&store, &second).await, "the oldest terminal task is evicted");
+        for kept in [&first, &active, &fourth] {
+            assert!(exists(&store, kept).await);
+        }
+
+        let fifth = create(&store, record(alice, base + 4, None)).await;
+        assert!(!exists(&store, &first).await, "then the next oldest terminal task");
+        for kept in [&active, &fourth, &fifth] {
+            assert!(exists(&store, kept).await, "active tasks are never evicted");
+        }
+    }
+
+    #[tokio::test]
+    async fn capacity_refuses_new_work_when_every_task_is_active() {
+        let store = bounded(2);
+        let alice = owner("alice");
+        let base = now_ms();
+        let kept = [
+            create(&store, record(alice, base, Some(base + 10 * MINUTE))).await,
+            create(&store, record(alice, base + 1, None)).await,
+        ];
+
+        let refused = store.create(record(alice, base + 2, None), submitted()).await;
+        assert_eq!(refused.expect_err("the store is full"), StoreError::CapacityExhausted { capacity: 2 });
+        for id in &kept {
+            assert!(exists(&store, id).await, "a refused create evicts nothing");
+        }
+        assert_eq!(store.list(&alice, &ListQuery::default()).await.expect("list").total, 2);
+
+        let runtime = runtime(Arc::clone(&store));
+        let refused = runtime.reserve(reservation(&runtime, alice, None)).await;
+        assert_eq!(refused.expect_err("the runtime is refused too"), TaskFailure::CapacityExhausted { capacity: 2 });
+    }
+
+    #[tokio::test]
+    async fn terminal_tasks_expire_after_the_retention() {
+        let retention = Duration::from_millis(50);
+        let store = Arc::new(MemoryStore::new(MemoryStoreConfig { max_tasks: 100, retention }));
+        let alice = owner("alice");
+        let base = now_ms();
+
+        // Explicit time first: the task ends a minute in the wall clock's future, and a later write
+        // on another task moves the store's clock to either side of the retention boundary.
+        let finished = create(&store, record(alice, base, None)).await;
+        let waiting = create(&store, record(alice, base, None)).await;
+        let ended_at = base + MINUTE;
+        complete(&store, &finished, ended_at).await;
+        let touch = |now: Millis| {
+            let (store, waiting) = (Arc::clone(&store), waiting.clone());
+            async move {
+                let note = TaskEventKind::Status { state: TaskState::Submitted, message: None };
+                store
+                    .compare_and_set(&waiting, &[TaskState::Submitted], note, None, now)
+                    .await
+                    .expect("cas")
+                    .expect("ok");
+            }
+        };
+        touch(ended_at + 49).await;
+        assert!(exists(&store, &finished).await, "a terminal task is kept for its retention");
+        touch(ended_at + 50).await;
+        assert!(!exists(&store, &finished).await, "and purged once the retention has passed");
+        assert!(exists(&store, &waiting).await, "a task that is not terminal never expires");
+
+        // Then the wall clock: a task that ended now is gone from reads once the retention passed.
+        let bob = owner("bob");
+        let recent = create(&store, record(bob, now_ms(), None)).await;
+        let ended_at = now_ms();
+        complete(&store, &recent, ended_at).await;
+        while now_ms() < ended_at + retention.as_millis() as Millis {
+            tokio::time::sleep(retention / 5).await;
+        }
+        assert!(!exists(&store, &recent).await);
+        assert_eq!(store.list(&bob, &ListQuery::default()).await.expect("list").total, 0);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_admission_is_reaped_before_capacity_is_enforced() {
+        let store = bounded(1);
+        let alice = owner("alice");
+        let base = now_ms();
+
+        // A reservation whose admission has already expired, left by a worker that went away.
+        let abandoned = create(&store, record(alice, base, Some(base))).await;
+        let next = create(&store, record(alice, base + 1, Some(base + 10 * MINUTE))).await;
+        assert!(!exists(&store, &abandoned).await, "the abandoned admission was reaped, then evicted as terminal");
+        assert!(exists(&store, &next).await);
+
+        // The live admission is not reaped, so the store is now full.
+        let refused = store.create(record(alice, base + 2, None), submitted()).await;
+        assert_eq!(refused.expect_err("full of live work"), StoreError::CapacityExhausted { capacity: 1 });
+    }
+
+    #[tokio::test]
+    async fn the_runtime_reaps_an_abandoned_reservation_before_capacity_is_enforced() {
+        let store = bounded(1);
+        let alice = owner("alice");
+        let runtime = runtime(Arc::clone(&store));
+
+        let abandoned = runtime.reserve(reservation(&runtime, alice, Some(Duration::ZERO))).await.expect("reserve");
+        let next = runtime.reserve(reservation(&runtime, alice, None)).await.expect("the abandoned slot is reused");
+        assert_eq!(runtime.get(&abandoned.id, &alice).await, Err(TaskFailure::NotFound { id: abandoned.id.clone() }));
+        assert_eq!(runtime.get(&next.id, &alice).await.expect("the new task").state, TaskState::Submitted);
+
+        let refused = runtime.reserve(reservation(&runtime, alice, None)).await;
+        assert_eq!(refused.expect_err("full of live work"), TaskFailure::CapacityExhausted { capacity: 1 });
+    }
+}
