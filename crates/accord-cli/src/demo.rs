@@ -61,6 +61,9 @@ pub struct TicksOutput {
     pub count: u32,
 }
 
+/// The scope the JSON-RPC tasks face of `accord serve` requires for the `slow` skill.
+pub const SLOW_SCOPE: &str = "demo:slow";
+
 /// The pause between two ticks.
 pub const TICK: Duration = Duration::from_millis(100);
 

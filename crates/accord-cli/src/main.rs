@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
-use accord_server::{AgentRouterExt, ServerConfig};
+use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_server::auth::{BearerAuthLayer, BearerTokens};
+use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_types::tasks::{TaskStatus, TaskView};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
@@ -41,6 +43,15 @@ enum Command {
         /// Serve everything under this path prefix, e.g. `/agents/demo`.
         #[arg(long, default_value = "", env = "ACCORD_BASE_PATH")]
         base_path: String,
+        /// A bearer token (20 to 256 characters) granted the scope `demo:slow`, which the JSON-RPC
+        /// tasks face requires for the `slow` skill. Without it, `slow` is reachable there by nobody.
+        #[arg(long, env = "ACCORD_DEMO_TOKEN", hide_env_values = true)]
+        demo_token: Option<String>,
+    },
+    /// Call a JSON-RPC tasks endpoint: tasks/send, tasks/get, tasks/cancel.
+    Rpc {
+        #[command(subcommand)]
+        command: RpcCommand,
     },
     /// Create, read, list, cancel and watch owned tasks.
     Task {
@@ -78,6 +89,45 @@ enum Command {
         /// Print each event's data as one line of JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RpcTarget {
+    /// The JSON-RPC tasks endpoint URL (e.g. https://agent.example.com/a2a/tasks).
+    url: String,
+    /// Sent as `Authorization: Bearer <token>`.
+    #[arg(long, env = "ACCORD_BEARER", hide_env_values = true)]
+    bearer: Option<String>,
+    /// Allow plain http:// to a loopback host (https is required otherwise).
+    #[arg(long)]
+    allow_loopback_http: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum RpcCommand {
+    /// tasks/send: start a task running SKILL on the JSON object input.
+    Send {
+        #[command(flatten)]
+        target: RpcTarget,
+        /// The skill key.
+        skill: String,
+        /// The input as a JSON object (`-` reads it from standard input).
+        input: String,
+    },
+    /// tasks/get: print a task's status.
+    Get {
+        #[command(flatten)]
+        target: RpcTarget,
+        /// The task id.
+        id: String,
+    },
+    /// tasks/cancel: cancel a task.
+    Cancel {
+        #[command(flatten)]
+        target: RpcTarget,
+        /// The task id.
+        id: String,
     },
 }
 
@@ -195,7 +245,8 @@ fn usage(message: impl Into<String>) -> Failure {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { host, port, base_path } => serve(&host, port, &base_path).await,
+        Command::Serve { host, port, base_path, demo_token } => serve(&host, port, &base_path, demo_token).await,
+        Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
         Command::Invoke { url, skill, input, idempotency_key, json } => {
             invoke(&url, &skill, &input, idempotency_key, json).await
@@ -224,12 +275,23 @@ fn normalize_base_path(base_path: &str) -> String {
     if trimmed.is_empty() { String::new() } else { format!("/{trimmed}") }
 }
 
-async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
+async fn serve(host: &str, port: u16, base_path: &str, demo_token: Option<String>) -> Result<(), Failure> {
     init_logging();
     let agent = accord_cli::demo::agent().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let mut tokens = BearerTokens::new();
+    if let Some(token) = demo_token {
+        let token = AccessToken::parse(&token).map_err(|error| usage(format!("--demo-token: {error}")))?;
+        tokens = tokens.with(&token, "demo", [accord_cli::demo::SLOW_SCOPE]);
+    }
     let store = Arc::new(MemoryStore::default());
     let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default());
-    let router = agent.router_with(ServerConfig::default().tasks(runtime.clone()));
+    let jsonrpc = JsonRpcTasksConfig {
+        scopes: [("slow".to_owned(), accord_cli::demo::SLOW_SCOPE.to_owned())].into(),
+        ..JsonRpcTasksConfig::default()
+    };
+    let router = agent
+        .router_with(ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc)))
+        .layer(BearerAuthLayer::new(tokens));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
     let listener = tokio::net::TcpListener::bind((host, port))
@@ -239,9 +301,16 @@ async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
         listener.local_addr().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     let host_part = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
     let url = format!("http://{host_part}:{}{base_path}/", address.port());
-    println!("Accord demo agent listening on {url}");
-    println!("card: {url}.well-known/agent-card.json");
-    let _ = std::io::stdout().flush();
+    // Written without panicking: a closed stdout must not stop the server.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "Accord demo agent listening on {url}");
+    let _ = writeln!(out, "card: {url}.well-known/agent-card.json");
+    let _ = writeln!(
+        out,
+        "JSON-RPC tasks: {url}a2a/tasks (anonymous for echo, summarize and ticks; slow needs scope {})",
+        accord_cli::demo::SLOW_SCOPE
+    );
+    let _ = out.flush();
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
@@ -249,6 +318,50 @@ async fn serve(host: &str, port: u16, base_path: &str) -> Result<(), Failure> {
         .await
         .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     runtime.close().await;
+    Ok(())
+}
+
+impl From<RpcClientError> for Failure {
+    fn from(error: RpcClientError) -> Self {
+        let code = match error {
+            RpcClientError::Transport { .. } => EXIT_UNREACHABLE,
+            RpcClientError::BadPeerUrl { .. } | RpcClientError::BadSkill | RpcClientError::BadTaskId => EXIT_USAGE,
+            _ => EXIT_FAILED,
+        };
+        let mut message = error.to_string();
+        if matches!(error, RpcClientError::BadPeerUrl { .. }) {
+            message.push_str(" (use https, or --allow-loopback-http for a local agent)");
+        }
+        Self { code, message }
+    }
+}
+
+fn rpc_options(target: &RpcTarget) -> Result<RpcOptions, Failure> {
+    let mut options = RpcOptions { allow_loopback_http: target.allow_loopback_http, ..RpcOptions::default() };
+    if let Some(token) = &target.bearer {
+        let value = format!("Bearer {}", token.trim())
+            .parse()
+            .map_err(|_| usage("--bearer contains characters a header cannot carry"))?;
+        options.headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Ok(options)
+}
+
+async fn rpc(command: RpcCommand) -> Result<(), Failure> {
+    let client = Client::new();
+    let result = match command {
+        RpcCommand::Send { target, skill, input } => {
+            let input = match parse_input(&input)? {
+                Value::Object(input) => input,
+                _ => return Err(usage("the input must be a JSON object")),
+            };
+            let options = rpc_options(&target)?;
+            client.tasks_send(&target.url, RpcTask { skill, input: Some(input) }, options).await?
+        }
+        RpcCommand::Get { target, id } => client.tasks_get(&target.url, &id, rpc_options(&target)?).await?,
+        RpcCommand::Cancel { target, id } => client.tasks_cancel(&target.url, &id, rpc_options(&target)?).await?,
+    };
+    print_json(&result, true);
     Ok(())
 }
 

@@ -29,6 +29,10 @@ impl Served {
         let url = first.rsplit(' ').next().expect("url").to_owned();
         let card_line = lines.next().expect("a line").expect("utf-8");
         assert_eq!(card_line, format!("card: {url}.well-known/agent-card.json"));
+        let rpc_line = lines.next().expect("a line").expect("utf-8");
+        assert!(rpc_line.starts_with(&format!("JSON-RPC tasks: {url}a2a/tasks")), "{rpc_line}");
+        // Keep reading whatever else the server prints, so its stdout never closes under it.
+        std::thread::spawn(move || lines.for_each(drop));
         Self { child, url }
     }
 }
@@ -179,6 +183,10 @@ fn every_command_explains_itself() {
         vec!["task", "cancel", "--help"],
         vec!["task", "watch", "--help"],
         vec!["task", "list", "--help"],
+        vec!["rpc", "--help"],
+        vec!["rpc", "send", "--help"],
+        vec!["rpc", "get", "--help"],
+        vec!["rpc", "cancel", "--help"],
     ] {
         let output = accord(&args);
         assert!(output.status.success(), "{args:?}");
@@ -222,4 +230,42 @@ fn task_send_wait_prints_the_completed_summary() {
     let failed = accord(&["task", "send", &served.url, "summarize", r#"{"text":5}"#]);
     assert_eq!(failed.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&failed.stderr).contains("invalid_input"));
+}
+
+#[test]
+fn rpc_commands_talk_to_the_json_rpc_tasks_face() {
+    let token = "demo-bearer-token-0123456789";
+    let served = Served::start(&["--demo-token", token]);
+    let endpoint = format!("{}a2a/tasks", served.url);
+
+    let sent = stdout_json(&accord(&["rpc", "send", &endpoint, "echo", r#"{"text":"rpc"}"#, "--allow-loopback-http"]));
+    assert_eq!(sent["status"], "completed");
+    assert_eq!(sent["result"]["output"], json!({"text": "rpc"}));
+    let id = sent["taskId"].as_str().expect("taskId");
+    let read = stdout_json(&accord(&["rpc", "get", &endpoint, id, "--allow-loopback-http"]));
+    assert_eq!(read, sent);
+    let late = accord(&["rpc", "cancel", &endpoint, id, "--allow-loopback-http"]);
+    assert_eq!(late.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&late.stderr).contains("-32003"));
+
+    let gated = accord(&["rpc", "send", &endpoint, "slow", r#"{"seconds":0}"#, "--allow-loopback-http"]);
+    assert_eq!(gated.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gated.stderr).contains("scope 'demo:slow' required for skill 'slow'"));
+    let granted = stdout_json(&accord(&[
+        "rpc",
+        "send",
+        &endpoint,
+        "slow",
+        r#"{"seconds":0}"#,
+        "--allow-loopback-http",
+        "--bearer",
+        token,
+    ]));
+    assert_eq!(granted["status"], "completed");
+
+    let plain = accord(&["rpc", "send", &endpoint, "echo", r#"{"text":"x"}"#]);
+    assert_eq!(plain.status.code(), Some(2), "http needs an explicit opt-in");
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("--allow-loopback-http"));
+    let not_object = accord(&["rpc", "send", &endpoint, "echo", "[1]", "--allow-loopback-http"]);
+    assert_eq!(not_object.status.code(), Some(2));
 }

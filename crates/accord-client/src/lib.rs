@@ -32,6 +32,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
 mod error;
+pub mod rpc;
 mod tasks;
 
 pub use error::{ClientError, Operation};

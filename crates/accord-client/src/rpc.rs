@@ -1,0 +1,284 @@
+//! The JSON-RPC tasks client: `tasks/send`, `tasks/get` and `tasks/cancel` to a peer's
+//! JSON-RPC tasks endpoint.
+//!
+//! Every argument is checked before anything is sent: the peer URL must be https (plain http only
+//! to a loopback host, and only when [`RpcOptions::allow_loopback_http`] says so), the skill key and
+//! the task id must match the protocol's patterns. Responses larger than 8 MiB are refused.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::Url;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use serde_json::{Map, Value, json};
+
+use crate::Client;
+
+/// The largest response accepted.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Options of the JSON-RPC tasks calls.
+#[derive(Debug, Clone, Default)]
+pub struct RpcOptions {
+    /// The call's timeout (default: 30 s for send, 15 s for get and cancel).
+    pub timeout: Option<Duration>,
+    /// Extra request headers (e.g. `Authorization`); they may override the defaults.
+    pub headers: HeaderMap,
+    /// Allow `http://` to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`).
+    pub allow_loopback_http: bool,
+}
+
+/// A task to send: a skill key and its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcTask {
+    /// The skill key (`^[a-zA-Z][a-zA-Z0-9._-]{0,63}$`).
+    pub skill: String,
+    /// The input object.
+    pub input: Option<Map<String, Value>>,
+}
+
+/// Why a JSON-RPC tasks call failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RpcClientError {
+    /// The peer URL is not usable (not https, or http to a non-loopback host, or unparsable).
+    BadPeerUrl {
+        /// Why.
+        reason: String,
+    },
+    /// The skill key does not match the protocol's pattern.
+    BadSkill,
+    /// The task id does not match the protocol's pattern.
+    BadTaskId,
+    /// The request did not get an answer.
+    Transport {
+        /// The JSON-RPC method.
+        method: &'static str,
+        /// The transport error.
+        source: reqwest::Error,
+    },
+    /// The peer answered with a non-2xx status.
+    HttpStatus {
+        /// The JSON-RPC method.
+        method: &'static str,
+        /// The status.
+        status: u16,
+    },
+    /// The answer is not a JSON-RPC 2.0 response (or is too large).
+    BadResponse {
+        /// The JSON-RPC method.
+        method: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The peer answered with a JSON-RPC error.
+    Rpc {
+        /// The JSON-RPC method.
+        method: &'static str,
+        /// The error code (`-32001` scope required, `-32002` not found, …).
+        code: i64,
+        /// The message.
+        message: String,
+        /// The error's data.
+        data: Option<Value>,
+    },
+}
+
+impl std::fmt::Display for RpcClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BadPeerUrl { reason } => write!(f, "peer URL refused: {reason}"),
+            Self::BadSkill => f.write_str("task.skill must match /^[a-zA-Z][a-zA-Z0-9._-]{0,63}$/"),
+            Self::BadTaskId => f.write_str("taskId must match /^[A-Za-z0-9_-]{1,64}$/"),
+            Self::Transport { method, source } => write!(f, "{method}: transport error: {source}"),
+            Self::HttpStatus { method, status } => write!(f, "{method}: HTTP {status}"),
+            Self::BadResponse { method, reason } => write!(f, "{method}: {reason}"),
+            Self::Rpc { method, code, message, .. } => write!(f, "{method}: {message} ({code})"),
+        }
+    }
+}
+
+impl std::error::Error for RpcClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Transport { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn is_loopback(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => IpAddr::V4(*ip).is_loopback(),
+        url::Host::Ipv6(ip) => IpAddr::V6(*ip).is_loopback(),
+    }
+}
+
+/// Checks the peer URL before any connection is made.
+pub fn check_peer_url(peer_url: &str, allow_loopback_http: bool) -> Result<Url, RpcClientError> {
+    let url = Url::parse(peer_url).map_err(|error| RpcClientError::BadPeerUrl { reason: error.to_string() })?;
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" => {
+            let loopback = url.host().is_some_and(|host| is_loopback(&host));
+            match (loopback, allow_loopback_http) {
+                (true, true) => Ok(url),
+                (true, false) => Err(RpcClientError::BadPeerUrl {
+                    reason: "http:// to a loopback host needs allow_loopback_http".into(),
+                }),
+                (false, _) => Err(RpcClientError::BadPeerUrl { reason: "peerUrl must be a valid https URL".into() }),
+            }
+        }
+        other => Err(RpcClientError::BadPeerUrl { reason: format!("unsupported scheme {other:?}") }),
+    }
+}
+
+fn valid_skill(skill: &str) -> bool {
+    let bytes = skill.as_bytes();
+    (1..=64).contains(&bytes.len())
+        && bytes[0].is_ascii_alphabetic()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn valid_task_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+impl Client {
+    /// `tasks/send`: starts a task on the peer; returns the peer's result (typically
+    /// `{taskId, status}`, or the final state when the task finished quickly).
+    pub async fn tasks_send(
+        &self,
+        peer_url: &str,
+        task: RpcTask,
+        options: RpcOptions,
+    ) -> Result<Value, RpcClientError> {
+        let url = check_peer_url(peer_url, options.allow_loopback_http)?;
+        if !valid_skill(&task.skill) {
+            return Err(RpcClientError::BadSkill);
+        }
+        let mut params = json!({"task": {"skill": task.skill}});
+        if let Some(input) = task.input {
+            params["task"]["input"] = Value::Object(input);
+        }
+        self.rpc_call(url, "tasks/send", params, options, Duration::from_secs(30)).await
+    }
+
+    /// `tasks/get`: the peer's `{taskId, status, result?, error?}`.
+    pub async fn tasks_get(&self, peer_url: &str, task_id: &str, options: RpcOptions) -> Result<Value, RpcClientError> {
+        let url = check_peer_url(peer_url, options.allow_loopback_http)?;
+        if !valid_task_id(task_id) {
+            return Err(RpcClientError::BadTaskId);
+        }
+        self.rpc_call(url, "tasks/get", json!({"taskId": task_id}), options, Duration::from_secs(15)).await
+    }
+
+    /// `tasks/cancel`: cancels the task on the peer.
+    pub async fn tasks_cancel(
+        &self,
+        peer_url: &str,
+        task_id: &str,
+        options: RpcOptions,
+    ) -> Result<Value, RpcClientError> {
+        let url = check_peer_url(peer_url, options.allow_loopback_http)?;
+        if !valid_task_id(task_id) {
+            return Err(RpcClientError::BadTaskId);
+        }
+        self.rpc_call(url, "tasks/cancel", json!({"taskId": task_id}), options, Duration::from_secs(15)).await
+    }
+
+    async fn rpc_call(
+        &self,
+        url: Url,
+        method: &'static str,
+        params: Value,
+        options: RpcOptions,
+        default_timeout: Duration,
+    ) -> Result<Value, RpcClientError> {
+        let id = uuid_like();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static("application/json"));
+        headers.extend(options.headers);
+        let response = self
+            .http
+            .post(url)
+            .headers(headers)
+            .body(body.to_string())
+            .timeout(options.timeout.unwrap_or(default_timeout))
+            .send()
+            .await
+            .map_err(|source| RpcClientError::Transport { method, source })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(RpcClientError::HttpStatus { method, status: status.as_u16() });
+        }
+        let mut bytes = Vec::new();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|source| RpcClientError::Transport { method, source })?;
+            if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(RpcClientError::BadResponse { method, reason: "response exceeds 8 MiB".into() });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let parsed: Value = serde_json::from_slice(&bytes).map_err(|error| RpcClientError::BadResponse {
+            method,
+            reason: format!("response not valid JSON: {error}"),
+        })?;
+        if parsed.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(RpcClientError::BadResponse {
+                method,
+                reason: "response is not a JSON-RPC 2.0 envelope".into(),
+            });
+        }
+        if let Some(error) = parsed.get("error") {
+            return Err(RpcClientError::Rpc {
+                method,
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                message: error.get("message").and_then(Value::as_str).unwrap_or("rpc error").to_owned(),
+                data: error.get("data").cloned(),
+            });
+        }
+        Ok(parsed.get("result").cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// A random request id (128 bits, hex).
+fn uuid_like() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        return "1".into();
+    }
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_urls_are_https_or_opted_in_loopback_http() {
+        assert!(check_peer_url("https://agent.example.com/a2a", false).is_ok());
+        assert!(matches!(check_peer_url("http://agent.example.com/a2a", true), Err(RpcClientError::BadPeerUrl { .. })));
+        assert!(matches!(check_peer_url("http://127.0.0.1:8787/a2a", false), Err(RpcClientError::BadPeerUrl { .. })));
+        assert!(check_peer_url("http://127.0.0.1:8787/a2a", true).is_ok());
+        assert!(check_peer_url("http://127.3.4.5/a2a", true).is_ok());
+        assert!(check_peer_url("http://localhost:1/a2a", true).is_ok());
+        assert!(check_peer_url("http://[::1]:1/a2a", true).is_ok());
+        assert!(matches!(check_peer_url("http://localhost.evil/a2a", true), Err(RpcClientError::BadPeerUrl { .. })));
+        assert!(matches!(check_peer_url("ftp://x/", true), Err(RpcClientError::BadPeerUrl { .. })));
+        assert!(matches!(check_peer_url("not a url", true), Err(RpcClientError::BadPeerUrl { .. })));
+    }
+
+    #[test]
+    fn skill_and_task_id_are_checked_before_sending() {
+        assert!(valid_skill("summarize"));
+        assert!(!valid_skill("9lives"));
+        assert!(valid_task_id("abc-123_x"));
+        assert!(!valid_task_id("a b"));
+    }
+}
