@@ -1262,10 +1262,11 @@ pub async fn runtime_recovers_an_expired_lease_and_fences_the_stale_worker(facto
     patiently("a's handler start", probe_a.on_start.notified()).await;
     until_active_lease_lapses(&store, &task.id).await;
 
-    let recovered =
-        b.prepare(&task.id).await.expect("b claims the lapsed lease").activate().await.expect("b activates");
-    assert_eq!(recovered.state, TaskState::Working);
+    // The recovery pass finds the lapsed lease and runs the task again from its stored payload.
+    assert_eq!(b.recover_expired().await, Ok(1), "b takes the task over");
     patiently("b's handler start", probe_b.on_start.notified()).await;
+    let recovered = store.get(&task.id).await.expect("get").expect("the task exists");
+    assert_eq!(recovered.task.state, TaskState::Working);
 
     // Both handlers now run; the stale one finishes first, while the task is still working.
     release_a.notify_one();
