@@ -270,6 +270,7 @@ impl Agent {
             input: Arc::new(valid.input),
             cancel,
             sink: None,
+            task: None,
         };
         let run_id = run.run_id.to_string();
         let completion = self.execute(&valid.skill, handler, run).await?;
@@ -293,6 +294,7 @@ impl Agent {
             input: Arc::new(valid.input),
             cancel: cancel.clone(),
             sink: Some(Arc::clone(&sink)),
+            task: None,
         };
         let agent = self.clone();
         let skill = valid.skill;
@@ -323,18 +325,25 @@ impl Agent {
         Ok(RunStream { run_id, frames, _cancel_on_drop: cancel.drop_guard() })
     }
 
-    /// Runs a skill's invoke handler for a task: the run id is the task id, the caller owns the
-    /// cancellation token, and events go to `sink` when given.
+    /// Runs a skill's invoke handler for a task: the run id is the task id, the handler sees the
+    /// task, the caller owns the cancellation token, and events go to `sink` when given.
     pub(crate) async fn run_for_task(
         &self,
         valid: ValidInput,
-        run_id: Arc<str>,
+        task: crate::task::Task,
         cancel: CancellationToken,
         sink: Option<Arc<EventSink>>,
     ) -> Result<Completion, RunError> {
         let handler =
             valid.skill.invoke.clone().ok_or_else(|| RunError::NotInvocable { key: valid.skill.key().to_owned() })?;
-        let run = Run { run_id, skill: Arc::clone(&valid.skill.key), input: Arc::new(valid.input), cancel, sink };
+        let run = Run {
+            run_id: task.id.as_str().into(),
+            skill: Arc::clone(&valid.skill.key),
+            input: Arc::new(valid.input),
+            cancel,
+            sink,
+            task: Some(Arc::new(task)),
+        };
         self.execute(&valid.skill, handler, run).await
     }
 

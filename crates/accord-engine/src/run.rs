@@ -26,6 +26,7 @@ pub struct Run {
     pub(crate) input: Arc<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Option<Arc<EventSink>>,
+    pub(crate) task: Option<Arc<crate::task::Task>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -52,6 +53,13 @@ impl Run {
     /// The input, already validated against the skill's input schema.
     pub fn input(&self) -> &Value {
         &self.input
+    }
+
+    /// The task this run executes, as it was when the run started — its context id, its history
+    /// (the caller's messages included) and its artifacts — or `None` for a direct invocation or
+    /// stream.
+    pub fn task(&self) -> Option<&crate::task::Task> {
+        self.task.as_deref()
     }
 
     /// The input decoded into a Rust type.
@@ -346,6 +354,9 @@ pub enum Role {
 /// A message: a role and its parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// The message's id (chosen by whoever wrote it; Accord makes UUIDs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
     /// Who speaks.
     pub role: Role,
     /// What is said.
@@ -353,9 +364,14 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message with a fresh id.
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Self { message_id: Some(uuid::Uuid::new_v4().to_string()), role, parts }
+    }
+
     /// A message from the agent with one text part.
     pub fn agent_text(text: impl Into<String>) -> Self {
-        Self { role: Role::Agent, parts: vec![Part::Text(text.into())] }
+        Self::new(Role::Agent, vec![Part::Text(text.into())])
     }
 
     /// The text parts joined with newlines.

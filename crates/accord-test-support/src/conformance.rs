@@ -184,8 +184,13 @@ fn failure(state: TaskState, code: &str) -> TaskEventKind {
     TaskEventKind::Error { state, error: SkillError::new(code, "failed in a conformance scenario") }
 }
 
+/// An agent message whose id is derived from its text, so that equal texts compare equal.
+fn agent_message(text: &str) -> Message {
+    Message { message_id: Some(format!("msg-{text}")), ..Message::agent_text(text) }
+}
+
 fn message(text: &str) -> TaskEventKind {
-    TaskEventKind::Message { message: Message::agent_text(text) }
+    TaskEventKind::Message { message: agent_message(text) }
 }
 
 fn artifact(id: &str, text: &str, append: bool) -> TaskEventKind {
@@ -806,7 +811,7 @@ pub async fn compare_and_set_appends_and_applies_the_event(factory: impl StoreFa
     assert_eq!(expected.state, TaskState::Completed);
     assert_eq!(expected.updated_at, bench.at(5000));
     assert_eq!(expected.version, 5, "every accepted write bumps the version");
-    assert_eq!(expected.history, vec![Message::agent_text("hello")]);
+    assert_eq!(expected.history, vec![agent_message("hello")]);
     let parts = &expected.artifacts.first().expect("one artifact").parts;
     assert_eq!(parts, &vec![Part::Text("part one".into()), Part::Text(" and part two".into())]);
 }
@@ -1425,7 +1430,7 @@ pub async fn runtime_events_stream_yields_the_log_in_order_and_ends(factory: imp
         Skill::builder(SKILL).invoke(move |run: Run| {
             let (release, report) = (Arc::clone(&release), report.clone());
             async move {
-                run.emit(RunEvent::Message(Message::agent_text("halfway"))).await;
+                run.emit(RunEvent::Message(agent_message("halfway"))).await;
                 release.notified().await;
                 Ok(Outcome::Completed(Completion {
                     output: json!({"ok": true}),

@@ -173,12 +173,14 @@ pub struct Reservation {
     pub metadata: Option<Value>,
     /// How long the reservation may wait for its claim (default: the runtime's admission TTL).
     pub admission_ttl: Option<Duration>,
+    /// The caller's message that asked for the task, kept as the first entry of its history.
+    pub message: Option<crate::run::Message>,
 }
 
 impl Reservation {
     /// A reservation with no context, metadata or custom admission TTL.
     pub fn new(owner: OwnerHash, input: ValidInput) -> Self {
-        Self { owner, input, context_id: None, metadata: None, admission_ttl: None }
+        Self { owner, input, context_id: None, metadata: None, admission_ttl: None, message: None }
     }
 }
 
@@ -318,7 +320,14 @@ impl TaskRuntime {
             lease: None,
         };
         self.inner.store.create(record, TaskEventKind::Status { state: TaskState::Submitted, message: None }).await?;
-        Ok(task)
+        match reservation.message {
+            Some(message) => {
+                let event = TaskEventKind::Message { message };
+                let record = self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], event, None, now).await?;
+                Ok(record.map_or(task, |record| record.task))
+            }
+            None => Ok(task),
+        }
     }
 
     /// Takes the prepared execution claim on a reserved task; a heartbeat keeps it alive until
@@ -506,7 +515,7 @@ impl PreparedExecution {
             };
         let cancel = CancellationToken::new();
         inner.local().insert(id.clone(), cancel.clone());
-        tokio::spawn(execute(inner, id, valid, cancel));
+        tokio::spawn(execute(inner, task.clone(), valid, cancel));
         Ok(task)
     }
 
@@ -549,7 +558,8 @@ async fn heartbeat_loop(
 }
 
 /// Runs an activated task to its end and records the outcome, fenced by this worker's id.
-async fn execute(inner: Arc<RuntimeInner>, id: TaskId, valid: ValidInput, cancel: CancellationToken) {
+async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel: CancellationToken) {
+    let id = task.id.clone();
     let worker = inner.config.worker_id.clone();
     let stop_heartbeat = CancellationToken::new();
     tokio::spawn(heartbeat_loop(Arc::clone(&inner), id.clone(), stop_heartbeat.clone(), Some(cancel.clone())));
@@ -559,7 +569,7 @@ async fn execute(inner: Arc<RuntimeInner>, id: TaskId, valid: ValidInput, cancel
     let drain = CancellationToken::new();
     let forwarder = tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone()));
 
-    let run = inner.agent.run_for_task(valid, id.as_str().into(), cancel.clone(), Some(sink));
+    let run = inner.agent.run_for_task(valid, task, cancel.clone(), Some(sink));
     let outcome = tokio::time::timeout(inner.config.max_run, run).await;
     stop_heartbeat.cancel();
     // Progress events already emitted are stored before the outcome, so the log stays in order;
