@@ -94,7 +94,7 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct RpcTarget {
-    /// The JSON-RPC tasks endpoint URL (e.g. https://agent.example.com/a2a/tasks).
+    /// The JSON-RPC tasks endpoint URL (e.g. `https://agent.example.com/a2a/tasks`).
     url: String,
     /// Sent as `Authorization: Bearer <token>`.
     #[arg(long, env = "ACCORD_BEARER", hide_env_values = true)]
