@@ -4,6 +4,7 @@
 //! HTTP profile — and nothing else: no I/O, no business rules. Every face and the client share
 //! these types, so a field renamed here is renamed on the wire everywhere.
 
+pub mod a2a;
 pub mod card;
 pub mod lucid;
 pub mod tasks;
