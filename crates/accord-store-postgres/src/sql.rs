@@ -1,0 +1,605 @@
+//! The SQL the store runs, and the conversions between rows and engine types.
+//!
+//! Every statement is a `&'static str` run with bound parameters (no query macros, so building
+//! needs no database). The text of terminal states and of the columns read back is spelt once,
+//! in the macros below, and spliced in with `concat!`.
+
+use accord_engine::TaskState;
+use accord_engine::task::{
+    ExecutionLease, LeasePhase, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskId,
+    TaskPayload,
+};
+use serde_json::Value;
+use sqlx::types::Json;
+
+/// The terminal states, as the `state` column spells them (kept equal to
+/// [`TaskState::is_terminal`] by a test).
+macro_rules! terminal_states {
+    () => {
+        "('completed', 'failed', 'canceled', 'rejected')"
+    };
+}
+
+/// The columns a [`TaskRow`] is read from.
+macro_rules! record_columns {
+    () => {
+        "owner_hash, task, payload, admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence"
+    };
+}
+
+/// The NOTIFY payload `<sequence>:<task id>` for the task id in `$id` whose log now ends at
+/// `$sequence`, or `*` ("wake every subscriber") for an id too long for a notification
+/// (PostgreSQL's limit is 8000 bytes).
+macro_rules! notify_payload {
+    ($sequence:literal, $id:literal) => {
+        concat!("CASE WHEN octet_length(", $id, ") < 7900 THEN ", $sequence, " || ':' || ", $id, " ELSE '*' END")
+    };
+}
+
+/// The channel every task change is announced on (see [`crate::wakeups`] for the payload).
+pub(crate) const CHANNEL: &str = "accord_task_events";
+
+/// The payload that wakes every subscriber.
+pub(crate) const WAKE_ALL: &str = "*";
+
+/// Stores a new record and its creation event (sequence 1) in one statement, and announces it.
+pub(crate) const CREATE: &str = concat!(
+    "WITH created AS (",
+    " INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,",
+    "  admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence)",
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1)",
+    " RETURNING id",
+    "), logged AS (",
+    " INSERT INTO accord_task_events (task_id, sequence, at, kind)",
+    " SELECT id, 1, $13, $14 FROM created",
+    " RETURNING task_id",
+    ")",
+    " SELECT pg_notify('accord_task_events', ",
+    notify_payload!("'1'", "task_id"),
+    ") FROM logged"
+);
+
+/// Serializes creations while a capacity limit is enforced, so that two workers cannot both
+/// take the last place (an advisory lock held until the transaction ends).
+pub(crate) const LOCK_CAPACITY: &str = "SELECT pg_advisory_xact_lock(7240531101250283114)";
+
+/// How many tasks are not terminal.
+pub(crate) const COUNT_ACTIVE: &str =
+    concat!("SELECT count(*) FROM accord_tasks WHERE state NOT IN ", terminal_states!());
+
+pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1");
+
+pub(crate) const GET_FOR_UPDATE: &str =
+    concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1 FOR UPDATE");
+
+/// One page of an owner's tasks and the count of all that match, in one snapshot. `$2` is the
+/// set of states (NULL: any), `$3`/`$4` the limit and offset.
+pub(crate) const LIST: &str = concat!(
+    "SELECT c.total, p.task FROM (",
+    " SELECT count(*) AS total FROM accord_tasks",
+    " WHERE owner_hash = $1 AND ($2::text[] IS NULL OR state = ANY($2))",
+    ") AS c LEFT JOIN (",
+    " SELECT task, created_at, id FROM accord_tasks",
+    " WHERE owner_hash = $1 AND ($2::text[] IS NULL OR state = ANY($2))",
+    " ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
+    ") AS p ON true",
+    " ORDER BY p.created_at DESC, p.id DESC"
+);
+
+/// [`LIST`] restricted to the context `$5` (a separate statement, so its plan can use the
+/// context index).
+pub(crate) const LIST_IN_CONTEXT: &str = concat!(
+    "SELECT c.total, p.task FROM (",
+    " SELECT count(*) AS total FROM accord_tasks",
+    " WHERE owner_hash = $1 AND context_id = $5 AND ($2::text[] IS NULL OR state = ANY($2))",
+    ") AS c LEFT JOIN (",
+    " SELECT task, created_at, id FROM accord_tasks",
+    " WHERE owner_hash = $1 AND context_id = $5 AND ($2::text[] IS NULL OR state = ANY($2))",
+    " ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
+    ") AS p ON true",
+    " ORDER BY p.created_at DESC, p.id DESC"
+);
+
+/// Takes a prepared lease for `$2` until `$3` at `$4`: the task is submitted or working, its
+/// admission has not expired, and no live lease blocks.
+pub(crate) const CLAIM: &str = concat!(
+    "UPDATE accord_tasks",
+    " SET lease_owner = $2, lease_expires_at = $3, lease_phase = 'prepared', admission_expires_at = NULL",
+    " WHERE id = $1 AND state IN ('submitted', 'working')",
+    " AND (lease_owner IS NULL OR lease_expires_at <= $4)",
+    " AND (admission_expires_at IS NULL OR admission_expires_at > $4)",
+    " RETURNING ",
+    record_columns!()
+);
+
+/// Extends `$2`'s live lease to `$3` at `$4`, keeping its phase.
+pub(crate) const RENEW: &str = concat!(
+    "UPDATE accord_tasks SET lease_expires_at = $3",
+    " WHERE id = $1 AND state NOT IN ",
+    terminal_states!(),
+    " AND lease_owner = $2 AND lease_expires_at > $4",
+    " RETURNING ",
+    record_columns!()
+);
+
+/// Turns `$2`'s live prepared lease active until `$3` at `$4`.
+pub(crate) const ACTIVATE: &str = concat!(
+    "UPDATE accord_tasks SET lease_expires_at = $3, lease_phase = 'active'",
+    " WHERE id = $1 AND state NOT IN ",
+    terminal_states!(),
+    " AND lease_owner = $2 AND lease_phase = 'prepared' AND lease_expires_at > $4",
+    " RETURNING ",
+    record_columns!()
+);
+
+/// Tasks that reaping terminalizes at `$1`: an admission expired without a lease, or a prepared
+/// lease lapsed. Each branch is served by its own partial index.
+pub(crate) const REAP_CANDIDATES: &str = concat!(
+    "(SELECT id FROM accord_tasks",
+    " WHERE lease_owner IS NULL AND admission_expires_at <= $1 AND state NOT IN ",
+    terminal_states!(),
+    " ORDER BY admission_expires_at LIMIT $2)",
+    " UNION",
+    " (SELECT id FROM accord_tasks",
+    " WHERE lease_owner IS NOT NULL AND lease_phase = 'prepared' AND lease_expires_at <= $1 AND state NOT IN ",
+    terminal_states!(),
+    " ORDER BY lease_expires_at LIMIT $2)"
+);
+
+/// Locks the candidates `$2` that are still due for reaping at `$1`, in id order (so concurrent
+/// reapers never deadlock); a row changed meanwhile is re-checked under its lock.
+pub(crate) const LOCK_REAPABLE: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM accord_tasks WHERE id = ANY($2) AND state NOT IN ",
+    terminal_states!(),
+    " AND ((lease_owner IS NULL AND admission_expires_at <= $1)",
+    " OR (lease_owner IS NOT NULL AND lease_phase = 'prepared' AND lease_expires_at <= $1))",
+    " ORDER BY id FOR UPDATE"
+);
+
+/// Writes changed records and appends their new events in one statement, and announces each
+/// changed task (delivered when the transaction commits).
+pub(crate) const WRITE_CHANGES: &str = concat!(
+    "WITH changes AS (",
+    " SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::bigint[], $6::text[],",
+    "  $7::bigint[], $8::text[], $9::bigint[])",
+    " AS c(id, state, updated_at, task, admission_expires_at, lease_owner, lease_expires_at, lease_phase,",
+    "  last_sequence)",
+    "), updated AS (",
+    " UPDATE accord_tasks AS t SET state = c.state, updated_at = c.updated_at, task = c.task,",
+    "  admission_expires_at = c.admission_expires_at, lease_owner = c.lease_owner,",
+    "  lease_expires_at = c.lease_expires_at, lease_phase = c.lease_phase, last_sequence = c.last_sequence",
+    " FROM changes AS c WHERE t.id = c.id",
+    " RETURNING t.id, t.last_sequence",
+    "), logged AS (",
+    " INSERT INTO accord_task_events (task_id, sequence, at, kind)",
+    " SELECT * FROM unnest($10::text[], $11::bigint[], $12::bigint[], $13::jsonb[])",
+    " RETURNING task_id",
+    ")",
+    " SELECT pg_notify('accord_task_events', ",
+    notify_payload!("last_sequence::text", "id"),
+    ") FROM updated"
+);
+
+/// Submitted or working tasks whose active lease lapsed at `$1`, lapsed first, at most `$2`
+/// (a task waiting for input keeps the lease its worker gave up, and is not recovered).
+pub(crate) const EXPIRED_ACTIVE_LEASES: &str = concat!(
+    "SELECT id FROM accord_tasks",
+    " WHERE lease_owner IS NOT NULL AND lease_phase = 'active' AND lease_expires_at <= $1",
+    " AND state IN ('submitted', 'working')",
+    " ORDER BY lease_expires_at, id LIMIT $2"
+);
+
+/// The task's owner and its log entries after `$2`, in order (one row with NULL entry columns
+/// when there are none; no row when the task does not exist).
+pub(crate) const EVENTS_SINCE: &str = concat!(
+    "SELECT t.owner_hash, e.sequence, e.at, e.kind FROM accord_tasks AS t",
+    " LEFT JOIN accord_task_events AS e ON e.task_id = t.id AND e.sequence > $2",
+    " WHERE t.id = $1 ORDER BY e.sequence"
+);
+
+/// The task's owner and the sequence number of its log's last entry.
+pub(crate) const OWNER_AND_LAST_SEQUENCE: &str = "SELECT owner_hash, last_sequence FROM accord_tasks WHERE id = $1";
+
+/// Deletes up to `$2` terminal tasks last changed at or before `$1`, with their logs. Rows
+/// another worker is purging at the same time are skipped, so purgers never wait on each other.
+pub(crate) const PURGE: &str = concat!(
+    "DELETE FROM accord_tasks WHERE id IN (",
+    " SELECT id FROM accord_tasks WHERE state IN ",
+    terminal_states!(),
+    " AND updated_at <= $1 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+);
+
+/// The `state` column's spelling of a state (the engine's serde name).
+pub(crate) fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Submitted => "submitted",
+        TaskState::Working => "working",
+        TaskState::InputRequired => "input_required",
+        TaskState::AuthRequired => "auth_required",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Canceled => "canceled",
+        TaskState::Rejected => "rejected",
+    }
+}
+
+fn phase_name(phase: LeasePhase) -> &'static str {
+    match phase {
+        LeasePhase::Prepared => "prepared",
+        LeasePhase::Active => "active",
+    }
+}
+
+fn phase_from_name(name: &str) -> Option<LeasePhase> {
+    match name {
+        "prepared" => Some(LeasePhase::Prepared),
+        "active" => Some(LeasePhase::Active),
+        _ => None,
+    }
+}
+
+/// Milliseconds as a BIGINT (times past the year 292 million saturate).
+pub(crate) fn to_db(millis: Millis) -> i64 {
+    i64::try_from(millis).unwrap_or(i64::MAX)
+}
+
+/// A BIGINT as milliseconds (a negative value, which the store never writes, reads as 0).
+pub(crate) fn from_db(millis: i64) -> Millis {
+    Millis::try_from(millis).unwrap_or(0)
+}
+
+/// The columns of a task record.
+#[derive(sqlx::FromRow)]
+pub(crate) struct TaskRow {
+    owner_hash: String,
+    task: Json<Task>,
+    payload: Json<TaskPayload>,
+    admission_expires_at: Option<i64>,
+    lease_owner: Option<String>,
+    lease_expires_at: Option<i64>,
+    lease_phase: Option<String>,
+    last_sequence: i64,
+}
+
+impl TaskRow {
+    /// The record, and the sequence number of its log's last entry.
+    pub(crate) fn into_record(self) -> Result<(StoredTask, u64), StoreError> {
+        let owner = parse_owner(&self.owner_hash)?;
+        let lease = match (self.lease_owner, self.lease_expires_at, self.lease_phase) {
+            (Some(owner_id), Some(expires_at), Some(phase)) => Some(ExecutionLease {
+                owner_id,
+                expires_at: from_db(expires_at),
+                phase: phase_from_name(&phase).ok_or_else(|| corrupt("an unknown lease phase"))?,
+            }),
+            (None, None, None) => None,
+            _ => return Err(corrupt("a partial execution lease")),
+        };
+        let record = StoredTask {
+            task: self.task.0,
+            owner,
+            payload: self.payload.0,
+            admission_expires_at: self.admission_expires_at.map(from_db),
+            lease,
+        };
+        Ok((record, u64::try_from(self.last_sequence).unwrap_or(0)))
+    }
+}
+
+/// Reads a stored owner hash (never echoing it: it identifies a token holder).
+pub(crate) fn parse_owner(hex: &str) -> Result<OwnerHash, StoreError> {
+    OwnerHash::from_hex(hex).ok_or_else(|| corrupt("a malformed owner hash"))
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Unavailable(format!("the task table holds {what}; the row was not written by this store"))
+}
+
+/// Changed records and their new events, as the column arrays [`WRITE_CHANGES`] binds.
+#[derive(Default)]
+pub(crate) struct Changes {
+    ids: Vec<String>,
+    states: Vec<String>,
+    updated_at: Vec<i64>,
+    tasks: Vec<Value>,
+    admission_expires_at: Vec<Option<i64>>,
+    lease_owners: Vec<Option<String>>,
+    lease_expires_at: Vec<Option<i64>>,
+    lease_phases: Vec<Option<String>>,
+    last_sequences: Vec<i64>,
+    event_task_ids: Vec<String>,
+    event_sequences: Vec<i64>,
+    event_times: Vec<i64>,
+    event_kinds: Vec<Value>,
+}
+
+impl Changes {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Adds a record as it now is, and the events appended to it.
+    pub(crate) fn push(
+        &mut self,
+        record: &StoredTask,
+        last_sequence: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        let task = &record.task;
+        self.ids.push(task.id.as_str().to_owned());
+        self.states.push(state_name(task.state).to_owned());
+        self.updated_at.push(to_db(task.updated_at));
+        self.tasks.push(to_json(task)?);
+        self.admission_expires_at.push(record.admission_expires_at.map(to_db));
+        self.lease_owners.push(record.lease.as_ref().map(|lease| lease.owner_id.clone()));
+        self.lease_expires_at.push(record.lease.as_ref().map(|lease| to_db(lease.expires_at)));
+        self.lease_phases.push(record.lease.as_ref().map(|lease| phase_name(lease.phase).to_owned()));
+        self.last_sequences.push(to_db(last_sequence));
+        for event in events {
+            self.event_task_ids.push(event.task_id.as_str().to_owned());
+            self.event_sequences.push(to_db(event.sequence));
+            self.event_times.push(to_db(event.at));
+            self.event_kinds.push(to_json(&event.kind)?);
+        }
+        Ok(())
+    }
+
+    /// The [`WRITE_CHANGES`] statement with these changes bound.
+    pub(crate) fn statement(self) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        sqlx::query(WRITE_CHANGES)
+            .bind(self.ids)
+            .bind(self.states)
+            .bind(self.updated_at)
+            .bind(self.tasks)
+            .bind(self.admission_expires_at)
+            .bind(self.lease_owners)
+            .bind(self.lease_expires_at)
+            .bind(self.lease_phases)
+            .bind(self.last_sequences)
+            .bind(self.event_task_ids)
+            .bind(self.event_sequences)
+            .bind(self.event_times)
+            .bind(self.event_kinds)
+    }
+}
+
+/// The columns [`CREATE`] binds for a new record.
+pub(crate) fn create_statement(
+    record: &StoredTask,
+    created: &TaskEvent,
+) -> Result<sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>, StoreError> {
+    let task = &record.task;
+    let lease = record.lease.as_ref();
+    Ok(sqlx::query(CREATE)
+        .bind(task.id.as_str().to_owned())
+        .bind(record.owner.to_hex())
+        .bind(task.context_id.clone())
+        .bind(state_name(task.state))
+        .bind(to_db(task.created_at))
+        .bind(to_db(task.updated_at))
+        .bind(to_json(task)?)
+        .bind(to_json(&record.payload)?)
+        .bind(record.admission_expires_at.map(to_db))
+        .bind(lease.map(|lease| lease.owner_id.clone()))
+        .bind(lease.map(|lease| to_db(lease.expires_at)))
+        .bind(lease.map(|lease| phase_name(lease.phase)))
+        .bind(to_db(created.at))
+        .bind(to_json(&created.kind)?))
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
+    serde_json::to_value(value)
+        .map_err(|error| StoreError::Unavailable(format!("a task could not be serialized for storage: {error}")))
+}
+
+/// One log entry read back.
+pub(crate) fn event(task_id: &TaskId, sequence: i64, at: i64, kind: Json<TaskEventKind>) -> TaskEvent {
+    TaskEvent {
+        task_id: task_id.clone(),
+        sequence: u64::try_from(sequence).unwrap_or(0),
+        at: from_db(at),
+        kind: kind.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_STATES: [TaskState; 8] = [
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::InputRequired,
+        TaskState::AuthRequired,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::Rejected,
+    ];
+
+    #[test]
+    fn state_names_are_the_engines_serde_names() {
+        for state in ALL_STATES {
+            assert_eq!(serde_json::to_value(state).expect("a state serializes"), Value::from(state_name(state)));
+        }
+    }
+
+    #[test]
+    fn the_sql_terminal_states_are_the_engines() {
+        let terminal: Vec<String> = ALL_STATES
+            .into_iter()
+            .filter(|state| state.is_terminal())
+            .map(|state| format!("'{}'", state_name(state)))
+            .collect();
+        assert_eq!(terminal_states!(), format!("({})", terminal.join(", ")));
+    }
+
+    #[test]
+    fn every_write_announces_itself_on_the_channel() {
+        let notify = format!("pg_notify('{CHANNEL}', ");
+        for statement in [CREATE, WRITE_CHANGES] {
+            assert!(statement.contains(&notify), "{statement}");
+        }
+    }
+
+    #[test]
+    fn lease_phases_round_trip() {
+        for phase in [LeasePhase::Prepared, LeasePhase::Active] {
+            assert_eq!(phase_from_name(phase_name(phase)), Some(phase));
+        }
+        assert_eq!(phase_from_name("gone"), None);
+    }
+
+    #[test]
+    fn times_saturate_instead_of_wrapping() {
+        assert_eq!(to_db(Millis::MAX), i64::MAX);
+        assert_eq!(from_db(to_db(1_700_000_000_000)), 1_700_000_000_000);
+        assert_eq!(from_db(-5), 0);
+    }
+}
+
+/// The store's queries keep using their indexes on a table of many tasks. This checks query
+/// plans, not timings: a sequential scan of the task table in any of them would make the store
+/// slow down as it grows.
+#[cfg(test)]
+mod plans {
+    use super::*;
+    use sqlx::{AssertSqlSafe, Connection, PgConnection};
+
+    const TASKS: u32 = 100_000;
+    /// The reference time of the generated tasks: leases and admissions lapse around it.
+    const NOW: i64 = 1_000_000;
+
+    fn admin_url() -> String {
+        match std::env::var("ACCORD_PG_URL") {
+            Ok(url) if !url.trim().is_empty() => url,
+            _ => panic!(
+                "ACCORD_PG_URL is not set, so the query plan test has no server. Run the tests through \
+                 scripts/with-postgres: `scripts/with-postgres cargo test -p accord-store-postgres`"
+            ),
+        }
+    }
+
+    /// Every `Seq Scan` of `accord_tasks` in a JSON plan.
+    fn seq_scans_of_tasks(plan: &Value, found: &mut Vec<String>) {
+        match plan {
+            Value::Object(node) => {
+                if node.get("Node Type") == Some(&Value::from("Seq Scan"))
+                    && node.get("Relation Name") == Some(&Value::from("accord_tasks"))
+                {
+                    found.push(plan.to_string());
+                }
+                node.values().for_each(|child| seq_scans_of_tasks(child, found));
+            }
+            Value::Array(items) => items.iter().for_each(|child| seq_scans_of_tasks(child, found)),
+            _ => {}
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_queries_use_indexes_on_a_large_table() {
+        let admin_url = admin_url();
+        let name = format!("accord_plans_{}", std::process::id());
+        let mut admin = PgConnection::connect(&admin_url).await.expect("connect to ACCORD_PG_URL");
+        for statement in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
+            sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut admin).await.expect("make a scratch database");
+        }
+        // The same server and credentials, another database (the URL ends in `/DATABASE[?…]`).
+        let (base, query) = admin_url.split_once('?').map_or((admin_url.as_str(), None), |(base, q)| (base, Some(q)));
+        let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        let url = match query {
+            Some(query) => format!("{server}/{name}?{query}"),
+            None => format!("{server}/{name}"),
+        };
+        let config = crate::PostgresStoreConfig::new(url.clone()).max_connections(1).housekeeping_interval(None);
+        let store = crate::PostgresStore::connect(config).await.expect("migrate the scratch database");
+        let mut db = PgConnection::connect(&url).await.expect("connect to the scratch database");
+
+        // 1,000 owners; a third of the tasks in one of 50 contexts; 97% terminal, 2% running
+        // (half of their leases lapsed), 1% reserved (half of their admissions expired).
+        let generate = format!(
+            "INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, \
+             admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence) \
+             SELECT 'task-' || g, md5('owner' || (g % 1000)) || md5('again' || (g % 1000)), \
+             CASE WHEN g % 3 = 0 THEN 'context-' || (g % 50) END, \
+             CASE WHEN g % 100 < 97 THEN 'completed' WHEN g % 100 < 99 THEN 'working' ELSE 'submitted' END, \
+             g, g, '{{}}'::jsonb, '{{}}'::jsonb, \
+             CASE WHEN g % 100 = 99 THEN {NOW} - 50 + g % 100 END, \
+             CASE WHEN g % 100 IN (97, 98) THEN 'worker' END, \
+             CASE WHEN g % 100 IN (97, 98) THEN {NOW} - 1 + g % 2 END, \
+             CASE WHEN g % 100 IN (97, 98) THEN 'active' END, 1 \
+             FROM generate_series(1, {TASKS}) AS g"
+        );
+        sqlx::raw_sql(AssertSqlSafe(generate)).execute(&mut db).await.expect("generate tasks");
+        sqlx::raw_sql("VACUUM ANALYZE accord_tasks").execute(&mut db).await.expect("analyze");
+        let owner: String = sqlx::query_scalar("SELECT owner_hash FROM accord_tasks WHERE id = 'task-7'")
+            .fetch_one(&mut db)
+            .await
+            .expect("an owner");
+
+        let explain = |sql: &str| AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {sql}"));
+        let none: Option<Vec<&str>> = None;
+        let plans: Vec<(&str, Result<Value, sqlx::Error>)> = vec![
+            (
+                "list",
+                sqlx::query_scalar(explain(LIST))
+                    .bind(&owner)
+                    .bind(none.clone())
+                    .bind(50_i64)
+                    .bind(0_i64)
+                    .fetch_one(&mut db)
+                    .await,
+            ),
+            (
+                "list by state",
+                sqlx::query_scalar(explain(LIST))
+                    .bind(&owner)
+                    .bind(Some(vec!["working"]))
+                    .bind(50_i64)
+                    .bind(0_i64)
+                    .fetch_one(&mut db)
+                    .await,
+            ),
+            (
+                "list in a context",
+                sqlx::query_scalar(explain(LIST_IN_CONTEXT))
+                    .bind(&owner)
+                    .bind(none)
+                    .bind(50_i64)
+                    .bind(0_i64)
+                    .bind("context-3")
+                    .fetch_one(&mut db)
+                    .await,
+            ),
+            (
+                "reap candidates",
+                sqlx::query_scalar(explain(REAP_CANDIDATES)).bind(NOW).bind(256_i64).fetch_one(&mut db).await,
+            ),
+            (
+                "expired active leases",
+                sqlx::query_scalar(explain(EXPIRED_ACTIVE_LEASES)).bind(NOW).bind(100_i64).fetch_one(&mut db).await,
+            ),
+            ("count active", sqlx::query_scalar(explain(COUNT_ACTIVE)).fetch_one(&mut db).await),
+            ("purge", sqlx::query_scalar(explain(PURGE)).bind(NOW).bind(256_i64).fetch_one(&mut db).await),
+            ("get", sqlx::query_scalar(explain(GET)).bind("task-7").fetch_one(&mut db).await),
+            (
+                "events since",
+                sqlx::query_scalar(explain(EVENTS_SINCE)).bind("task-7").bind(0_i64).fetch_one(&mut db).await,
+            ),
+        ];
+        for (query, plan) in plans {
+            let plan = plan.unwrap_or_else(|error| panic!("explain {query}: {error}"));
+            let mut scans = Vec::new();
+            seq_scans_of_tasks(&plan, &mut scans);
+            assert!(scans.is_empty(), "the {query} query scans the whole task table: {plan}");
+        }
+
+        accord_engine::task::TaskStore::close(&store).await;
+        drop(db);
+        sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            .execute(&mut admin)
+            .await
+            .expect("drop the scratch database");
+    }
+}

@@ -1,0 +1,638 @@
+//! [`PostgresStore`]: the [`TaskStore`] contract on PostgreSQL.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use accord_engine::TaskState;
+use accord_engine::task::{
+    Durability, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId,
+    TaskPage, TaskStore, TaskWakeups, apply_event, now_ms,
+};
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::types::Json;
+use tokio::task::JoinHandle;
+
+use crate::config::{PostgresStoreConfig, redact_url};
+use crate::sql::{self, Changes, TaskRow, to_db};
+use crate::wakeups::{self, Wakeups};
+
+/// How many tasks one reaping or purging transaction handles.
+const BATCH: i64 = 256;
+/// The `application_name` of the store's connections, as `pg_stat_activity` shows them.
+const APPLICATION_NAME: &str = "accord";
+/// The `application_name` of the connection that listens for task events.
+pub const LISTENER_APPLICATION_NAME: &str = "accord-listener";
+
+/// What one round of [`PostgresStore::housekeep`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Housekeeping {
+    /// Abandoned reservations and lapsed prepared leases cancelled.
+    pub reaped: usize,
+    /// Terminal tasks past their retention deleted, with their event logs.
+    pub purged: usize,
+}
+
+/// A durable task store on PostgreSQL, shareable by several workers (`durability = durable`).
+///
+/// See the [crate documentation](crate) for what it guarantees and how workers share it.
+pub struct PostgresStore {
+    shared: Arc<Shared>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// What the store and its background tasks share.
+struct Shared {
+    config: PostgresStoreConfig,
+    pool: PgPool,
+    wakeups: Arc<Wakeups>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("config", &self.shared.config)
+            .field("closed", &self.shared.closed.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Maps a database failure to the store's error: a message for operators naming the operation.
+/// Parameters (owner hashes, payloads) never appear in it: statements only carry them as binds.
+fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |error| match error {
+        sqlx::Error::PoolClosed => StoreError::Closed,
+        sqlx::Error::Database(database) if database.code().as_deref() == Some("22P05") => StoreError::Unavailable(
+            format!("{operation}: the task holds text PostgreSQL cannot store (a NUL character, \\u0000)"),
+        ),
+        other => StoreError::Unavailable(format!("{operation} failed: {other}")),
+    }
+}
+
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(database) if database.code().as_deref() == Some("23505"))
+}
+
+fn limit(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// Whether reaping terminalizes this record at `now`: an admission that expired without a
+/// lease, or a prepared lease that lapsed.
+fn due_for_reaping(record: &StoredTask, now: Millis) -> bool {
+    if record.task.state.is_terminal() {
+        return false;
+    }
+    let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
+    let lapsed =
+        record.lease.as_ref().is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
+    abandoned || lapsed
+}
+
+/// A record read under its row lock, with the events appended to it in this transaction.
+struct Locked {
+    record: StoredTask,
+    last_sequence: u64,
+    appended: Vec<TaskEvent>,
+}
+
+impl Locked {
+    fn new(row: TaskRow) -> Result<Self, StoreError> {
+        let (record, last_sequence) = row.into_record()?;
+        Ok(Self { record, last_sequence, appended: Vec::new() })
+    }
+
+    /// Appends `kind` and applies it to the record; a terminal state clears the lease and the
+    /// admission expiry.
+    fn append(&mut self, kind: TaskEventKind, now: Millis) {
+        apply_event(&mut self.record.task, &kind, now);
+        if self.record.task.state.is_terminal() {
+            self.record.lease = None;
+            self.record.admission_expires_at = None;
+        }
+        self.last_sequence += 1;
+        self.appended.push(TaskEvent {
+            task_id: self.record.task.id.clone(),
+            sequence: self.last_sequence,
+            at: now,
+            kind,
+        });
+    }
+
+    /// Cancels the task as reaping does.
+    fn reap(&mut self, now: Millis) {
+        self.append(TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
+        self.record.lease = None;
+        self.record.admission_expires_at = None;
+    }
+
+    fn changes(&self, changes: &mut Changes) -> Result<(), StoreError> {
+        changes.push(&self.record, self.last_sequence, &self.appended)
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database, applies the store's migrations (several workers may connect at
+    /// once: the migrations run under an advisory lock, once), starts listening for task events
+    /// and, when configured, background housekeeping.
+    ///
+    /// Fails with [`StoreError::Unavailable`] when the URL is invalid, the database cannot be
+    /// reached or the schema cannot be migrated; the message never includes the password.
+    pub async fn connect(config: PostgresStoreConfig) -> Result<Self, StoreError> {
+        let where_to = redact_url(&config.url);
+        if !(config.url.starts_with("postgres://") || config.url.starts_with("postgresql://")) {
+            return Err(StoreError::Unavailable(format!(
+                "invalid PostgreSQL URL {where_to}: it must start with postgres:// or postgresql://"
+            )));
+        }
+        let options = PgConnectOptions::from_str(&config.url)
+            .map_err(|error| StoreError::Unavailable(format!("invalid PostgreSQL URL {where_to}: {error}")))?;
+        let timeout_ms = config.statement_timeout.as_millis().max(1).to_string();
+        let options = options.options([
+            // Commits are durable before they return, whatever the server's default.
+            ("synchronous_commit", "on".to_owned()),
+            ("statement_timeout", timeout_ms.clone()),
+            ("lock_timeout", timeout_ms.clone()),
+            ("idle_in_transaction_session_timeout", timeout_ms),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections.max(1))
+            .acquire_timeout(config.acquire_timeout)
+            .connect_with(options.clone().application_name(APPLICATION_NAME))
+            .await
+            .map_err(|error| StoreError::Unavailable(format!("cannot connect to PostgreSQL at {where_to}: {error}")))?;
+
+        let mut migrator = sqlx::migrate!("./migrations");
+        // A worker of an older release keeps running beside one that added a migration.
+        migrator.set_ignore_missing(true);
+        migrator.run(&pool).await.map_err(|error| {
+            StoreError::Unavailable(format!("cannot migrate the task store schema at {where_to}: {error}"))
+        })?;
+
+        let listener_options = options.application_name(LISTENER_APPLICATION_NAME);
+        let listener = wakeups::open_listener(&listener_options).await.map_err(|error| {
+            StoreError::Unavailable(format!("cannot listen for task events at {where_to}: {error}"))
+        })?;
+
+        let shared =
+            Arc::new(Shared { config, pool, wakeups: Arc::new(Wakeups::default()), closed: AtomicBool::new(false) });
+        let mut background =
+            vec![tokio::spawn(wakeups::forward(listener, listener_options, Arc::clone(&shared.wakeups)))];
+        if let Some(interval) = shared.config.housekeeping_interval {
+            background.push(tokio::spawn(housekeeping(Arc::clone(&shared), interval)));
+        }
+        Ok(Self { shared, background: Mutex::new(background) })
+    }
+
+    /// The settings the store was connected with.
+    pub fn config(&self) -> &PostgresStoreConfig {
+        &self.shared.config
+    }
+
+    /// Reaps abandoned reservations and lapsed prepared leases at `now`, and deletes terminal
+    /// tasks (with their logs) last changed at least [`PostgresStoreConfig::retention`] before
+    /// `now`. The store runs this every [`PostgresStoreConfig::housekeeping_interval`]; any
+    /// worker may run it, as often as it likes.
+    pub async fn housekeep(&self, now: Millis) -> Result<Housekeeping, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.housekeep(now).await
+    }
+
+    fn stop_background(&self) {
+        let handles = std::mem::take(&mut *self.background.lock().unwrap_or_else(PoisonError::into_inner));
+        for handle in handles {
+            handle.abort();
+        }
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.stop_background();
+    }
+}
+
+/// Runs [`Shared::housekeep`] every `interval` until aborted.
+async fn housekeeping(shared: Arc<Shared>, interval: std::time::Duration) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match shared.housekeep(now_ms()).await {
+            Ok(done) if done != Housekeeping::default() => {
+                tracing::debug!(reaped = done.reaped, purged = done.purged, "task store housekeeping");
+            }
+            Ok(_) => {}
+            Err(StoreError::Closed) => return,
+            Err(error) => tracing::warn!(%error, "task store housekeeping failed"),
+        }
+    }
+}
+
+impl Shared {
+    fn ensure_open(&self) -> Result<(), StoreError> {
+        if self.closed.load(Ordering::Acquire) { Err(StoreError::Closed) } else { Ok(()) }
+    }
+
+    async fn housekeep(&self, now: Millis) -> Result<Housekeeping, StoreError> {
+        let reaped = self.reap(now).await?;
+        let retention = Millis::try_from(self.config.retention.as_millis()).unwrap_or(Millis::MAX);
+        let mut purged = 0;
+        if let Some(cutoff) = now.checked_sub(retention) {
+            loop {
+                let deleted = sqlx::query(sql::PURGE)
+                    .bind(to_db(cutoff))
+                    .bind(BATCH)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(failed("purging terminal tasks"))?
+                    .rows_affected();
+                purged += usize::try_from(deleted).unwrap_or(usize::MAX);
+                if deleted < BATCH as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(Housekeeping { reaped, purged })
+    }
+
+    /// Reaps every task due at `now`, a batch per transaction.
+    async fn reap(&self, now: Millis) -> Result<usize, StoreError> {
+        let mut reaped = 0;
+        loop {
+            let candidates: Vec<String> = sqlx::query_scalar(sql::REAP_CANDIDATES)
+                .bind(to_db(now))
+                .bind(BATCH)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed("finding abandoned tasks"))?;
+            if candidates.is_empty() {
+                return Ok(reaped);
+            }
+            let done = self.reap_these(&candidates, now).await?;
+            reaped += done;
+            if done == 0 {
+                // Every candidate was changed by another worker meanwhile (or reaped by it).
+                return Ok(reaped);
+            }
+        }
+    }
+
+    /// Reaps before a read or a capacity check. A failure here is only logged: the call goes on
+    /// (and fails by itself if the database is down), so one unreadable row cannot block every
+    /// listing.
+    async fn reap_before(&self, operation: &str, now: Millis) -> Result<(), StoreError> {
+        match self.reap(now).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::Closed) => Err(StoreError::Closed),
+            Err(error) => {
+                tracing::warn!(%error, operation, "reaping abandoned tasks failed");
+                Ok(())
+            }
+        }
+    }
+
+    /// Reaps those of `candidates` that are still due at `now`, in one transaction.
+    async fn reap_these(&self, candidates: &[String], now: Millis) -> Result<usize, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(failed("reaping abandoned tasks"))?;
+        let rows: Vec<TaskRow> = sqlx::query_as(sql::LOCK_REAPABLE)
+            .bind(to_db(now))
+            .bind(candidates)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed("reaping abandoned tasks"))?;
+        let mut changes = Changes::default();
+        let mut reaped = 0;
+        for row in rows {
+            let mut locked = Locked::new(row)?;
+            // The lock re-checked the row in SQL; the same rule in Rust decides.
+            if due_for_reaping(&locked.record, now) {
+                locked.reap(now);
+                locked.changes(&mut changes)?;
+                reaped += 1;
+            }
+        }
+        if !changes.is_empty() {
+            changes.statement().execute(&mut *tx).await.map_err(failed("reaping abandoned tasks"))?;
+        }
+        tx.commit().await.map_err(failed("reaping abandoned tasks"))?;
+        Ok(reaped)
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        let row: Option<TaskRow> = sqlx::query_as(sql::GET)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("reading a task"))?;
+        row.map(|row| row.into_record().map(|(record, _)| record)).transpose()
+    }
+
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        let now = now_ms();
+        let created = TaskEvent { task_id: record.task.id.clone(), sequence: 1, at: now, kind: event };
+        let statement = sql::create_statement(&record, &created)?;
+        let outcome = match self.config.max_active_tasks {
+            None => statement.execute(&self.pool).await.map(drop),
+            Some(capacity) => {
+                self.reap_before("creating a task", now).await?;
+                let mut tx = self.pool.begin().await.map_err(failed("creating a task"))?;
+                sqlx::query(sql::LOCK_CAPACITY).execute(&mut *tx).await.map_err(failed("creating a task"))?;
+                let active: i64 = sqlx::query_scalar(sql::COUNT_ACTIVE)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(failed("counting active tasks"))?;
+                if usize::try_from(active).unwrap_or(usize::MAX) >= capacity {
+                    return Err(StoreError::CapacityExhausted { capacity });
+                }
+                match statement.execute(&mut *tx).await {
+                    Ok(_) => tx.commit().await,
+                    Err(error) => Err(error),
+                }
+            }
+        };
+        match outcome {
+            Ok(()) => Ok(created),
+            Err(error) if is_unique_violation(&error) => Err(StoreError::DuplicateId(record.task.id)),
+            Err(error) => Err(failed("creating a task")(error)),
+        }
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.reap_before("listing tasks", now_ms()).await?;
+        let states: Option<Vec<&str>> =
+            query.states.as_ref().map(|states| states.iter().map(|state| sql::state_name(*state)).collect());
+        let statement = match &query.context_id {
+            None => sqlx::query(sql::LIST),
+            Some(_) => sqlx::query(sql::LIST_IN_CONTEXT),
+        }
+        .bind(owner.to_hex())
+        .bind(states)
+        .bind(limit(query.limit))
+        .bind(limit(query.offset));
+        let statement = match &query.context_id {
+            None => statement,
+            Some(context) => statement.bind(context.as_str()),
+        };
+        let rows = statement.fetch_all(&self.pool).await.map_err(failed("listing tasks"))?;
+        let mut total = 0;
+        let mut tasks = Vec::with_capacity(rows.len());
+        for row in rows {
+            let count: i64 = row.try_get("total").map_err(failed("listing tasks"))?;
+            total = usize::try_from(count).unwrap_or(usize::MAX);
+            let task: Option<Json<accord_engine::task::Task>> = row.try_get("task").map_err(failed("listing tasks"))?;
+            tasks.extend(task.map(|task| task.0));
+        }
+        let has_more = query.offset.saturating_add(tasks.len()) < total;
+        Ok(TaskPage { tasks, total, has_more })
+    }
+
+    /// Runs a conditional lease update; `None` when its condition does not hold.
+    async fn update_lease(
+        &self,
+        statement: &'static str,
+        operation: &'static str,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let row: Option<TaskRow> = sqlx::query_as(statement)
+            .bind(id.as_str())
+            .bind(worker)
+            .bind(to_db(expires_at))
+            .bind(to_db(now))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(operation))?;
+        row.map(|row| row.into_record().map(|(record, _)| record)).transpose()
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        const OPERATION: &str = "updating a task";
+        let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
+        let row: Option<TaskRow> = sqlx::query_as(sql::GET_FOR_UPDATE)
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(OPERATION))?;
+        let Some(row) = row else { return Ok(None) };
+        let mut locked = Locked::new(row)?;
+        // As the in-memory store does, work abandoned by `now` is reaped before the condition is
+        // checked: a lapsed prepared claim cannot be written through.
+        if due_for_reaping(&locked.record, now) {
+            locked.reap(now);
+        }
+        let accepted = expected.contains(&locked.record.task.state)
+            && execution_owner
+                .is_none_or(|owner| locked.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner));
+        if accepted {
+            locked.append(event, now);
+        }
+        if locked.appended.is_empty() {
+            // Nothing to write; dropping the transaction rolls it back.
+            return Ok(None);
+        }
+        let mut changes = Changes::default();
+        locked.changes(&mut changes)?;
+        changes.statement().execute(&mut *tx).await.map_err(failed(OPERATION))?;
+        tx.commit().await.map_err(failed(OPERATION))?;
+        Ok(accepted.then_some(locked.record))
+    }
+
+    async fn expired_active_leases(&self, now: Millis, count: usize) -> Result<Vec<TaskId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(sql::EXPIRED_ACTIVE_LEASES)
+            .bind(to_db(now))
+            .bind(limit(count))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("finding tasks whose worker stopped"))?;
+        Ok(ids.into_iter().map(TaskId::new).collect())
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        const OPERATION: &str = "reading a task's events";
+        let rows = sqlx::query(sql::EVENTS_SINCE)
+            .bind(id.as_str())
+            .bind(to_db(after))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed(OPERATION))?;
+        let Some(first) = rows.first() else { return Ok(None) };
+        let stored_owner: String = first.try_get("owner_hash").map_err(failed(OPERATION))?;
+        if sql::parse_owner(&stored_owner)? != *owner {
+            return Ok(None);
+        }
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            let sequence: Option<i64> = row.try_get("sequence").map_err(failed(OPERATION))?;
+            let at: Option<i64> = row.try_get("at").map_err(failed(OPERATION))?;
+            let kind: Option<Json<TaskEventKind>> = row.try_get("kind").map_err(failed(OPERATION))?;
+            if let (Some(sequence), Some(at), Some(kind)) = (sequence, at, kind) {
+                events.push(sql::event(id, sequence, at, kind));
+            }
+        }
+        Ok(Some(events))
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        // Subscribed before the task is read, so no change committed after this call is missed;
+        // the last sequence read tells which changes the subscriber reads for itself.
+        let (pending, receiver) = self.wakeups.subscribe(id).ok_or(StoreError::Closed)?;
+        match self.owned_last_sequence(id, owner).await {
+            Ok(Some(last_sequence)) => {
+                self.wakeups.settle(pending, last_sequence);
+                Ok(Some(TaskWakeups::new(id.clone(), receiver)))
+            }
+            refused => {
+                self.wakeups.cancel(pending);
+                refused.map(|_| None)
+            }
+        }
+    }
+
+    /// The sequence number of the last entry of the owner's task's log; `None` when the task does
+    /// not exist or is another owner's.
+    async fn owned_last_sequence(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<u64>, StoreError> {
+        let found: Option<(String, i64)> = sqlx::query_as(sql::OWNER_AND_LAST_SEQUENCE)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("subscribing to a task"))?;
+        match found {
+            Some((stored, last_sequence)) if sql::parse_owner(&stored)? == *owner => {
+                Ok(Some(u64::try_from(last_sequence).unwrap_or(0)))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    fn durability(&self) -> Durability {
+        Durability::Durable
+    }
+
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.create(record, event).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        let now = now_ms();
+        match self.shared.get(id).await? {
+            // Abandoned work reads as what reaping makes of it, as in the in-memory store.
+            Some(record) if due_for_reaping(&record, now) => {
+                match self.shared.reap_these(&[id.as_str().to_owned()], now).await {
+                    Ok(_) => self.shared.get(id).await,
+                    Err(StoreError::Closed) => Err(StoreError::Closed),
+                    Err(error) => {
+                        tracing::warn!(%error, "reaping an abandoned task failed");
+                        Ok(Some(record))
+                    }
+                }
+            }
+            found => Ok(found),
+        }
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.list(owner, query).await
+    }
+
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.update_lease(sql::CLAIM, "claiming a task", id, worker, expires_at, now).await
+    }
+
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.update_lease(sql::RENEW, "renewing a task claim", id, worker, expires_at, now).await
+    }
+
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.update_lease(sql::ACTIVATE, "activating a task", id, worker, expires_at, now).await
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.compare_and_set(id, expected, event, execution_owner, now).await
+    }
+
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.reap(now).await
+    }
+
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.expired_active_leases(now, limit).await
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.events_since(id, owner, after).await
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.subscribe(id, owner).await
+    }
+
+    async fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.stop_background();
+        self.shared.wakeups.close();
+        self.shared.pool.close().await;
+    }
+}

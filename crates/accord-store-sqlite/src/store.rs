@@ -1,0 +1,487 @@
+//! [`SqliteStore`]: the [`TaskStore`] contract over one SQLite file.
+//!
+//! Reads run on a pool of connections. Every write goes to the [`Writer`], which runs it in a
+//! `BEGIN IMMEDIATE` transaction: the transaction takes the database's write lock before its
+//! first read, so the row it reads cannot change before it writes, across connections and
+//! processes, and no read lock ever has to be upgraded (the upgrade is what fails with
+//! `SQLITE_BUSY` instead of waiting). Lease changes are single conditional
+//! `UPDATE … WHERE … RETURNING` statements; changes that append to a task's log read the row,
+//! apply the event with [`apply_event`](accord_engine::task::apply_event) and write the row and
+//! the event.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use accord_engine::TaskState;
+use accord_engine::task::{
+    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
+    TaskStore, TaskWakeups, now_ms,
+};
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, Row};
+use tokio::sync::broadcast;
+
+use crate::config::{SqliteStoreConfig, Synchronous};
+use crate::error::store_error;
+use crate::rows::{Fault, decode_kind, decode_record, decode_task, record_columns, sql_time, state_name, unsigned};
+use crate::writer::{Op, Outcome, Refusal, Writer};
+
+/// The schema, embedded at build time from `migrations/`.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// How many wake-ups a slow subscriber may miss before it is told it lagged (and re-reads).
+const WAKEUP_BUFFER: usize = 1024;
+
+/// A durable task store in one SQLite file (`durability = durable`).
+///
+/// See the [crate documentation](crate) for what it guarantees and how to open it.
+pub struct SqliteStore {
+    /// Reads.
+    pool: SqlitePool,
+    /// Writes.
+    writer: Writer,
+    config: SqliteStoreConfig,
+    /// Changed task ids, for this process's subscribers; dropped on close to release them.
+    wakeups: Mutex<Option<broadcast::Sender<TaskId>>>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file, switches it to WAL, and applies the
+    /// embedded migrations that it lacks. Several stores, in this process or others, may open
+    /// the same file at once: migrations run under the write lock, so each is applied once.
+    ///
+    /// Call it inside a Tokio runtime: it starts the store's writer task.
+    pub async fn open(config: SqliteStoreConfig) -> Result<Self, StoreError> {
+        let config = SqliteStoreConfig { max_connections: config.max_connections.max(1), ..config };
+        if let Some(directory) = config.path.parent().filter(|directory| !directory.as_os_str().is_empty()) {
+            std::fs::create_dir_all(directory).map_err(|error| {
+                StoreError::Unavailable(format!(
+                    "cannot create the directory {} of the SQLite task store: {error}",
+                    directory.display()
+                ))
+            })?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(&config.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match config.synchronous {
+                Synchronous::Off => SqliteSynchronous::Off,
+                Synchronous::Normal => SqliteSynchronous::Normal,
+                Synchronous::Full => SqliteSynchronous::Full,
+                Synchronous::Extra => SqliteSynchronous::Extra,
+            })
+            .busy_timeout(config.busy_timeout)
+            .foreign_keys(true);
+        let opening = format!("opening the SQLite task store {}", config.path.display());
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections)
+            .connect_with(options.clone())
+            .await
+            .map_err(|error| store_error(error, &opening, config.busy_timeout))?;
+        if let Err(error) = migrate(&pool).await {
+            pool.close().await;
+            return Err(match error {
+                Fault::Driver(error) => store_error(error, &opening, config.busy_timeout),
+                Fault::Store(error) => error,
+            });
+        }
+        let writer = match options.connect().await {
+            Ok(connection) => Writer::start(connection, config.busy_timeout),
+            Err(error) => {
+                pool.close().await;
+                return Err(store_error(error, &opening, config.busy_timeout));
+            }
+        };
+        tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
+        Ok(Self {
+            pool,
+            writer,
+            config,
+            wakeups: Mutex::new(Some(broadcast::channel(WAKEUP_BUFFER).0)),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The settings it was opened with.
+    pub fn config(&self) -> &SqliteStoreConfig {
+        &self.config
+    }
+
+    fn ensure_open(&self) -> Result<(), StoreError> {
+        if self.closed.load(Ordering::Acquire) { Err(StoreError::Closed) } else { Ok(()) }
+    }
+
+    /// Maps a failed step of the call doing `what`.
+    fn fail(&self, fault: Fault, what: &str) -> StoreError {
+        match fault {
+            Fault::Driver(error) => store_error(error, what, self.config.busy_timeout),
+            Fault::Store(error) => error,
+        }
+    }
+
+    fn sender(&self) -> Option<broadcast::Sender<TaskId>> {
+        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Tells this process's subscribers that these tasks changed (after the change committed).
+    fn wake<'a>(&self, ids: impl IntoIterator<Item = &'a TaskId>) {
+        if let Some(sender) = self.sender() {
+            for id in ids {
+                // No receiver is fine: nobody is watching.
+                let _ = sender.send(id.clone());
+            }
+        }
+    }
+
+    /// The oldest `updated_at` a terminal task may have and still be kept at `now`.
+    fn purge_cutoff(&self, now: Millis) -> i64 {
+        let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
+        // Negative when `now` is within the retention of the epoch: nothing is that old.
+        sql_time(now).saturating_sub(retention)
+    }
+
+    /// Reaps expired admissions and, with `purge`, deletes terminal tasks past retention, waking
+    /// the reaped tasks' subscribers. Reads first, and writes only when there is something to do,
+    /// so that reads and the runtime's frequent reaping do not queue behind writes.
+    async fn housekeep(&self, now: Millis, purge: bool, what: &'static str) -> Result<usize, StoreError> {
+        let purge_cutoff = if purge { self.purge_cutoff(now) } else { -1 };
+        let due: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM tasks
+                            WHERE admission_expires_at <= ?1 AND lease_owner IS NULL AND terminal = 0)
+                 OR EXISTS (SELECT 1 FROM tasks
+                            WHERE lease_phase = 'prepared' AND lease_expires_at <= ?1 AND terminal = 0)
+                 OR EXISTS (SELECT 1 FROM tasks WHERE terminal = 1 AND updated_at <= ?2)",
+        )
+        .bind(sql_time(now))
+        .bind(purge_cutoff)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|error| self.fail(error.into(), what))?;
+        if !due {
+            return Ok(0);
+        }
+        let reaped = match self.writer.submit(Op::Housekeep { now, purge_cutoff }, what).await? {
+            Outcome::Housekept(reaped) => reaped,
+            other => return Err(unexpected(&other)),
+        };
+        self.wake(&reaped);
+        Ok(reaped.len())
+    }
+
+    /// One conditional lease update; the record when its condition held.
+    async fn update_lease(
+        &self,
+        sql: &'static str,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+        what: &'static str,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.ensure_open()?;
+        let op = Op::Lease { sql, id: id.clone(), worker: worker.to_owned(), expires_at, now };
+        match self.writer.submit(op, what).await? {
+            Outcome::Leased(record) => Ok(record),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// The writer answered a write with the outcome of another kind of write: a bug, reported
+/// rather than panicking.
+fn unexpected(outcome: &Outcome) -> StoreError {
+    let message = format!("the SQLite store's writer answered with an unexpected outcome: {outcome:?}");
+    tracing::error!(target: "accord_store_sqlite", %message);
+    StoreError::Unavailable(message)
+}
+
+/// Applies the embedded migrations under the write lock, so that concurrent openers of a new
+/// file do not both try to create the schema.
+async fn migrate(pool: &SqlitePool) -> Result<(), Fault> {
+    let mut connection = pool.acquire().await?;
+    let mut tx = connection.begin_with("BEGIN IMMEDIATE").await?;
+    // `run_direct` is sqlx's own way around `Migrator::run`'s "`Acquire` is not general enough"
+    // error for a borrowed connection inside a `Send` future.
+    MIGRATOR.run_direct(None, &mut *tx, false).await.map_err(|error| {
+        Fault::Store(StoreError::Unavailable(format!("the SQLite task store's schema migration failed: {error}")))
+    })?;
+    tx.commit().await?;
+    Ok(())
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    fn durability(&self) -> Durability {
+        Durability::Durable
+    }
+
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        self.ensure_open()?;
+        let now = now_ms();
+        let id = record.task.id.clone();
+        let op = Op::Create {
+            record: Box::new(record),
+            event: event.clone(),
+            now,
+            purge_cutoff: self.purge_cutoff(now),
+            capacity: self.config.max_active_tasks,
+        };
+        let (reaped, refusal) = match self.writer.submit(op, "creating a task").await? {
+            Outcome::Created { reaped, refusal } => (reaped, refusal),
+            other => return Err(unexpected(&other)),
+        };
+        self.wake(&reaped);
+        match refusal {
+            Some(Refusal::Duplicate) => Err(StoreError::DuplicateId(id)),
+            Some(Refusal::Full(capacity)) => Err(StoreError::CapacityExhausted { capacity }),
+            None => {
+                self.wake([&id]);
+                Ok(TaskEvent { task_id: id, sequence: 1, at: now, kind: event })
+            }
+        }
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        self.ensure_open()?;
+        self.housekeep(now_ms(), true, "reading a task").await?;
+        let record = async {
+            let row = sqlx::query(concat!("SELECT ", record_columns!(), " FROM tasks WHERE id = ?1"))
+                .bind(id.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
+            row.as_ref().map(decode_record).transpose()
+        };
+        record.await.map_err(|fault| self.fail(fault, "reading a task"))
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.ensure_open()?;
+        self.housekeep(now_ms(), true, "listing tasks").await?;
+        if query.states.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+        }
+        // The state filter travels as one JSON array, so the SQL text stays fixed.
+        let states = query
+            .states
+            .as_ref()
+            .map(|states| serde_json::Value::from(states.iter().map(|state| state_name(*state)).collect::<Vec<_>>()))
+            .map(|states| states.to_string());
+        let page = async {
+            let owner = owner.to_hex();
+            // One read transaction: the page and the total come from the same snapshot.
+            let mut tx = self.pool.begin().await?;
+            let total: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM tasks
+                 WHERE owner_hash = ?1
+                   AND (?2 IS NULL OR context_id = ?2)
+                   AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))",
+            )
+            .bind(&owner)
+            .bind(query.context_id.as_deref())
+            .bind(states.as_deref())
+            .fetch_one(&mut *tx)
+            .await?;
+            let rows = sqlx::query(
+                "SELECT task FROM tasks
+                 WHERE owner_hash = ?1
+                   AND (?2 IS NULL OR context_id = ?2)
+                   AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))
+                 ORDER BY created_at DESC, id DESC
+                 LIMIT ?4 OFFSET ?5",
+            )
+            .bind(&owner)
+            .bind(query.context_id.as_deref())
+            .bind(states.as_deref())
+            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+            .bind(i64::try_from(query.offset).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            let mut tasks = Vec::with_capacity(rows.len());
+            for row in rows {
+                let task: String = row.try_get("task")?;
+                tasks.push(decode_task(&task)?);
+            }
+            Ok::<_, Fault>((tasks, usize::try_from(total).unwrap_or(0)))
+        };
+        let (tasks, total) = page.await.map_err(|fault| self.fail(fault, "listing tasks"))?;
+        let has_more = query.offset.saturating_add(tasks.len()) < total;
+        Ok(TaskPage { tasks, total, has_more })
+    }
+
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        const CLAIM: &str = concat!(
+            "UPDATE tasks
+             SET lease_owner = ?2, lease_expires_at = ?3, lease_phase = 'prepared', admission_expires_at = NULL
+             WHERE id = ?1
+               AND state IN ('submitted', 'working')
+               AND (lease_expires_at IS NULL OR lease_expires_at <= ?4)
+               AND (admission_expires_at IS NULL OR admission_expires_at > ?4)
+             RETURNING ",
+            record_columns!()
+        );
+        self.update_lease(CLAIM, id, worker, expires_at, now, "claiming a task").await
+    }
+
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        const RENEW: &str = concat!(
+            "UPDATE tasks
+             SET lease_expires_at = ?3
+             WHERE id = ?1 AND terminal = 0 AND lease_owner = ?2 AND lease_expires_at > ?4
+             RETURNING ",
+            record_columns!()
+        );
+        self.update_lease(RENEW, id, worker, expires_at, now, "renewing a task's lease").await
+    }
+
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        const ACTIVATE: &str = concat!(
+            "UPDATE tasks
+             SET lease_expires_at = ?3, lease_phase = 'active'
+             WHERE id = ?1 AND terminal = 0 AND lease_owner = ?2 AND lease_expires_at > ?4
+               AND lease_phase = 'prepared'
+             RETURNING ",
+            record_columns!()
+        );
+        self.update_lease(ACTIVATE, id, worker, expires_at, now, "activating a task's lease").await
+    }
+
+    async fn compare_and_set(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.ensure_open()?;
+        let op = Op::CompareAndSet {
+            id: id.clone(),
+            expected: expected.to_vec(),
+            event,
+            execution_owner: execution_owner.map(str::to_owned),
+            now,
+            purge_cutoff: self.purge_cutoff(now),
+        };
+        let (reaped, written) = match self.writer.submit(op, "updating a task").await? {
+            Outcome::Written { reaped, record } => (reaped, record),
+            other => return Err(unexpected(&other)),
+        };
+        self.wake(&reaped);
+        if written.is_some() {
+            self.wake([id]);
+        }
+        Ok(written)
+    }
+
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
+        self.ensure_open()?;
+        self.housekeep(now, false, "reaping expired admissions").await
+    }
+
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        self.ensure_open()?;
+        let ids = sqlx::query_scalar::<_, String>(
+            "SELECT id FROM tasks
+             WHERE lease_phase = 'active' AND lease_expires_at <= ?1 AND state IN ('submitted', 'working')
+             ORDER BY lease_expires_at, id
+             LIMIT ?2",
+        )
+        .bind(sql_time(now))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|error| self.fail(error.into(), "listing expired leases"))?;
+        Ok(ids.into_iter().map(TaskId::new).collect())
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        self.ensure_open()?;
+        let events = async {
+            let mut tx = self.pool.begin().await?;
+            let stored_owner: Option<String> = sqlx::query_scalar("SELECT owner_hash FROM tasks WHERE id = ?1")
+                .bind(id.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+            // Compared as hashes, in constant time.
+            if stored_owner.and_then(|stored| OwnerHash::from_hex(&stored)).is_none_or(|stored| stored != *owner) {
+                return Ok(None);
+            }
+            let rows = sqlx::query(
+                "SELECT sequence, at, kind FROM task_events WHERE task_id = ?1 AND sequence > ?2 ORDER BY sequence",
+            )
+            .bind(id.as_str())
+            .bind(i64::try_from(after).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            let mut events = Vec::with_capacity(rows.len());
+            for row in rows {
+                let kind: String = row.try_get("kind")?;
+                events.push(TaskEvent {
+                    task_id: id.clone(),
+                    sequence: unsigned(row.try_get("sequence")?),
+                    at: unsigned(row.try_get("at")?),
+                    kind: decode_kind(&kind)?,
+                });
+            }
+            Ok::<_, Fault>(Some(events))
+        };
+        events.await.map_err(|fault| self.fail(fault, "reading a task's events"))
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        self.ensure_open()?;
+        // Subscribed before the ownership check, so no change committed after it can be missed.
+        let receiver = self.sender().ok_or(StoreError::Closed)?.subscribe();
+        let stored_owner: Option<String> = sqlx::query_scalar("SELECT owner_hash FROM tasks WHERE id = ?1")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|error| self.fail(error.into(), "subscribing to a task"))?;
+        let owned = stored_owner.and_then(|stored| OwnerHash::from_hex(&stored)).is_some_and(|stored| stored == *owner);
+        Ok(owned.then(|| TaskWakeups::new(id.clone(), receiver)))
+    }
+
+    async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // Dropping the sender ends every subscriber's wait.
+        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // Writes already queued are committed and answered before the writer stops.
+        self.writer.stop().await;
+        // Waits for connections in use to come back, then closes them, checkpointing the WAL.
+        self.pool.close().await;
+    }
+}

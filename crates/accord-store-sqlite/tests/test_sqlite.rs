@@ -1,0 +1,634 @@
+//! What only a file-backed store must show: data that outlives the store that wrote it, several
+//! stores (as several processes would) sharing one file, migrations, capacity and retention,
+//! and failures reported as `Unavailable` rather than panics.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{
+    AccessToken, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, Task,
+    TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
+};
+use accord_engine::{Artifact, Message, Part, SkillError, TaskState};
+use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
+use serde_json::json;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+use sqlx::{Connection, SqliteConnection};
+use tokio::sync::Barrier;
+
+use support::ScratchDir;
+
+const MINUTE: Millis = 60_000;
+const HOUR: Millis = 60 * MINUTE;
+const ACTIVE_STATES: &[TaskState] =
+    &[TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired];
+const RUNNING_STATES: &[TaskState] = &[TaskState::Submitted, TaskState::Working];
+
+fn owner(name: &str) -> OwnerHash {
+    AccessToken::parse(&format!("sqlite-test-{name}-access-token")).expect("a valid test token").owner()
+}
+
+fn record(owner: OwnerHash, created_at: Millis, admission: Option<Millis>) -> StoredTask {
+    let mut task = Task::submitted(TaskId::generate(), "summarize", Some("context-7".into()), created_at);
+    task.metadata = Some(json!({"origin": "test_sqlite"}));
+    StoredTask {
+        task,
+        owner,
+        payload: TaskPayload { skill: "summarize".into(), input: json!({"text": "a long text", "max_words": 12}) },
+        admission_expires_at: admission,
+        lease: None,
+    }
+}
+
+fn status(state: TaskState) -> TaskEventKind {
+    TaskEventKind::Status { state, message: None }
+}
+
+fn completed(output: serde_json::Value) -> TaskEventKind {
+    TaskEventKind::Result { result: TaskResult { output, usage: Some(json!({"tokens": 3})), model: Some("m".into()) } }
+}
+
+async fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(SqliteStoreConfig::new(path)).await.expect("open the SQLite store")
+}
+
+async fn create(store: &SqliteStore, record: StoredTask) -> TaskId {
+    let id = record.task.id.clone();
+    store.create(record, status(TaskState::Submitted)).await.expect("create a task");
+    id
+}
+
+async fn write(
+    store: &SqliteStore,
+    id: &TaskId,
+    event: TaskEventKind,
+    worker: Option<&str>,
+    now: Millis,
+) -> StoredTask {
+    store
+        .compare_and_set(id, ACTIVE_STATES, event, worker, now)
+        .await
+        .expect("compare and set")
+        .expect("the write is accepted")
+}
+
+async fn log(store: &SqliteStore, id: &TaskId, owner: &OwnerHash) -> Vec<TaskEvent> {
+    store.events_since(id, owner, 0).await.expect("events since").expect("the owner's task has a log")
+}
+
+/// A connection of its own to the file, as another process (or an operator) would have.
+async fn raw_connection(path: &Path) -> SqliteConnection {
+    SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(path)).await.expect("a raw connection")
+}
+
+async fn raw_pool(path: &Path) -> SqlitePool {
+    SqlitePool::connect_with(SqliteConnectOptions::new().filename(path)).await.expect("a raw pool")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durability across reopening
+// ---------------------------------------------------------------------------------------------
+
+/// Everything a task record holds (payload, admission, lease, result, error, event log) is read
+/// back unchanged by a store opened on the file later, after a clean close and after a drop
+/// without close.
+#[tokio::test]
+async fn everything_survives_closing_and_reopening_the_file() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let alice = owner("alice");
+    let base = now_ms();
+
+    let store = open(&path).await;
+    assert_eq!(store.durability(), Durability::Durable);
+    let running = create(&store, record(alice, base, Some(base + 10 * MINUTE))).await;
+    let reserved = create(&store, record(alice, base + 1, Some(base + 10 * MINUTE))).await;
+    let done = create(&store, record(alice, base + 2, None)).await;
+    let failed = create(&store, record(alice, base + 3, None)).await;
+
+    store.claim_execution(&running, "worker-1", base + 5 * MINUTE, base).await.expect("claim").expect("claimed");
+    store.activate_execution(&running, "worker-1", base + 6 * MINUTE, base).await.expect("activate").expect("active");
+    write(&store, &running, status(TaskState::Working), Some("worker-1"), base + 10).await;
+    write(&store, &running, TaskEventKind::Message { message: Message::agent_text("halfway") }, None, base + 20).await;
+    let artifact =
+        Artifact { artifact_id: "report".into(), name: Some("Report".into()), parts: vec![Part::Text("a".into())] };
+    write(&store, &running, TaskEventKind::Artifact { artifact, append: false, last_chunk: false }, None, base + 30)
+        .await;
+    write(&store, &done, completed(json!({"summary": "short"})), None, base + 40).await;
+    let error = SkillError::new("upstream_failed", "the model did not answer");
+    write(&store, &failed, TaskEventKind::Error { state: TaskState::Failed, error }, None, base + 50).await;
+
+    let mut before = Vec::new();
+    for id in [&running, &reserved, &done, &failed] {
+        before.push((store.get(id).await.expect("get").expect("exists"), log(&store, id, &alice).await));
+    }
+    let listed = store.list(&alice, &ListQuery::default()).await.expect("list");
+    store.close().await;
+
+    let store = open(&path).await;
+    for (id, (record, events)) in [&running, &reserved, &done, &failed].into_iter().zip(&before) {
+        assert_eq!(&store.get(id).await.expect("get").expect("still there"), record, "the record survives");
+        assert_eq!(&log(&store, id, &alice).await, events, "the event log survives");
+    }
+    assert_eq!(store.list(&alice, &ListQuery::default()).await.expect("list"), listed);
+    let running_record = &before[0].0;
+    assert_eq!(
+        running_record.lease,
+        Some(ExecutionLease { owner_id: "worker-1".into(), expires_at: base + 6 * MINUTE, phase: LeasePhase::Active })
+    );
+    assert_eq!(running_record.payload.input, json!({"text": "a long text", "max_words": 12}));
+    assert_eq!(running_record.task.artifacts.len(), 1);
+    assert_eq!(before[1].0.admission_expires_at, Some(base + 10 * MINUTE));
+    assert_eq!(before[2].0.task.result.as_ref().map(|result| &result.output), Some(&json!({"summary": "short"})));
+    assert_eq!(before[3].0.task.error.as_ref().map(|error| error.code.as_str()), Some("upstream_failed"));
+
+    // The log goes on where it stopped, and the stale lease still fences.
+    let finished = store
+        .compare_and_set(&running, RUNNING_STATES, completed(json!("after restart")), Some("worker-1"), base + 60)
+        .await
+        .expect("compare and set")
+        .expect("the lease holder finishes after the restart");
+    assert_eq!(finished.lease, None);
+    let events = log(&store, &running, &alice).await;
+    assert_eq!(events.iter().map(|event| event.sequence).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+
+    // A store dropped without `close` (as a killed process would leave it) loses nothing either.
+    drop(store);
+    let store = open(&path).await;
+    assert_eq!(store.get(&running).await.expect("get").expect("still there"), finished);
+    assert_eq!(log(&store, &running, &alice).await, events);
+    store.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several stores on one file
+// ---------------------------------------------------------------------------------------------
+
+/// Two stores with their own connection pools on one file (two processes, in effect) racing to
+/// claim the same task: exactly one claim wins, and both stores then read the winner's lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_race_claims_with_exactly_one_winner() {
+    const ROUNDS: usize = 20;
+    let dir = ScratchDir::new();
+    let (first, second) = (Arc::new(open(&dir.database()).await), Arc::new(open(&dir.database()).await));
+    let alice = owner("alice");
+    let base = now_ms();
+    for _ in 0..ROUNDS {
+        let id = create(&first, record(alice, base, Some(base + 10 * MINUTE))).await;
+        let start = Arc::new(Barrier::new(4));
+        let claims: Vec<_> = (0..4)
+            .map(|n| {
+                let store = Arc::clone(if n % 2 == 0 { &first } else { &second });
+                let (id, start) = (id.clone(), Arc::clone(&start));
+                tokio::spawn(async move {
+                    let worker = format!("worker-{n}");
+                    start.wait().await;
+                    let claim = store.claim_execution(&id, &worker, base + 5 * MINUTE, base).await.expect("claim");
+                    claim.map(|record| (worker, record))
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for claim in claims {
+            winners.extend(claim.await.expect("the claim task completes"));
+        }
+        assert_eq!(winners.len(), 1, "exactly one of the racing claims wins");
+        let (worker, granted) = &winners[0];
+        assert_eq!(granted.lease.as_ref().map(|lease| lease.owner_id.as_str()), Some(worker.as_str()));
+        for store in [&first, &second] {
+            assert_eq!(store.get(&id).await.expect("get").expect("exists").lease, granted.lease);
+        }
+    }
+    first.close().await;
+    second.close().await;
+}
+
+/// A cancellation through one store racing the lease holder's completion through another:
+/// exactly one terminal state wins, and the log holds exactly one terminal event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_race_cancel_and_completion() {
+    const ROUNDS: usize = 20;
+    let dir = ScratchDir::new();
+    let (first, second) = (Arc::new(open(&dir.database()).await), Arc::new(open(&dir.database()).await));
+    let alice = owner("alice");
+    let base = now_ms();
+    for round in 0..ROUNDS {
+        let id = create(&first, record(alice, base, None)).await;
+        first.claim_execution(&id, "w", base + 5 * MINUTE, base).await.expect("claim").expect("claimed");
+        let start = Arc::new(Barrier::new(2));
+        let cancel = {
+            let (store, id, start) = (Arc::clone(&first), id.clone(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.compare_and_set(&id, ACTIVE_STATES, status(TaskState::Canceled), None, base + 1).await
+            })
+        };
+        let complete = {
+            let (store, id, start) = (Arc::clone(&second), id.clone(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                store
+                    .compare_and_set(&id, RUNNING_STATES, completed(json!({"round": round})), Some("w"), base + 1)
+                    .await
+            })
+        };
+        let cancelled = cancel.await.expect("the cancel task completes").expect("compare and set");
+        let finished = complete.await.expect("the completion task completes").expect("compare and set");
+        let winner = match (cancelled, finished) {
+            (Some(_), None) => TaskState::Canceled,
+            (None, Some(_)) => TaskState::Completed,
+            (cancelled, finished) => panic!("round {round}: cancel {cancelled:?} and completion {finished:?}"),
+        };
+        assert_eq!(second.get(&id).await.expect("get").expect("exists").task.state, winner);
+        let events = log(&first, &id, &alice).await;
+        let terminal = events.iter().filter(|event| event.kind.state().is_some_and(TaskState::is_terminal)).count();
+        assert_eq!((events.len(), terminal), (2, 1));
+    }
+    first.close().await;
+    second.close().await;
+}
+
+/// Writers on two stores appending to the same tasks at once all succeed (they queue on the
+/// write lock rather than fail), and each log is numbered 1, 2, 3 … without gaps or repeats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_on_two_stores_keep_each_log_gapless() {
+    const WRITES: usize = 20;
+    let dir = ScratchDir::new();
+    let (first, second) = (Arc::new(open(&dir.database()).await), Arc::new(open(&dir.database()).await));
+    let alice = owner("alice");
+    let base = now_ms();
+    let tasks = [create(&first, record(alice, base, None)).await, create(&second, record(alice, base, None)).await];
+
+    let mut writers = Vec::new();
+    for (n, store) in [&first, &second, &first, &second].into_iter().enumerate() {
+        let (store, tasks) = (Arc::clone(store), tasks.clone());
+        writers.push(tokio::spawn(async move {
+            for write in 0..WRITES {
+                let message = Message::agent_text(format!("writer {n} message {write}"));
+                let id = &tasks[write % 2];
+                store
+                    .compare_and_set(id, ACTIVE_STATES, TaskEventKind::Message { message }, None, base + 1)
+                    .await
+                    .expect("a concurrent write succeeds")
+                    .expect("the write is accepted");
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("the writer completes");
+    }
+
+    for id in &tasks {
+        let events = log(&first, id, &alice).await;
+        let expected: Vec<u64> = (1..=(1 + 2 * WRITES as u64)).collect();
+        assert_eq!(events.iter().map(|event| event.sequence).collect::<Vec<_>>(), expected);
+        let record = second.get(id).await.expect("get").expect("exists");
+        assert_eq!(record.task.history.len(), 2 * WRITES, "the record holds every message of its log");
+        assert_eq!(record.task.version, 2 * WRITES as u64);
+    }
+    first.close().await;
+    second.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Migrations and the file
+// ---------------------------------------------------------------------------------------------
+
+/// The embedded migrations run once: reopening the file, or two stores opening a new file at
+/// the same moment, applies nothing twice and fails nothing. The file is in WAL mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_applied_once_and_reopening_is_idempotent() {
+    let migrations = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations"))
+        .expect("the migrations directory")
+        .count();
+
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let store = open(&path).await;
+    let id = create(&store, record(owner("alice"), now_ms(), None)).await;
+    store.close().await;
+    for _ in 0..2 {
+        let store = open(&path).await;
+        assert!(store.get(&id).await.expect("get").is_some(), "reopening keeps the data");
+        store.close().await;
+    }
+    let pool = raw_pool(&path).await;
+    let applied: Vec<(i64, bool)> = sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&pool)
+        .await
+        .expect("read the migration history");
+    assert_eq!(applied.len(), migrations, "each migration is recorded once");
+    assert!(applied.iter().all(|(_, success)| *success));
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&pool).await.expect("journal mode");
+    assert_eq!(mode, "wal");
+    pool.close().await;
+
+    // Four stores open a new file at the same moment, as four worker processes starting together.
+    let fresh = ScratchDir::new();
+    let start = Arc::new(Barrier::new(4));
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let (path, start) = (fresh.database(), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                SqliteStore::open(SqliteStoreConfig::new(path)).await
+            })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for opener in openers {
+        stores.push(opener.await.expect("the opener completes").expect("every concurrent open succeeds"));
+    }
+    let pool = raw_pool(&fresh.database()).await;
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(&pool).await.expect("count");
+    assert_eq!(count, migrations as i64, "concurrent opens record each migration once");
+    pool.close().await;
+    for store in stores {
+        store.close().await;
+    }
+}
+
+/// A `sqlite://` URL opens (and creates) the file it names, making missing directories.
+#[tokio::test]
+async fn a_url_opens_the_file_it_names() {
+    let dir = ScratchDir::new();
+    let path = dir.path().join("nested").join("deeper").join("tasks.db");
+    let config = SqliteStoreConfig::from_url(&format!("sqlite://{}", path.display())).expect("a valid URL");
+    let store = SqliteStore::open(config).await.expect("open from a URL");
+    create(&store, record(owner("alice"), now_ms(), None)).await;
+    store.close().await;
+    assert!(path.is_file(), "the database file exists at the URL's path");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capacity and retention
+// ---------------------------------------------------------------------------------------------
+
+/// With `max_active_tasks`, creation is refused while that many tasks are unfinished; an
+/// abandoned reservation is reaped before the limit is enforced, and terminal tasks do not count.
+#[tokio::test]
+async fn capacity_counts_unfinished_tasks_after_reaping_abandoned_ones() {
+    let dir = ScratchDir::new();
+    let config = SqliteStoreConfig::new(dir.database()).max_active_tasks(Some(2));
+    let store = SqliteStore::open(config).await.expect("open");
+    let alice = owner("alice");
+    let now = now_ms();
+
+    let kept = create(&store, record(alice, now, Some(now + 10 * MINUTE))).await;
+    // Its admission has already expired: the next create reaps it before counting.
+    let abandoned = create(&store, record(alice, now, Some(now.saturating_sub(1)))).await;
+    let third = create(&store, record(alice, now, None)).await;
+    let abandoned_record = store.get(&abandoned).await.expect("get").expect("exists");
+    assert_eq!(abandoned_record.task.state, TaskState::Canceled);
+    assert_eq!(
+        log(&store, &abandoned, &alice).await.last().map(|event| &event.kind),
+        Some(&status(TaskState::Canceled))
+    );
+
+    let refused = store.create(record(alice, now, None), status(TaskState::Submitted)).await;
+    assert_eq!(
+        refused.expect_err("two unfinished tasks fill the store"),
+        StoreError::CapacityExhausted { capacity: 2 }
+    );
+
+    write(&store, &third, completed(json!("done")), None, now_ms()).await;
+    create(&store, record(alice, now, None)).await;
+    assert_eq!(store.get(&kept).await.expect("get").expect("exists").task.state, TaskState::Submitted);
+    store.close().await;
+}
+
+/// Terminal tasks last changed longer ago than the retention are deleted with their logs by
+/// housekeeping; recent terminal tasks and unfinished tasks, however old, are kept.
+#[tokio::test]
+async fn terminal_tasks_past_retention_are_purged_with_their_logs() {
+    let dir = ScratchDir::new();
+    let config = SqliteStoreConfig::new(dir.database()).retention(Duration::from_millis(HOUR));
+    let store = SqliteStore::open(config).await.expect("open");
+    let alice = owner("alice");
+    let now = now_ms();
+
+    let old_done = create(&store, record(alice, now - 3 * HOUR, None)).await;
+    write(&store, &old_done, completed(json!("old")), None, now - 2 * HOUR).await;
+    let recent_done = create(&store, record(alice, now - 3 * HOUR, None)).await;
+    write(&store, &recent_done, completed(json!("recent")), None, now - 10 * MINUTE).await;
+    let old_unfinished = create(&store, record(alice, now - 3 * HOUR, None)).await;
+
+    let page = store.list(&alice, &ListQuery::default()).await.expect("list");
+    let mut listed: Vec<TaskId> = page.tasks.iter().map(|task| task.id.clone()).collect();
+    listed.sort();
+    let mut expected = vec![recent_done.clone(), old_unfinished.clone()];
+    expected.sort();
+    assert_eq!((listed, page.total), (expected, 2));
+    assert_eq!(store.get(&old_done).await.expect("get"), None);
+    assert_eq!(store.events_since(&old_done, &alice, 0).await.expect("events since"), None);
+
+    let pool = raw_pool(&dir.database()).await;
+    let orphans: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM task_events WHERE task_id = ?1")
+        .bind(old_done.as_str())
+        .fetch_one(&pool)
+        .await
+        .expect("count events");
+    assert_eq!(orphans, 0, "the purged task's log is deleted with it");
+    pool.close().await;
+    store.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures
+// ---------------------------------------------------------------------------------------------
+
+/// While another process holds the write lock past the busy timeout, writes fail with
+/// `Unavailable` (naming no owner), reads go on, and writes succeed again once it lets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_lock_held_past_the_busy_timeout_makes_writes_unavailable() {
+    let dir = ScratchDir::new();
+    let config = SqliteStoreConfig::new(dir.database()).busy_timeout(Duration::from_millis(200));
+    let store = SqliteStore::open(config).await.expect("open");
+    let alice = owner("alice");
+    let now = now_ms();
+    let id = create(&store, record(alice, now, Some(now + 10 * MINUTE))).await;
+
+    let mut other = raw_connection(&dir.database()).await;
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.expect("another process takes the write lock");
+
+    let refused = store.create(record(alice, now, None), status(TaskState::Submitted)).await;
+    let Err(StoreError::Unavailable(message)) = refused else {
+        panic!("a create blocked past the busy timeout is unavailable, got {refused:?}");
+    };
+    assert!(message.contains("busy timeout"), "the message says why: {message}");
+    assert!(!message.contains(&alice.to_hex()), "the message names no owner: {message}");
+    let claim = store.claim_execution(&id, "w", now + MINUTE, now).await;
+    assert!(matches!(claim, Err(StoreError::Unavailable(_))), "a blocked claim is unavailable, got {claim:?}");
+    let cas = store.compare_and_set(&id, ACTIVE_STATES, status(TaskState::Working), None, now).await;
+    assert!(matches!(cas, Err(StoreError::Unavailable(_))), "a blocked write is unavailable, got {cas:?}");
+    let read = store.get(&id).await.expect("reads go on while another process writes");
+    assert_eq!(read.map(|record| record.task.state), Some(TaskState::Submitted));
+
+    sqlx::query("ROLLBACK").execute(&mut other).await.expect("the other process lets go");
+    other.close().await.expect("close the raw connection");
+    assert!(store.claim_execution(&id, "w", now + MINUTE, now).await.expect("claim").is_some());
+    create(&store, record(alice, now, None)).await;
+    store.close().await;
+}
+
+/// A row damaged on disk reads as `Unavailable` with an operator message, never as a panic or
+/// as another task.
+#[tokio::test]
+async fn a_corrupt_row_is_unavailable() {
+    let dir = ScratchDir::new();
+    let store = open(&dir.database()).await;
+    let alice = owner("alice");
+    let id = create(&store, record(alice, now_ms(), None)).await;
+    let mut other = raw_connection(&dir.database()).await;
+    sqlx::query("UPDATE tasks SET task = '{\"id\": ' WHERE id = ?1")
+        .bind(id.as_str())
+        .execute(&mut other)
+        .await
+        .expect("damage the row");
+    other.close().await.expect("close the raw connection");
+
+    let Err(StoreError::Unavailable(message)) = store.get(&id).await else {
+        panic!("a corrupt row is unavailable");
+    };
+    assert!(message.contains("corrupt"), "{message}");
+    assert!(!message.contains(&alice.to_hex()), "{message}");
+    store.close().await;
+}
+
+/// Closing the store releases subscribers: their wait ends with `false` at once.
+#[tokio::test]
+async fn close_releases_subscribers() {
+    let dir = ScratchDir::new();
+    let store = open(&dir.database()).await;
+    let alice = owner("alice");
+    let id = create(&store, record(alice, now_ms(), None)).await;
+    let mut wakeups = store.subscribe(&id, &alice).await.expect("subscribe").expect("the owner subscribes");
+    store.close().await;
+    let woke = tokio::time::timeout(Duration::from_secs(10), wakeups.changed(Duration::from_secs(3600))).await;
+    assert_eq!(woke, Ok(false), "a closed store tells its subscribers it has closed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouped commits
+// ---------------------------------------------------------------------------------------------
+
+/// Writes that queue while another process holds the write lock are committed together once it
+/// lets go, and each is still answered on its own: a write on a corrupt row fails alone, a
+/// duplicate id is refused alone, and every other write is applied and durable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_queued_behind_the_lock_commit_together_and_fail_alone() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let config = SqliteStoreConfig::new(&path).busy_timeout(Duration::from_secs(30));
+    let store = Arc::new(SqliteStore::open(config.clone()).await.expect("open"));
+    let alice = owner("alice");
+    let now = now_ms();
+    let mut healthy = Vec::new();
+    for _ in 0..8 {
+        healthy.push(create(&store, record(alice, now, None)).await);
+    }
+    let corrupt = create(&store, record(alice, now, None)).await;
+    let mut other = raw_connection(&path).await;
+    sqlx::query("UPDATE tasks SET payload = 'not json' WHERE id = ?1")
+        .bind(corrupt.as_str())
+        .execute(&mut other)
+        .await
+        .expect("damage one row");
+
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.expect("another process takes the write lock");
+    let working = |id: &TaskId| {
+        let (store, id) = (Arc::clone(&store), id.clone());
+        tokio::spawn(
+            async move { store.compare_and_set(&id, ACTIVE_STATES, status(TaskState::Working), None, now).await },
+        )
+    };
+    let writes: Vec<_> = healthy.iter().map(working).collect();
+    let broken = working(&corrupt);
+    let duplicate = {
+        let (store, mut twin) = (Arc::clone(&store), record(alice, now, None));
+        twin.task.id = healthy[0].clone();
+        tokio::spawn(async move { store.create(twin, status(TaskState::Submitted)).await })
+    };
+    let fresh = record(alice, now, None);
+    let fresh_id = fresh.task.id.clone();
+    let created = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.create(fresh, status(TaskState::Submitted)).await })
+    };
+    // Let the writes queue up behind the lock, then let go.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sqlx::query("ROLLBACK").execute(&mut other).await.expect("the other process lets go");
+    other.close().await.expect("close the raw connection");
+
+    for write in writes {
+        let written = write.await.expect("the write completes").expect("compare and set");
+        assert_eq!(written.map(|record| record.task.state), Some(TaskState::Working));
+    }
+    let broken = broken.await.expect("the write completes");
+    assert!(
+        matches!(&broken, Err(StoreError::Unavailable(message)) if message.contains("corrupt")),
+        "the write on the corrupt row fails on its own: {broken:?}"
+    );
+    let duplicate = duplicate.await.expect("the create completes");
+    assert_eq!(duplicate.expect_err("the duplicate is refused"), StoreError::DuplicateId(healthy[0].clone()));
+    created.await.expect("the create completes").expect("the fresh task is created");
+    store.close().await;
+
+    let store = SqliteStore::open(config).await.expect("reopen");
+    for id in &healthy {
+        let events = log(&store, id, &alice).await;
+        assert_eq!(
+            events.iter().map(|event| &event.kind).collect::<Vec<_>>(),
+            vec![&status(TaskState::Submitted), &status(TaskState::Working)]
+        );
+    }
+    assert_eq!(log(&store, &corrupt, &alice).await.len(), 1, "nothing was appended to the corrupt task");
+    assert_eq!(log(&store, &fresh_id, &alice).await.len(), 1);
+    store.close().await;
+}
+
+/// Writes queued when the store closes are still committed and answered; only calls made after
+/// `close` fail with `Closed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_commits_the_writes_already_queued() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let store = Arc::new(open(&path).await);
+    let alice = owner("alice");
+    let now = now_ms();
+    let id = create(&store, record(alice, now, None)).await;
+
+    let mut other = raw_connection(&path).await;
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.expect("another process takes the write lock");
+    let writes: Vec<_> = (0..5)
+        .map(|n| {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            tokio::spawn(async move {
+                let message = Message::agent_text(format!("queued {n}"));
+                store.compare_and_set(&id, ACTIVE_STATES, TaskEventKind::Message { message }, None, now).await
+            })
+        })
+        .collect();
+    // Let the writes queue up behind the lock before closing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let closing = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.close().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sqlx::query("ROLLBACK").execute(&mut other).await.expect("the other process lets go");
+    other.close().await.expect("close the raw connection");
+    closing.await.expect("close completes");
+
+    for write in writes {
+        assert!(write.await.expect("the write completes").expect("a queued write commits").is_some());
+    }
+    assert_eq!(store.get(&id).await, Err(StoreError::Closed));
+
+    let store = open(&path).await;
+    assert_eq!(log(&store, &id, &alice).await.len(), 6, "the creation and the five queued messages");
+    store.close().await;
+}
