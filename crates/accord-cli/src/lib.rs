@@ -2,4 +2,5 @@
 //! command implementations, so that tests can drive them in-process.
 
 pub mod demo;
+pub mod store;
 pub mod summarize;

@@ -3,18 +3,20 @@
 use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
+use accord_cli::store::{StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::task::{AccessToken, RuntimeConfig, TaskRuntime};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_types::tasks::{TaskStatus, TaskView};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+
+mod card_cmd;
 
 /// Exit code when the agent answered with an error or a run failed.
 const EXIT_FAILED: u8 = 1;
@@ -47,6 +49,12 @@ enum Command {
         /// tasks face requires for the `slow` skill. Without it, `slow` is reachable there by nobody.
         #[arg(long, env = "ACCORD_DEMO_TOKEN", hide_env_values = true)]
         demo_token: Option<String>,
+        /// Where tasks are kept: `sqlite://PATH` (a file, the default), `postgres://URL` (several
+        /// `accord serve` processes on one database share the work) or `memory`.
+        #[arg(long, default_value = accord_cli::store::DEFAULT_STORE, env = "ACCORD_STORE", hide_env_values = true)]
+        store: StoreSpec,
+        #[command(flatten)]
+        signed_card: card_cmd::SignedCardArgs,
     },
     /// Call a JSON-RPC tasks endpoint: tasks/send, tasks/get, tasks/cancel.
     Rpc {
@@ -216,6 +224,14 @@ enum CardCommand {
         /// The agent's base URL or card URL.
         url: String,
     },
+    /// Generate a signing key pair: `DIR/<alg>.private.pem` (mode 0600) and `DIR/<alg>.public.pem`.
+    Keygen(card_cmd::KeygenArgs),
+    /// Sign an identity card: prints the envelope {card, signedAt, expiresAt, signature}.
+    Sign(card_cmd::SignArgs),
+    /// Verify a signed card against the issuer's public key; exits 0 only when it is valid.
+    Verify(card_cmd::VerifyArgs),
+    /// List every problem of an identity card (or a signed envelope's card); non-zero exit if any.
+    Lint(card_cmd::LintArgs),
 }
 
 /// A failure with the exit code it maps to.
@@ -245,9 +261,15 @@ fn usage(message: impl Into<String>) -> Failure {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { host, port, base_path, demo_token } => serve(&host, port, &base_path, demo_token).await,
+        Command::Serve { host, port, base_path, demo_token, store, signed_card } => {
+            serve(&host, port, &base_path, demo_token, &store, &signed_card).await
+        }
         Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
+        Command::Card { command: CardCommand::Keygen(args) } => card_cmd::keygen(args),
+        Command::Card { command: CardCommand::Sign(args) } => card_cmd::sign(args),
+        Command::Card { command: CardCommand::Verify(args) } => card_cmd::verify(args).await,
+        Command::Card { command: CardCommand::Lint(args) } => card_cmd::lint(args).await,
         Command::Invoke { url, skill, input, idempotency_key, json } => {
             invoke(&url, &skill, &input, idempotency_key, json).await
         }
@@ -275,23 +297,37 @@ fn normalize_base_path(base_path: &str) -> String {
     if trimmed.is_empty() { String::new() } else { format!("/{trimmed}") }
 }
 
-async fn serve(host: &str, port: u16, base_path: &str, demo_token: Option<String>) -> Result<(), Failure> {
+async fn serve(
+    host: &str,
+    port: u16,
+    base_path: &str,
+    demo_token: Option<String>,
+    store: &StoreSpec,
+    signed_card: &card_cmd::SignedCardArgs,
+) -> Result<(), Failure> {
     init_logging();
     let agent = accord_cli::demo::agent().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let signed_card = signed_card.load(host, agent.name())?;
     let mut tokens = BearerTokens::new();
     if let Some(token) = demo_token {
         let token = AccessToken::parse(&token).map_err(|error| usage(format!("--demo-token: {error}")))?;
         tokens = tokens.with(&token, "demo", [accord_cli::demo::SLOW_SCOPE]);
     }
-    let store = Arc::new(MemoryStore::default());
-    let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default());
+    let task_store = open_store(store).await.map_err(|error| Failure {
+        code: EXIT_FAILED,
+        message: format!("cannot open the task store {}: {error}", store.describe()),
+    })?;
+    let durability = task_store.durability();
+    let runtime = TaskRuntime::new(agent.clone(), task_store, RuntimeConfig::default());
     let jsonrpc = JsonRpcTasksConfig {
         scopes: [("slow".to_owned(), accord_cli::demo::SLOW_SCOPE.to_owned())].into(),
         ..JsonRpcTasksConfig::default()
     };
-    let router = agent
-        .router_with(ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc)))
-        .layer(BearerAuthLayer::new(tokens));
+    let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
+    if let Some(signed_card) = signed_card {
+        config = config.signed_card(signed_card);
+    }
+    let router = agent.router_with(config).layer(BearerAuthLayer::new(tokens));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
     let listener = tokio::net::TcpListener::bind((host, port))
@@ -310,6 +346,8 @@ async fn serve(host: &str, port: u16, base_path: &str, demo_token: Option<String
         "JSON-RPC tasks: {url}a2a/tasks (anonymous for echo, summarize and ticks; slow needs scope {})",
         accord_cli::demo::SLOW_SCOPE
     );
+    let _ = writeln!(out, "A2A JSON-RPC: {url}a2a/jsonrpc");
+    let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
     let _ = out.flush();
     axum::serve(listener, app)
         .with_graceful_shutdown(async {

@@ -16,7 +16,7 @@ struct Served {
 impl Served {
     fn start(extra: &[&str]) -> Self {
         let mut child = Command::new(ACCORD)
-            .args(["serve", "--port", "0"])
+            .args(["serve", "--port", "0", "--store", "memory"])
             .args(extra)
             .env("ACCORD_LOG", "warn")
             .stdout(Stdio::piped())
@@ -268,4 +268,300 @@ fn rpc_commands_talk_to_the_json_rpc_tasks_face() {
     assert!(String::from_utf8_lossy(&plain.stderr).contains("--allow-loopback-http"));
     let not_object = accord(&["rpc", "send", &endpoint, "echo", "[1]", "--allow-loopback-http"]);
     assert_eq!(not_object.status.code(), Some(2));
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new(name: &str) -> Self {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_nanos();
+        let dir = std::env::temp_dir().join(format!("accord-cli-{name}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Self(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn stdout_text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn card_keygen_sign_verify_lint_and_serve_a_signed_card() {
+    let dir = ScratchDir::new("card");
+    let keys = dir.path("keys");
+
+    // keygen: ML-DSA-87 by default, the private key 0600, never printed; no silent overwrite.
+    let made = accord(&["card", "keygen", "--out", &keys]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(!stdout_text(&made).contains("PRIVATE KEY"), "the key material is not printed");
+    let private = dir.path("keys/ml-dsa-87.private.pem");
+    let public = dir.path("keys/ml-dsa-87.public.pem");
+    assert!(std::fs::read_to_string(&private).expect("private pem").starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert!(std::fs::read_to_string(&public).expect("public pem").starts_with("-----BEGIN PUBLIC KEY-----"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&private).expect("metadata").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let before = std::fs::read(&private).expect("private pem");
+    let again = accord(&["card", "keygen", "--alg", "ml-dsa-87", "--out", &keys]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&private).expect("private pem"), before, "left untouched");
+    let forced = accord(&["card", "keygen", "--alg", "ml-dsa-87", "--out", &keys, "--force"]);
+    assert!(forced.status.success());
+    assert_ne!(std::fs::read(&private).expect("private pem"), before, "replaced with --force");
+    for alg in ["ed25519", "slh-dsa-shake-256f"] {
+        assert!(accord(&["card", "keygen", "--alg", alg, "--out", &keys]).status.success(), "{alg}");
+    }
+
+    // sign → verify.
+    let card = dir.path("card.json");
+    std::fs::write(
+        &card,
+        r#"{"issuer":"agent.example.com","agentId":"ops-bot-1","capabilities":["chat.respond"],"version":"1.0.0",
+            "endpoints":[{"url":"https://agent.example.com/a2a"}]}"#,
+    )
+    .expect("write card");
+    let envelope = stdout_json(&accord(&["card", "sign", "--key", &private, &card]));
+    assert_eq!(envelope["card"]["agentId"], "ops-bot-1");
+    let life = envelope["expiresAt"].as_u64().expect("ms") - envelope["signedAt"].as_u64().expect("ms");
+    assert_eq!(life, 86_400_000, "a day by default");
+    let signed = dir.path("signed.json");
+    std::fs::write(&signed, serde_json::to_vec(&envelope).expect("json")).expect("write envelope");
+    let valid = accord(&["card", "verify", &signed, "--pub", &public, "--issuer", "agent.example.com"]);
+    assert_eq!(valid.status.code(), Some(0), "{}", String::from_utf8_lossy(&valid.stderr));
+    let text = stdout_text(&valid);
+    assert!(text.starts_with("valid\n") && text.contains("signing input: shake256-digest"), "{text}");
+    assert!(text.contains("algorithm: ml-dsa-87"), "{text}");
+
+    let raw = dir.path("raw.json");
+    let written = accord(&["card", "sign", "--key", &private, &card, "--raw", "--ttl", "60", "--out", &raw]);
+    assert!(written.status.success() && written.stdout.is_empty(), "{}", String::from_utf8_lossy(&written.stderr));
+    let outcome = stdout_json(&accord(&["card", "verify", &raw, "--pub", &public, "--json"]));
+    assert_eq!(outcome["valid"], true);
+    assert_eq!(outcome["signingInput"], "raw-canonical");
+    let raw_envelope: Value = serde_json::from_slice(&std::fs::read(&raw).expect("raw")).expect("json");
+    assert_eq!(
+        raw_envelope["expiresAt"].as_u64().expect("ms") - raw_envelope["signedAt"].as_u64().expect("ms"),
+        60_000
+    );
+
+    // The one SLH-DSA signature of the suite: 49856 bytes, through a file.
+    let slh = dir.path("slh.json");
+    let slh_key = dir.path("keys/slh-dsa-shake-256f.private.pem");
+    assert!(accord(&["card", "sign", "--key", &slh_key, &card, "--out", &slh]).status.success());
+    let slh_public = dir.path("keys/slh-dsa-shake-256f.public.pem");
+    let slh_valid = accord(&["card", "verify", &slh, "--pub", &slh_public]);
+    assert!(stdout_text(&slh_valid).contains("algorithm: slh-dsa-shake-256f"), "{}", stdout_text(&slh_valid));
+    let crossed = accord(&["card", "verify", &slh, "--pub", &public]);
+    assert_eq!(crossed.status.code(), Some(1));
+    assert_eq!(stdout_text(&crossed), "invalid: signature-mismatch\n");
+
+    // Refusals: exit 1 with the reason.
+    let mut tampered = envelope.clone();
+    tampered["card"]["capabilities"].as_array_mut().expect("array").push("admin".into());
+    let tampered_path = dir.path("tampered.json");
+    std::fs::write(&tampered_path, serde_json::to_vec(&tampered).expect("json")).expect("write");
+    let refused = accord(&["card", "verify", &tampered_path, "--pub", &public]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(stdout_text(&refused), "invalid: signature-mismatch\n");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("signature-mismatch"));
+    let other_issuer = accord(&["card", "verify", &signed, "--pub", &public, "--issuer", "impostor.example.com"]);
+    assert_eq!(other_issuer.status.code(), Some(1));
+    assert_eq!(stdout_text(&other_issuer), "invalid: issuer-mismatch\n");
+    let ed_public = dir.path("keys/ed25519.public.pem");
+    assert_eq!(accord(&["card", "verify", &signed, "--pub", &ed_public]).status.code(), Some(1));
+    let missing_key = accord(&["card", "verify", &signed, "--pub", &dir.path("nope.pem")]);
+    assert_eq!(missing_key.status.code(), Some(2));
+    let public_as_private = accord(&["card", "sign", "--key", &public, &card]);
+    assert_eq!(public_as_private.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&public_as_private.stderr).contains("BEGIN"), "no key text in errors");
+
+    // lint: every problem, not just the first.
+    let bad = dir.path("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"issuer":"has space","capabilities":["ok",""],"version":"1.0.0+build",
+            "endpoints":[{"url":"http://localhost.evil/"}]}"#,
+    )
+    .expect("write");
+    let linted = accord(&["card", "lint", &bad]);
+    assert_eq!(linted.status.code(), Some(1));
+    let lines: Vec<String> = stdout_text(&linted).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    for expected in [
+        "a2a/missing-field: card.agentId",
+        "a2a/bad-field: card.issuer",
+        "a2a/bad-field: card.version",
+        "a2a/bad-field: card.capabilities[1]",
+        "a2a/insecure-endpoint: card.endpoints[0]",
+    ] {
+        assert!(lines.iter().any(|line| line.starts_with(expected)), "{expected}: {lines:?}");
+    }
+    assert!(String::from_utf8_lossy(&linted.stderr).contains("5 problems"));
+    assert_eq!(accord(&["card", "lint", &card]).status.code(), Some(0));
+    assert_eq!(accord(&["card", "lint", &signed]).status.code(), Some(0), "an envelope's card");
+    let unsigned = accord(&["card", "sign", "--key", &private, &bad]);
+    assert_eq!(unsigned.status.code(), Some(1), "a bad card is not signed");
+    assert!(unsigned.stdout.is_empty());
+
+    // serve --signing-key: the served envelope verifies with the public key; the plain card stays.
+    let ed_private = dir.path("keys/ed25519.private.pem");
+    let served = Served::start(&["--signing-key", &ed_private]);
+    let fetched = accord(&["card", "verify", &served.url, "--pub", &ed_public, "--issuer", "127.0.0.1"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", String::from_utf8_lossy(&fetched.stderr));
+    let text = stdout_text(&fetched);
+    assert!(text.contains("agent id: accord-demo") && text.contains("capabilities: echo, summarize, slow, ticks"));
+    let plain = stdout_json(&accord(&["card", "show", &format!("{}.well-known/agent.json", served.url)]));
+    assert_eq!(plain["name"], "accord-demo", "the legacy path keeps the plain card by default");
+    assert_eq!(accord(&["card", "lint", &served.url]).status.code(), Some(0));
+    let wrong_key = accord(&["card", "verify", &served.url, "--pub", &public]);
+    assert_eq!(wrong_key.status.code(), Some(1));
+    drop(served);
+
+    let served = Served::start(&[
+        "--signing-key",
+        &ed_private,
+        "--card-issuer",
+        "agent.example.com",
+        "--card-agent-id",
+        "demo-1",
+        "--signed-card-at-legacy-path",
+    ]);
+    let legacy = format!("{}.well-known/agent.json", served.url);
+    let outcome = stdout_json(&accord(&[
+        "card",
+        "verify",
+        &legacy,
+        "--pub",
+        &ed_public,
+        "--issuer",
+        "agent.example.com",
+        "--json",
+    ]));
+    assert_eq!(outcome["valid"], true);
+    assert_eq!(outcome["claims"]["agentId"], "demo-1");
+    assert_eq!(stdout_json(&accord(&["card", "show", &served.url]))["name"], "accord-demo");
+    drop(served);
+
+    // Bad signed-card settings stop serve before it listens.
+    let bad_issuer = accord(&["serve", "--port", "0", "--signing-key", &ed_private, "--card-issuer", "not valid"]);
+    assert_eq!(bad_issuer.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_issuer.stderr).contains("--card-issuer"));
+    let not_a_key = accord(&["serve", "--port", "0", "--signing-key", &card]);
+    assert_eq!(not_a_key.status.code(), Some(2));
+    let no_key = accord(&["serve", "--port", "0", "--card-issuer", "agent.example.com"]);
+    assert_eq!(no_key.status.code(), Some(2), "--card-issuer needs --signing-key");
+}
+
+#[test]
+fn the_card_commands_explain_themselves() {
+    for (args, flags) in [
+        (
+            vec!["card", "keygen", "--help"],
+            vec!["--alg", "--out", "--force", "ml-dsa-87", "slh-dsa-shake-256f", "ed25519"],
+        ),
+        (vec!["card", "sign", "--help"], vec!["--key", "--out", "--ttl", "--raw", "CARD.json"]),
+        (vec!["card", "verify", "--help"], vec!["--pub", "--issuer", "--json", "ENVELOPE.json"]),
+        (vec!["card", "lint", "--help"], vec!["FILE|URL"]),
+        (
+            vec!["serve", "--help"],
+            vec!["--signing-key", "--card-issuer", "--card-agent-id", "--signed-card-at-legacy-path"],
+        ),
+    ] {
+        let output = accord(&args);
+        assert!(output.status.success(), "{args:?}");
+        let text = stdout_text(&output);
+        assert!(text.contains("Usage:"), "{args:?}: {text}");
+        for flag in flags {
+            assert!(text.contains(flag), "{args:?} mentions {flag}: {text}");
+        }
+    }
+    let card = stdout_text(&accord(&["card", "--help"]));
+    for command in ["show", "keygen", "sign", "verify", "lint"] {
+        assert!(card.contains(command), "{command}");
+    }
+    assert_eq!(accord(&["card", "keygen", "--alg", "rsa", "--out", "x"]).status.code(), Some(2));
+    assert_eq!(accord(&["card", "sign", "--key", "k.pem", "card.json", "--ttl", "0"]).status.code(), Some(2));
+}
+
+/// `accord serve` on a store given by URL, in a child process, killed on drop.
+fn serve_on(store: &str) -> Served {
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--store", store])
+        .env("ACCORD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start accord serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let first = lines.next().expect("a line").expect("utf-8");
+    let url = first.rsplit(' ').next().expect("url").to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
+    Served { child, url }
+}
+
+#[test]
+fn tasks_survive_a_restart_on_the_default_sqlite_store() {
+    let dir = std::env::temp_dir().join(format!("accord-cli-sqlite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let store = format!("sqlite://{}", dir.join("tasks.db").display());
+    let token = "restart-token-0123456789";
+    let id = {
+        let served = serve_on(&store);
+        let task = stdout_json(&accord(&[
+            "task",
+            "send",
+            &served.url,
+            "echo",
+            r#"{"text":"kept"}"#,
+            "--token",
+            token,
+            "--wait",
+        ]));
+        assert_eq!(task["status"], "completed");
+        task["taskId"].as_str().expect("taskId").to_owned()
+    };
+    // A new process on the same file still has the task, its result and its owner.
+    let served = serve_on(&store);
+    let task = stdout_json(&accord(&["task", "get", &served.url, &id, "--token", token]));
+    assert_eq!(task["result"]["output"], json!({"text": "kept"}));
+    let wrong = accord(&["task", "get", &served.url, &id, "--token", "another-token-0123456789"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn several_servers_on_one_postgres_database_share_the_tasks() {
+    let url = std::env::var("ACCORD_PG_URL")
+        .expect("ACCORD_PG_URL is not set: run the tests through scripts/with-postgres (scripts/test does)");
+    let a = serve_on(&url);
+    let b = serve_on(&url);
+    let token = "pool-token-0123456789-abc";
+    let sent = stdout_json(&accord(&["task", "send", &a.url, "slow", r#"{"seconds":1}"#, "--token", token]));
+    let id = sent["taskId"].as_str().expect("taskId").to_owned();
+    // Worker b sees the task worker a runs, follows it live, and reads its result.
+    let watched = accord(&["task", "watch", &b.url, &id, "--token", token]);
+    let lines = String::from_utf8_lossy(&watched.stdout).into_owned();
+    assert!(lines.lines().last().is_some_and(|line| line.contains("resultUpdate")), "{lines}");
+    let read = stdout_json(&accord(&["task", "get", &b.url, &id, "--token", token]));
+    assert_eq!(read["status"], "completed");
+    assert!(read["result"]["output"]["slept"].as_f64().is_some_and(|slept| slept >= 1.0));
+    let listed = stdout_json(&accord(&["task", "list", &b.url, "--token", token]));
+    assert!(listed["tasks"].as_array().is_some_and(|tasks| tasks.iter().any(|task| task["taskId"] == json!(id))));
 }

@@ -22,6 +22,8 @@ pub enum Operation {
     CancelTask,
     /// [`crate::Client::subscribe_task`].
     SubscribeTask,
+    /// [`crate::Client::fetch_verified_card`] and [`crate::Client::fetch_signed_envelope`].
+    FetchSignedCard,
 }
 
 impl std::fmt::Display for Operation {
@@ -35,6 +37,7 @@ impl std::fmt::Display for Operation {
             Self::ListTasks => "list tasks",
             Self::CancelTask => "cancel task",
             Self::SubscribeTask => "subscribe to task",
+            Self::FetchSignedCard => "fetch signed card",
         })
     }
 }
@@ -98,6 +101,19 @@ pub enum ClientError {
         /// Why.
         reason: String,
     },
+    /// No signed card envelope was found at the URL or any of the well-known places under it.
+    SignedCardNotFound {
+        /// The URL given.
+        base: String,
+    },
+    /// The signed card was fetched and refused: it is not signed by the pinned key, names
+    /// another issuer, has expired, …
+    SignedCardRejected {
+        /// Where the envelope was fetched from.
+        url: String,
+        /// Why it was refused.
+        reason: accord_card::RejectReason,
+    },
 }
 
 impl ClientError {
@@ -105,6 +121,14 @@ impl ClientError {
     pub fn error_code(&self) -> Option<&str> {
         match self {
             Self::Status { body, .. } => body.pointer("/error/code").and_then(Value::as_str),
+            _ => None,
+        }
+    }
+
+    /// Why a signed card was refused, for a [`ClientError::SignedCardRejected`].
+    pub fn reject_reason(&self) -> Option<accord_card::RejectReason> {
+        match self {
+            Self::SignedCardRejected { reason, .. } => Some(*reason),
             _ => None,
         }
     }
@@ -139,6 +163,10 @@ impl std::fmt::Display for ClientError {
                 write!(f, "Task {task_id} did not complete within {waited_ms}ms")
             }
             Self::InvalidUrl { url, reason } => write!(f, "invalid URL {url:?}: {reason}"),
+            Self::SignedCardNotFound { base } => {
+                write!(f, "no signed agent card found at {base} or its well-known paths")
+            }
+            Self::SignedCardRejected { url, reason } => write!(f, "the signed card at {url} was refused: {reason}"),
         }
     }
 }

@@ -33,9 +33,14 @@ use serde_json::{Value, json};
 
 mod error;
 pub mod rpc;
+mod signed;
 mod tasks;
 
+/// The signed-card crate, re-exported so that keys, claims and reject reasons are of the version
+/// this client verifies with.
+pub use accord_card;
 pub use error::{ClientError, Operation};
+pub use signed::{FetchedEnvelope, MAX_ENVELOPE_RESPONSE_BYTES, SIGNED_CARD_PATHS, VerifiedCard};
 pub use tasks::{
     ListOptions, SendMessageResponse, SendOptions, Settlement, TaskAccess, TaskCreationError, TaskEventStream,
     TaskStreamEvent,

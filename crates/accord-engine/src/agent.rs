@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_types::card::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor, PROTOCOL_VERSION,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor, LUCID_BINDING, PROTOCOL_VERSION,
 };
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
@@ -199,7 +199,7 @@ impl Agent {
     }
 
     /// The agent's card as served from `base_url` (an origin plus base path; a trailing `/` is
-    /// added). The Lucid profile is the one interface listed.
+    /// added). The Lucid profile is the one interface listed, under [`LUCID_BINDING`].
     pub fn card(&self, base_url: &str) -> AgentCard {
         let url = if base_url.ends_with('/') { base_url.to_owned() } else { format!("{base_url}/") };
         let skills = self.skills();
@@ -210,7 +210,7 @@ impl Agent {
             url: Some(url.clone()),
             supported_interfaces: vec![AgentInterface {
                 url,
-                protocol_binding: "HTTP+JSON".into(),
+                protocol_binding: LUCID_BINDING.into(),
                 protocol_version: None,
                 extra: Map::new(),
             }],

@@ -137,3 +137,16 @@ where
         self.inner.call(request)
     }
 }
+
+/// Who owns the tasks a request creates: its principal's owner, or — for anonymous callers — one
+/// shared anonymous owner, whose task ids (random UUIDs) are then their only capability.
+pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
+    match principal {
+        Some(principal) => principal.owner,
+        None => {
+            let digest: [u8; 32] = Sha256::digest(b"accord:anonymous").into();
+            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+            OwnerHash::from_hex(&hex).unwrap_or_else(|| AccessToken::generate().owner())
+        }
+    }
+}

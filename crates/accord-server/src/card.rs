@@ -26,6 +26,18 @@ pub(crate) async fn card(
         if let Some(capabilities) = card.capabilities.as_mut() {
             capabilities.state_transition_history = true;
         }
+        if let Some(a2a) = &state.config.a2a {
+            if let Some(capabilities) = card.capabilities.as_mut() {
+                // The A2A faces always stream (SendStreamingMessage, SubscribeToTask).
+                capabilities.streaming = true;
+            }
+            card.supported_interfaces.push(accord_types::card::AgentInterface {
+                url: format!("{base_url}{}", a2a.jsonrpc_path),
+                protocol_binding: "JSONRPC".into(),
+                protocol_version: Some("1.0".into()),
+                extra: serde_json::Map::new(),
+            });
+        }
         if let Some(jsonrpc) = &state.config.jsonrpc_tasks {
             card.supported_interfaces.push(accord_types::card::AgentInterface {
                 url: format!("{base_url}{}", jsonrpc.path),

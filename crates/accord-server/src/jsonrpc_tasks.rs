@@ -29,7 +29,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
 
@@ -399,10 +398,7 @@ impl EngineTasks {
     }
 
     fn owner(context: &RpcContext) -> OwnerHash {
-        match &context.principal {
-            Some(principal) => principal.owner,
-            None => anonymous_owner(),
-        }
+        crate::auth::owner_of(context.principal.as_ref())
     }
 
     async fn start(&self, task: TaskSpec, owner: OwnerHash) -> Result<Task, RpcError> {
@@ -425,13 +421,6 @@ impl EngineTasks {
         })?;
         self.runtime.start(Reservation::new(owner, valid)).await.map_err(failure_error)
     }
-}
-
-/// The owner of tasks created by anonymous callers.
-fn anonymous_owner() -> OwnerHash {
-    let digest: [u8; 32] = Sha256::digest(b"accord:anonymous-jsonrpc-tasks").into();
-    OwnerHash::from_hex(&digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
-        .unwrap_or_else(|| accord_engine::task::AccessToken::generate().owner())
 }
 
 fn failure_error(failure: TaskFailure) -> RpcError {

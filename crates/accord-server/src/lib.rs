@@ -29,14 +29,19 @@ use accord_engine::task::TaskRuntime;
 use axum::Router;
 use axum::routing::{get, post};
 
+mod a2a;
 pub mod auth;
 mod body;
 mod card;
 mod error;
 pub mod jsonrpc_tasks;
 mod lucid;
+mod signed_card;
 
 pub use error::LucidError;
+pub use signed_card::{
+    DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SIGNED_CARD_PATH, SignedCardConfig,
+};
 
 /// Settings of the HTTP faces.
 #[derive(Debug, Clone)]
@@ -56,6 +61,12 @@ pub struct ServerConfig {
     /// The JSON-RPC tasks face, mounted with the task routes (default: at `/a2a/tasks`, no
     /// scopes). `None` leaves it out.
     pub jsonrpc_tasks: Option<JsonRpcTasksConfig>,
+    /// The official A2A v1.0 faces, mounted with the task routes (default: JSON-RPC at
+    /// `/a2a/jsonrpc`). `None` leaves them out.
+    pub a2a: Option<A2aConfig>,
+    /// The signed card, served at [`SIGNED_CARD_PATH`] (and at `/.well-known/agent.json` when
+    /// [`SignedCardConfig::serve_at_legacy_path`] is set). `None` (the default) serves none.
+    pub signed_card: Option<SignedCardConfig>,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -72,6 +83,28 @@ impl Default for JsonRpcTasksConfig {
         Self { path: JSONRPC_TASKS_PATH.into(), scopes: std::collections::HashMap::new() }
     }
 }
+
+/// Where and how the official A2A v1.0 faces are mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct A2aConfig {
+    /// The JSON-RPC binding's path, relative to the agent's base path (default `/a2a/jsonrpc`;
+    /// the same path with a trailing `/` is served too).
+    pub jsonrpc_path: String,
+    /// The skill a message runs when it names none in `metadata.skillId` (default: the agent's
+    /// first skill with an invoke handler).
+    pub default_skill: Option<String>,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        Self { jsonrpc_path: A2A_JSONRPC_PATH.into(), default_skill: None }
+    }
+}
+
+/// The default path of the A2A JSON-RPC binding.
+pub const A2A_JSONRPC_PATH: &str = "/a2a/jsonrpc";
+
+pub use accord_types::card::LUCID_BINDING;
 
 /// The default path of the JSON-RPC tasks face.
 pub const JSONRPC_TASKS_PATH: &str = "/a2a/tasks";
@@ -90,6 +123,8 @@ impl Default for ServerConfig {
             tasks: None,
             subscription_timeout: Duration::from_secs(300),
             jsonrpc_tasks: Some(JsonRpcTasksConfig::default()),
+            a2a: Some(A2aConfig::default()),
+            signed_card: None,
         }
     }
 }
@@ -119,6 +154,12 @@ impl ServerConfig {
         self
     }
 
+    /// Sets [`ServerConfig::a2a`].
+    pub fn a2a(mut self, config: Option<A2aConfig>) -> Self {
+        self.a2a = config;
+        self
+    }
+
     /// Sets [`ServerConfig::subscription_timeout`].
     pub fn subscription_timeout(mut self, timeout: Duration) -> Self {
         self.subscription_timeout = timeout;
@@ -128,6 +169,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::idempotency`].
     pub fn idempotency(mut self, config: IdempotencyConfig) -> Self {
         self.idempotency = config;
+        self
+    }
+
+    /// Publishes the signed card ([`ServerConfig::signed_card`]).
+    pub fn signed_card(mut self, config: SignedCardConfig) -> Self {
+        self.signed_card = Some(config);
         self
     }
 }
@@ -151,6 +198,7 @@ pub fn router(agent: &Agent) -> Router {
 /// | method | path | |
 /// |---|---|---|
 /// | GET | `/.well-known/agent-card.json`, `/.well-known/agent.json` | the card |
+/// | GET | `/.well-known/agent-card.signed.json` | the signed card envelope (when configured; also at `/.well-known/agent.json` when opted in) |
 /// | GET | `/health` | `{"ok":true,"version":…}` |
 /// | GET | `/entrypoints` | the skills |
 /// | POST | `/entrypoints/{key}/invoke` | run a skill, answer with its output |
@@ -174,11 +222,28 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
         )),
         _ => None,
     };
+    let a2a_jsonrpc = match (&config.tasks, &config.a2a) {
+        (Some(runtime), Some(a2a_config)) => {
+            let default_skill = a2a_config.default_skill.clone().or_else(|| {
+                agent.skills().iter().find(|skill| skill.is_invocable()).map(|skill| skill.key().to_owned())
+            });
+            let state = Arc::new(a2a::jsonrpc::JsonRpcState {
+                core: a2a::A2aCore { runtime: runtime.clone(), default_skill },
+                body_limit: config.body_limit,
+            });
+            Some((a2a_config.jsonrpc_path.clone(), post(a2a::jsonrpc::handle).with_state(state)))
+        }
+        _ => None,
+    };
+    let signed = config.signed_card.clone();
     let state =
         Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
-    let router = Router::new()
-        .route(card::CARD_PATH, get(card::card))
-        .route(card::LEGACY_CARD_PATH, get(card::card))
+    let router = Router::new().route(card::CARD_PATH, get(card::card));
+    let router = match &signed {
+        Some(signed) if signed.serves_at_legacy_path() => router,
+        _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
+    };
+    let router = router
         .route("/health", get(lucid::health))
         .route("/entrypoints", get(lucid::entrypoints))
         .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
@@ -192,9 +257,20 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
     } else {
         router
     };
-    let router = router.with_state(state);
-    match jsonrpc {
+    let router = match signed {
+        Some(signed) => router.with_state(Arc::clone(&state)).merge(signed_card::routes(state, signed)),
+        None => router.with_state(state),
+    };
+    let router = match jsonrpc {
         Some((path, endpoint)) => router.nest(&path, endpoint),
+        None => router,
+    };
+    match a2a_jsonrpc {
+        // Served with and without a trailing slash: some clients join `/` onto the interface URL.
+        Some((path, endpoint)) => {
+            let slashed = format!("{}/", path.trim_end_matches('/'));
+            router.route(&path, endpoint.clone()).route(&slashed, endpoint)
+        }
         None => router,
     }
 }

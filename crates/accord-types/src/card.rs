@@ -14,6 +14,11 @@ use crate::lenient;
 /// The protocol version this card format speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+/// The binding name under which an Accord card lists the Lucid HTTP profile: a URI (A2A §5.8)
+/// that contains `HTTP`, so Lucid clients (which take the first binding containing `HTTP`) find it,
+/// while official A2A clients, which pick `JSONRPC` or `HTTP+JSON` by exact name, skip it.
+pub const LUCID_BINDING: &str = "urn:accord:binding:lucid-http";
+
 /// An agent card.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

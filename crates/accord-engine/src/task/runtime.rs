@@ -323,7 +323,8 @@ impl TaskRuntime {
         match reservation.message {
             Some(message) => {
                 let event = TaskEventKind::Message { message };
-                let record = self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], event, None, now).await?;
+                let record =
+                    self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], event, None, now).await?;
                 Ok(record.map_or(task, |record| record.task))
             }
             None => Ok(task),
@@ -702,8 +703,9 @@ struct EventCursor {
     done: bool,
 }
 
-/// A re-read of the log every so often even without a wake-up, in case one was lost.
-const SAFETY_REREAD: Duration = Duration::from_secs(15);
+/// A re-read of the log every so often even without a wake-up: a lost wake-up, or a change made
+/// by another process on a store whose wake-ups stay in-process (SQLite), shows within this time.
+const SAFETY_REREAD: Duration = Duration::from_secs(2);
 
 impl EventCursor {
     async fn next(mut self) -> Option<(Result<TaskEvent, TaskFailure>, Self)> {

@@ -1,0 +1,190 @@
+//! The A2A v1.0 JSON-RPC binding: one POST endpoint (its URL with or without a trailing `/`),
+//! the eleven methods, SSE for the two streaming ones.
+//!
+//! Checks, in order: content type (`-32005` unless it is `application/json` or
+//! `application/a2a+json`), body size, JSON (`-32700`), envelope (`-32600`), `A2A-Version`
+//! (`-32009`), method (`-32601`), params (`-32602`). Every error carries a `google.rpc.ErrorInfo`
+//! in `data` when the spec names a reason. Errors before a stream's first event are plain
+//! JSON-RPC responses; a stream's events are `data: {"jsonrpc":"2.0","id":…,"result":…}` with the
+//! task log's sequence as the SSE `id`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use accord_types::a2a::jsonrpc::methods;
+use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, JsonRpcResponse, Validate};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::A2aCore;
+use crate::auth::{Principal, owner_of};
+
+/// What the endpoint needs.
+#[derive(Debug, Clone)]
+pub(crate) struct JsonRpcState {
+    pub(crate) core: A2aCore,
+    pub(crate) body_limit: usize,
+}
+
+fn rpc_error(id: Value, error: &A2aError) -> Response {
+    let body = JsonRpcResponse::<Value>::failure(id, error);
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response()
+}
+
+fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
+    match serde_json::to_value(result) {
+        Ok(result) => (StatusCode::OK, axum::Json(JsonRpcResponse::success(id, result))).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "A2A result does not serialize");
+            rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
+        }
+    }
+}
+
+/// The requested protocol version, from the `A2A-Version` header or query parameter: only
+/// `1.0` (patch numbers ignored) is served; none at all means 0.3, which this binding does not speak.
+pub(crate) fn check_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
+    let from_query = query.and_then(|query| {
+        query.split('&').find_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            name.eq_ignore_ascii_case("a2a-version").then(|| value.to_owned())
+        })
+    });
+    let requested = headers
+        .get("a2a-version")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or(from_query)
+        .map(|value| value.trim().to_owned())
+        .unwrap_or_default();
+    let major_minor: Vec<&str> = requested.split('.').take(2).collect();
+    match major_minor.as_slice() {
+        ["1", "0"] => Ok(()),
+        [""] => Err(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
+            "no A2A-Version was sent, which means 0.3; this interface speaks 1.0: send A2A-Version: 1.0",
+        )),
+        _ => Err(A2aError::new(A2aErrorKind::VersionNotSupported)
+            .with_message(format!("A2A-Version {requested} is not supported; this interface speaks 1.0"))),
+    }
+}
+
+fn params<T: DeserializeOwned + Validate>(request: &JsonRpcRequest) -> Result<T, A2aError> {
+    request.params_validated()
+}
+
+pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .is_some_and(|value| value.contains("application/json") || value.contains("application/a2a+json"));
+    if !json {
+        return rpc_error(
+            Value::Null,
+            &A2aError::new(A2aErrorKind::ContentTypeNotSupported)
+                .with_message("Content-Type must be application/json (or application/a2a+json)"),
+        );
+    }
+    let Ok(bytes) = axum::body::to_bytes(Body::new(body), state.body_limit).await else {
+        let error = A2aError::new(A2aErrorKind::InvalidRequest)
+            .with_message(format!("the request body exceeds {} bytes", state.body_limit));
+        let mut response = rpc_error(Value::Null, &error);
+        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        return response;
+    };
+    let request = match JsonRpcRequest::parse(&bytes) {
+        Ok(request) => request,
+        Err(error) => return rpc_error(error.id, &error.error),
+    };
+    let id = request.response_id();
+    if let Err(error) = check_version(&parts.headers, parts.uri.query()) {
+        return rpc_error(id, &error);
+    }
+    let owner = owner_of(parts.extensions.get::<Principal>());
+    let core = &state.core;
+    let last_event_id = parts
+        .headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    let outcome = match request.method.as_str() {
+        methods::SEND_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
+            Ok(params) => core.send_message(params, owner).await.map(|response| rpc_result(id.clone(), response)),
+            Err(error) => Err(error),
+        },
+        methods::SEND_STREAMING_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
+            Ok(params) => core.send_streaming(params, owner).await.map(|stream| sse(id.clone(), stream)),
+            Err(error) => Err(error),
+        },
+        methods::GET_TASK => match params::<a2a::GetTaskRequest>(&request) {
+            Ok(params) => core.get_task(params, owner).await.map(|task| rpc_result(id.clone(), task)),
+            Err(error) => Err(error),
+        },
+        methods::LIST_TASKS => match params::<a2a::ListTasksRequest>(&request) {
+            Ok(params) => core.list_tasks(params, owner).await.map(|list| rpc_result(id.clone(), list)),
+            Err(error) => Err(error),
+        },
+        methods::CANCEL_TASK => match params::<a2a::CancelTaskRequest>(&request) {
+            Ok(params) => core.cancel_task(params, owner).await.map(|task| rpc_result(id.clone(), task)),
+            Err(error) => Err(error),
+        },
+        methods::SUBSCRIBE_TO_TASK => match params::<a2a::SubscribeToTaskRequest>(&request) {
+            Ok(params) => core.subscribe(params, owner, last_event_id).await.map(|stream| sse(id.clone(), stream)),
+            Err(error) => Err(error),
+        },
+        methods::GET_EXTENDED_AGENT_CARD => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+            .with_message("this agent does not declare an extended agent card")),
+        methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG
+        | methods::GET_TASK_PUSH_NOTIFICATION_CONFIG
+        | methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS
+        | methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
+            Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported))
+        }
+        other => Err(A2aError::new(A2aErrorKind::MethodNotFound).with_message(format!("Method not found: {other}"))),
+    };
+    match outcome {
+        Ok(response) => response,
+        Err(error) => rpc_error(id, &error),
+    }
+}
+
+fn sse(id: Value, stream: super::A2aStream) -> Response {
+    let events = stream.map(move |(sequence, response)| {
+        let body = JsonRpcResponse::success(id.clone(), response);
+        let data = serde_json::to_string(&body).unwrap_or_default();
+        let event = Event::default().data(data);
+        Ok::<_, Infallible>(match sequence {
+            Some(sequence) => event.id(sequence.to_string()),
+            None => event,
+        })
+    });
+    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_negotiation() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(check_version(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
+        assert!(check_version(&headers, Some("A2A-Version=1.0")).is_ok());
+        headers.insert("a2a-version", "1.0".parse().expect("header"));
+        assert!(check_version(&headers, None).is_ok());
+        headers.insert("a2a-version", "1.0.3".parse().expect("header"));
+        assert!(check_version(&headers, None).is_ok(), "patch numbers do not count");
+        headers.insert("a2a-version", "99.0".parse().expect("header"));
+        assert_eq!(check_version(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
+        headers.insert("a2a-version", "0.3".parse().expect("header"));
+        assert!(check_version(&headers, None).is_err());
+    }
+}
