@@ -54,6 +54,8 @@ enum Command {
         #[arg(long, default_value = accord_cli::store::DEFAULT_STORE, env = "ACCORD_STORE", hide_env_values = true)]
         store: StoreSpec,
         #[command(flatten)]
+        workers: WorkerArgs,
+        #[command(flatten)]
         signed_card: card_cmd::SignedCardArgs,
     },
     /// Call a JSON-RPC tasks endpoint: tasks/send, tasks/get, tasks/cancel.
@@ -98,6 +100,40 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// How this process works as one of several workers on a shared store.
+#[derive(Debug, clap::Args)]
+struct WorkerArgs {
+    /// This worker's id (default: random), used to fence its writes on a shared store.
+    #[arg(long, env = "ACCORD_WORKER_ID")]
+    worker_id: Option<String>,
+    /// Seconds a task's lease lasts without renewal: a crashed worker's tasks are taken over
+    /// after at most this long.
+    #[arg(long, default_value_t = 30.0, value_parser = positive_seconds)]
+    lease_ttl: f64,
+    /// Seconds between two looks for tasks whose worker died (durable stores only).
+    #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+    recovery_interval: f64,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => Ok(seconds),
+        _ => Err("expected a number of seconds above 0 and at most 86400".into()),
+    }
+}
+
+impl WorkerArgs {
+    fn runtime_config(&self) -> RuntimeConfig {
+        let mut config = RuntimeConfig::default()
+            .lease_ttl(Duration::from_secs_f64(self.lease_ttl))
+            .recovery_interval(Some(Duration::from_secs_f64(self.recovery_interval)));
+        if let Some(worker_id) = &self.worker_id {
+            config = config.worker_id(worker_id.clone());
+        }
+        config
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -261,8 +297,8 @@ fn usage(message: impl Into<String>) -> Failure {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { host, port, base_path, demo_token, store, signed_card } => {
-            serve(&host, port, &base_path, demo_token, &store, &signed_card).await
+        Command::Serve { host, port, base_path, demo_token, store, workers, signed_card } => {
+            serve(&host, port, &base_path, demo_token, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
@@ -303,6 +339,7 @@ async fn serve(
     base_path: &str,
     demo_token: Option<String>,
     store: &StoreSpec,
+    workers: &WorkerArgs,
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
@@ -318,7 +355,7 @@ async fn serve(
         message: format!("cannot open the task store {}: {error}", store.describe()),
     })?;
     let durability = task_store.durability();
-    let runtime = TaskRuntime::new(agent.clone(), task_store, RuntimeConfig::default());
+    let runtime = TaskRuntime::new(agent.clone(), task_store, workers.runtime_config());
     let jsonrpc = JsonRpcTasksConfig {
         scopes: [("slow".to_owned(), accord_cli::demo::SLOW_SCOPE.to_owned())].into(),
         ..JsonRpcTasksConfig::default()
