@@ -1,7 +1,7 @@
 //! [`MemoryStore`]: the bounded, in-process task store.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -46,6 +46,10 @@ pub struct MemoryStore {
     /// Dropped on close, which releases every subscriber.
     wakeups: Mutex<Option<broadcast::Sender<TaskId>>>,
     closed: AtomicBool,
+    /// No housekeeping is due before this time: the earliest admission expiry, prepared-lease
+    /// expiry or retention end of any record. Only changed while `entries` is locked. It keeps
+    /// every call from scanning every record.
+    next_due: AtomicU64,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -69,6 +73,7 @@ impl MemoryStore {
             entries: Mutex::new(HashMap::new()),
             wakeups: Mutex::new(Some(broadcast::channel(1024).0)),
             closed: AtomicBool::new(false),
+            next_due: AtomicU64::new(Millis::MAX),
         }
     }
 
@@ -89,13 +94,49 @@ impl MemoryStore {
     }
 
     /// Reaps expired admissions and purges terminal tasks past retention; returns the reaped ids.
+    fn retention_ms(&self) -> Millis {
+        self.config.retention.as_millis() as Millis
+    }
+
+    /// Notes that `record` may need housekeeping at its due time.
+    fn note_due(&self, record: &StoredTask) {
+        if let Some(due) = due_of(record, self.retention_ms()) {
+            self.next_due.fetch_min(due, Ordering::AcqRel);
+        }
+    }
+
+    /// Reaps expired admissions and purges terminal tasks past retention, when any is due; returns
+    /// the reaped ids.
     fn housekeep(&self, entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
+        if now < self.next_due.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         let reaped = reap(entries, now);
-        let retention = self.config.retention.as_millis() as Millis;
+        let retention = self.retention_ms();
         entries.retain(|_, entry| {
             !(entry.record.task.state.is_terminal() && entry.record.task.updated_at.saturating_add(retention) <= now)
         });
+        self.recompute_due(entries);
         reaped
+    }
+
+    fn recompute_due(&self, entries: &HashMap<TaskId, Entry>) {
+        let retention = self.retention_ms();
+        let due = entries.values().filter_map(|entry| due_of(&entry.record, retention)).min().unwrap_or(Millis::MAX);
+        self.next_due.store(due, Ordering::Release);
+    }
+}
+
+/// When a record next needs housekeeping: its admission expiry (unclaimed), its prepared lease's
+/// expiry, or the end of its retention (terminal).
+fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
+    if record.task.state.is_terminal() {
+        return Some(record.task.updated_at.saturating_add(retention));
+    }
+    match &record.lease {
+        None => record.admission_expires_at,
+        Some(lease) if lease.phase == LeasePhase::Prepared => Some(lease.expires_at),
+        Some(_) => None,
     }
 }
 
@@ -181,6 +222,7 @@ impl TaskStore for MemoryStore {
         // The creation event describes the record as given; it is logged, not applied twice.
         let created = TaskEvent { task_id: id.clone(), sequence: 1, at: now, kind: event };
         entry.events.push(created.clone());
+        self.note_due(&entry.record);
         entries.insert(id.clone(), entry);
         drop(entries);
         for reaped in reaped {
@@ -245,6 +287,7 @@ impl TaskStore for MemoryStore {
         }
         record.lease = Some(ExecutionLease { owner_id: worker.to_owned(), expires_at, phase: LeasePhase::Prepared });
         record.admission_expires_at = None;
+        self.note_due(record);
         Ok(Some(record.clone()))
     }
 
@@ -264,6 +307,7 @@ impl TaskStore for MemoryStore {
         if let Some(lease) = record.lease.as_mut() {
             lease.expires_at = expires_at;
         }
+        self.note_due(record);
         Ok(Some(record.clone()))
     }
 
@@ -302,6 +346,7 @@ impl TaskStore for MemoryStore {
                     }) =>
             {
                 append(entry, event, now);
+                self.note_due(&entry.record);
                 Some(entry.record.clone())
             }
             _ => None,
@@ -319,6 +364,7 @@ impl TaskStore for MemoryStore {
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
         let mut entries = self.lock()?;
         let reaped = reap(&mut entries, now);
+        self.recompute_due(&entries);
         drop(entries);
         for id in &reaped {
             self.wake(id);
