@@ -383,7 +383,7 @@ async fn serve(
         "JSON-RPC tasks: {url}a2a/tasks (anonymous for echo, summarize and ticks; slow needs scope {})",
         accord_cli::demo::SLOW_SCOPE
     );
-    let _ = writeln!(out, "A2A JSON-RPC: {url}a2a/jsonrpc");
+    let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON)");
     let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
     let _ = out.flush();
     axum::serve(listener, app)

@@ -31,12 +31,14 @@ pub(crate) async fn card(
                 // The A2A faces always stream (SendStreamingMessage, SubscribeToTask).
                 capabilities.streaming = true;
             }
-            card.supported_interfaces.push(accord_types::card::AgentInterface {
-                url: format!("{base_url}{}", a2a.jsonrpc_path),
-                protocol_binding: "JSONRPC".into(),
-                protocol_version: Some("1.0".into()),
-                extra: serde_json::Map::new(),
-            });
+            for (path, binding) in [(&a2a.jsonrpc_path, "JSONRPC"), (&a2a.rest_path, "HTTP+JSON")] {
+                card.supported_interfaces.push(accord_types::card::AgentInterface {
+                    url: format!("{base_url}{path}"),
+                    protocol_binding: binding.into(),
+                    protocol_version: Some("1.0".into()),
+                    extra: serde_json::Map::new(),
+                });
+            }
         }
         if let Some(jsonrpc) = &state.config.jsonrpc_tasks {
             card.supported_interfaces.push(accord_types::card::AgentInterface {

@@ -90,6 +90,8 @@ pub struct A2aConfig {
     /// The JSON-RPC binding's path, relative to the agent's base path (default `/a2a/jsonrpc`;
     /// the same path with a trailing `/` is served too).
     pub jsonrpc_path: String,
+    /// The HTTP+JSON binding's base path (default `/a2a/rest`).
+    pub rest_path: String,
     /// The skill a message runs when it names none in `metadata.skillId` (default: the agent's
     /// first skill with an invoke handler).
     pub default_skill: Option<String>,
@@ -97,12 +99,15 @@ pub struct A2aConfig {
 
 impl Default for A2aConfig {
     fn default() -> Self {
-        Self { jsonrpc_path: A2A_JSONRPC_PATH.into(), default_skill: None }
+        Self { jsonrpc_path: A2A_JSONRPC_PATH.into(), rest_path: A2A_REST_PATH.into(), default_skill: None }
     }
 }
 
 /// The default path of the A2A JSON-RPC binding.
 pub const A2A_JSONRPC_PATH: &str = "/a2a/jsonrpc";
+
+/// The default base path of the A2A HTTP+JSON binding.
+pub const A2A_REST_PATH: &str = "/a2a/rest";
 
 pub use accord_types::card::LUCID_BINDING;
 
@@ -227,11 +232,16 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
             let default_skill = a2a_config.default_skill.clone().or_else(|| {
                 agent.skills().iter().find(|skill| skill.is_invocable()).map(|skill| skill.key().to_owned())
             });
-            let state = Arc::new(a2a::jsonrpc::JsonRpcState {
-                core: a2a::A2aCore { runtime: runtime.clone(), default_skill },
-                body_limit: config.body_limit,
-            });
-            Some((a2a_config.jsonrpc_path.clone(), post(a2a::jsonrpc::handle).with_state(state)))
+            let core = a2a::A2aCore { runtime: runtime.clone(), default_skill };
+            let rest =
+                a2a::rest::routes(Arc::new(a2a::rest::RestState { core: core.clone(), body_limit: config.body_limit }));
+            let state = Arc::new(a2a::jsonrpc::JsonRpcState { core, body_limit: config.body_limit });
+            Some((
+                a2a_config.jsonrpc_path.clone(),
+                post(a2a::jsonrpc::handle).with_state(state),
+                a2a_config.rest_path.clone(),
+                rest,
+            ))
         }
         _ => None,
     };
@@ -267,9 +277,9 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
     };
     match a2a_jsonrpc {
         // Served with and without a trailing slash: some clients join `/` onto the interface URL.
-        Some((path, endpoint)) => {
+        Some((path, endpoint, rest_path, rest)) => {
             let slashed = format!("{}/", path.trim_end_matches('/'));
-            router.route(&path, endpoint.clone()).route(&slashed, endpoint)
+            router.route(&path, endpoint.clone()).route(&slashed, endpoint).nest(&rest_path, rest)
         }
         None => router,
     }

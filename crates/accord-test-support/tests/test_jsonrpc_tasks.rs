@@ -340,9 +340,10 @@ async fn the_card_lists_the_face_without_confusing_lucid_clients() {
     let f = fixture().await;
     let card = accord_client::Client::new().fetch_card(&f.server.origin).await.expect("card");
     let bindings: Vec<&str> = card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
-    assert_eq!(bindings, ["urn:accord:binding:lucid-http", "JSONRPC", "urn:accord:binding:jsonrpc-tasks"]);
+    assert_eq!(bindings, ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
     assert_eq!(card.supported_interfaces[1].url, format!("{}/a2a/jsonrpc", f.server.origin));
-    assert_eq!(card.supported_interfaces[2].url, format!("{}/a2a/tasks", f.server.origin));
+    assert_eq!(card.supported_interfaces[2].url, format!("{}/a2a/rest", f.server.origin));
+    assert_eq!(card.supported_interfaces[3].url, format!("{}/a2a/tasks", f.server.origin));
     assert_eq!(card.http_base_url(), Some(format!("{}/", f.server.origin).as_str()));
 }
 

@@ -21,6 +21,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
 pub(crate) mod jsonrpc;
+pub(crate) mod rest;
 
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE
 /// `id`, for `Last-Event-ID`).
