@@ -1,6 +1,7 @@
 //! The `accord` command's library half: the demo agent that `accord serve` runs, and the
 //! command implementations, so that tests can drive them in-process.
 
+pub mod conformance;
 pub mod demo;
 pub mod store;
 pub mod summarize;

@@ -10,7 +10,8 @@ use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
 use accord_engine::task::{AccessToken, RuntimeConfig, TaskRuntime};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
-use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
+use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
+use accord_types::a2a::ErrorMapping;
 use accord_types::tasks::{TaskStatus, TaskView};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
@@ -32,10 +33,40 @@ struct Cli {
     command: Command,
 }
 
+/// The agents `accord serve` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AgentKind {
+    /// The demo agent.
+    Demo,
+    /// The conformance agent.
+    Conformance,
+}
+
+/// Editions of the A2A error table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ErrorMappingArg {
+    /// A2A v1.0.1.
+    #[value(name = "v1.0.1")]
+    V101,
+    /// A2A v1.0.0.
+    #[value(name = "v1.0.0")]
+    V100,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the demo agent (skills: echo, summarize, slow, ticks) over HTTP.
+    /// Run an agent over HTTP: the demo agent (skills: echo, summarize, slow, ticks) or the
+    /// conformance agent.
     Serve {
+        /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by
+        /// each message's messageId prefix (see the README).
+        #[arg(long, value_enum, default_value_t = AgentKind::Demo, env = "ACCORD_AGENT")]
+        agent: AgentKind,
+        /// The HTTP status mapping of A2A REST errors: `v1.0.1` (the current specification) or
+        /// `v1.0.0` (what the public conformance kit checks). Default: v1.0.0 for the conformance
+        /// agent, v1.0.1 otherwise.
+        #[arg(long, value_enum, env = "ACCORD_A2A_ERROR_MAPPING")]
+        a2a_error_mapping: Option<ErrorMappingArg>,
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1", env = "ACCORD_HOST")]
         host: String,
@@ -297,8 +328,15 @@ fn usage(message: impl Into<String>) -> Failure {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { host, port, base_path, demo_token, store, workers, signed_card } => {
-            serve(&host, port, &base_path, demo_token, &store, &workers, &signed_card).await
+        Command::Serve { agent, a2a_error_mapping, host, port, base_path, demo_token, store, workers, signed_card } => {
+            let mapping = match a2a_error_mapping {
+                Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
+                Some(ErrorMappingArg::V101) => ErrorMapping::V1_0_1,
+                None if agent == AgentKind::Conformance => ErrorMapping::V1_0_0,
+                None => ErrorMapping::V1_0_1,
+            };
+            let options = ServeOptions { agent, mapping, demo_token };
+            serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
@@ -333,17 +371,29 @@ fn normalize_base_path(base_path: &str) -> String {
     if trimmed.is_empty() { String::new() } else { format!("/{trimmed}") }
 }
 
+/// What `accord serve` runs, beside where.
+struct ServeOptions {
+    agent: AgentKind,
+    mapping: ErrorMapping,
+    demo_token: Option<String>,
+}
+
 async fn serve(
     host: &str,
     port: u16,
     base_path: &str,
-    demo_token: Option<String>,
+    options: ServeOptions,
     store: &StoreSpec,
     workers: &WorkerArgs,
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let agent = accord_cli::demo::agent().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let ServeOptions { agent: kind, mapping, demo_token } = options;
+    let agent = match kind {
+        AgentKind::Demo => accord_cli::demo::agent(),
+        AgentKind::Conformance => accord_cli::conformance::agent(),
+    }
+    .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     let signed_card = signed_card.load(host, agent.name())?;
     let mut tokens = BearerTokens::new();
     if let Some(token) = demo_token {
@@ -361,6 +411,7 @@ async fn serve(
         ..JsonRpcTasksConfig::default()
     };
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
+    config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, ..a2a });
     if let Some(signed_card) = signed_card {
         config = config.signed_card(signed_card);
     }
@@ -376,14 +427,24 @@ async fn serve(
     let url = format!("http://{host_part}:{}{base_path}/", address.port());
     // Written without panicking: a closed stdout must not stop the server.
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "Accord demo agent listening on {url}");
+    let name = match kind {
+        AgentKind::Demo => "demo",
+        AgentKind::Conformance => "conformance",
+    };
+    let _ = writeln!(out, "Accord {name} agent listening on {url}");
     let _ = writeln!(out, "card: {url}.well-known/agent-card.json");
-    let _ = writeln!(
-        out,
-        "JSON-RPC tasks: {url}a2a/tasks (anonymous for echo, summarize and ticks; slow needs scope {})",
-        accord_cli::demo::SLOW_SCOPE
-    );
-    let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON)");
+    if kind == AgentKind::Demo {
+        let _ = writeln!(
+            out,
+            "JSON-RPC tasks: {url}a2a/tasks (anonymous for echo, summarize and ticks; slow needs scope {})",
+            accord_cli::demo::SLOW_SCOPE
+        );
+    }
+    let edition = match mapping {
+        ErrorMapping::V1_0_0 => "v1.0.0",
+        _ => "v1.0.1",
+    };
+    let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)");
     let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
     let _ = out.flush();
     axum::serve(listener, app)

@@ -387,6 +387,11 @@ impl Agent {
             Some(Ok(Outcome::Rejected(message))) => {
                 Err(RunError::Incomplete { status: EndStatus::Rejected, message: Some(message.text()) })
             }
+            Some(Ok(Outcome::Reply(message))) => {
+                let completion = Completion::from_reply(message);
+                skill.check_output(&completion.output).map_err(|issues| RunError::InvalidOutput { issues })?;
+                Ok(completion)
+            }
         }
     }
 }

@@ -62,6 +62,13 @@ impl Run {
         self.task.as_deref()
     }
 
+    /// The message this run answers: the latest message from the caller in the task's history
+    /// (the one that created the task, or the follow-up that resumed it). `None` for a direct
+    /// invocation or stream, and for a task created without a message.
+    pub fn message(&self) -> Option<&Message> {
+        self.task.as_deref()?.history.iter().rev().find(|message| message.role == Role::User)
+    }
+
     /// The input decoded into a Rust type.
     pub fn input_as<T: DeserializeOwned>(&self) -> Result<T, SkillError> {
         T::deserialize(&*self.input)
@@ -181,6 +188,11 @@ pub enum Outcome {
     AuthRequired(Message),
     /// The skill refuses this request.
     Rejected(Message),
+    /// The skill answers with a message instead of an output: the A2A faces return this message
+    /// itself (a direct Message reply) rather than a task; the Lucid faces see
+    /// [`Completion::from_reply`]'s output. A task still records the exchange, completed, with the
+    /// reply as its closing message.
+    Reply(Message),
 }
 
 impl From<Completion> for Outcome {
@@ -200,12 +212,42 @@ pub struct Completion {
     pub usage: Option<Value>,
     /// The model used, if any.
     pub model: Option<String>,
+    /// The agent's closing words: a completed task's status message (or, for a reply, the reply).
+    pub message: Option<Message>,
+    /// Whether the run answered with a direct message ([`Outcome::Reply`]).
+    pub reply: bool,
 }
 
 impl Completion {
     /// A completion with just an output.
     pub fn new(output: Value) -> Self {
         Self { output, ..Self::default() }
+    }
+
+    /// Adds the agent's closing message (a completed task's status message).
+    pub fn with_message(mut self, message: Message) -> Self {
+        self.message = Some(message);
+        self
+    }
+
+    /// The completion of a direct reply: the output is the message's content — its one data
+    /// part, else its text parts joined, else its parts as JSON — and the message is kept.
+    pub fn from_reply(message: Message) -> Self {
+        let data: Vec<&Value> = message
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Data(data) => Some(data),
+                _ => None,
+            })
+            .collect();
+        let has_text = message.parts.iter().any(|part| matches!(part, Part::Text(_)));
+        let output = match data.as_slice() {
+            [only] if !has_text => (*only).clone(),
+            _ if has_text => Value::String(message.text()),
+            _ => serde_json::to_value(&message.parts).unwrap_or(Value::Null),
+        };
+        Self { output, message: Some(message), reply: true, ..Self::default() }
     }
 }
 

@@ -95,11 +95,19 @@ pub struct A2aConfig {
     /// The skill a message runs when it names none in `metadata.skillId` (default: the agent's
     /// first skill with an invoke handler).
     pub default_skill: Option<String>,
+    /// Which edition's HTTP status mapping REST errors use: v1.0.1 (the default, what the official
+    /// SDKs do) or v1.0.0 (what the public conformance kit checks).
+    pub error_mapping: accord_types::a2a::ErrorMapping,
 }
 
 impl Default for A2aConfig {
     fn default() -> Self {
-        Self { jsonrpc_path: A2A_JSONRPC_PATH.into(), rest_path: A2A_REST_PATH.into(), default_skill: None }
+        Self {
+            jsonrpc_path: A2A_JSONRPC_PATH.into(),
+            rest_path: A2A_REST_PATH.into(),
+            default_skill: None,
+            error_mapping: accord_types::a2a::ErrorMapping::default(),
+        }
     }
 }
 
@@ -233,8 +241,11 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
                 agent.skills().iter().find(|skill| skill.is_invocable()).map(|skill| skill.key().to_owned())
             });
             let core = a2a::A2aCore { runtime: runtime.clone(), default_skill };
-            let rest =
-                a2a::rest::routes(Arc::new(a2a::rest::RestState { core: core.clone(), body_limit: config.body_limit }));
+            let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
+                core: core.clone(),
+                body_limit: config.body_limit,
+                mapping: a2a_config.error_mapping,
+            }));
             let state = Arc::new(a2a::jsonrpc::JsonRpcState { core, body_limit: config.body_limit });
             Some((
                 a2a_config.jsonrpc_path.clone(),

@@ -188,7 +188,7 @@ async fn records_logs_and_leases_survive_a_reconnect() {
     store.activate_execution(&finished, "a", base + 5 * MINUTE, base).await.expect("activate").expect("active");
     store.compare_and_set(&finished, RUNNING, status(TaskState::Working), Some("a"), base + 1).await.expect("cas");
     let result =
-        TaskEventKind::Result { result: TaskResult { output: json!({"kept": true}), usage: None, model: None } };
+        TaskEventKind::Result { result: TaskResult { output: json!({"kept": true}), ..TaskResult::default() } };
     store.compare_and_set(&finished, RUNNING, result, Some("a"), base + 2).await.expect("cas").expect("completed");
     let running = create(&store, record("alice", base + 1, Some(base + 10 * MINUTE))).await;
     store.claim_execution(&running, "a", base + MINUTE, base).await.expect("claim").expect("claimed");
@@ -372,7 +372,7 @@ async fn housekeeping_reaps_and_purges_terminal_tasks_after_their_retention() {
     let done = create(&store, record("alice", base, Some(base + 10 * MINUTE))).await;
     set(&store, &done, status(TaskState::Working), base + 1).await;
     let finished_at = base + 1000;
-    let result = TaskEventKind::Result { result: TaskResult { output: json!(1), usage: None, model: None } };
+    let result = TaskEventKind::Result { result: TaskResult { output: json!(1), ..TaskResult::default() } };
     set(&store, &done, result, finished_at).await;
     let live = create(&store, record("alice", base, None)).await;
     let abandoned = create(&store, record("alice", base, Some(base + MINUTE))).await;

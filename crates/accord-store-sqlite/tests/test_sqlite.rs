@@ -48,7 +48,14 @@ fn status(state: TaskState) -> TaskEventKind {
 }
 
 fn completed(output: serde_json::Value) -> TaskEventKind {
-    TaskEventKind::Result { result: TaskResult { output, usage: Some(json!({"tokens": 3})), model: Some("m".into()) } }
+    TaskEventKind::Result {
+        result: TaskResult {
+            output,
+            usage: Some(json!({"tokens": 3})),
+            model: Some("m".into()),
+            ..TaskResult::default()
+        },
+    }
 }
 
 async fn open(path: &Path) -> SqliteStore {

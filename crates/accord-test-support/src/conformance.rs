@@ -125,6 +125,8 @@ macro_rules! store_conformance_tests {
             runtime_persists_a_handler_error,
             runtime_close_leaves_a_running_task_recoverable,
             runtime_events_stream_yields_the_log_in_order_and_ends,
+            runtime_resumes_a_waiting_task_with_the_follow_up,
+            runtime_recovers_a_resumed_task_with_its_follow_up,
         }
     };
 }
@@ -177,7 +179,7 @@ fn status(state: TaskState) -> TaskEventKind {
 }
 
 fn result(output: Value) -> TaskEventKind {
-    TaskEventKind::Result { result: TaskResult { output, usage: None, model: None } }
+    TaskEventKind::Result { result: TaskResult { output, ..TaskResult::default() } }
 }
 
 fn failure(state: TaskState, code: &str) -> TaskEventKind {
@@ -1201,6 +1203,101 @@ fn results(log: &[TaskEvent]) -> Vec<Value> {
             _ => None,
         })
         .collect()
+}
+
+/// A skill that asks for input until the message it answers says `more`, then completes with
+/// `{"worker": worker, "got": <that text>, "history": <history length>}`. When `hang` is given,
+/// the resumed run waits for it instead (ignoring cancellation): a worker that dies mid-run.
+fn asking(worker: &'static str, hang: Option<Arc<Notify>>) -> SkillBuilder {
+    Skill::builder(SKILL).invoke(move |run: Run| {
+        let hang = hang.clone();
+        async move {
+            let text = run.message().map(Message::text).unwrap_or_default();
+            if text != "more" {
+                return Ok(Outcome::InputRequired(Message::agent_text("need more")));
+            }
+            if let Some(hang) = hang {
+                hang.notified().await;
+            }
+            let history = run.task().map_or(0, |task| task.history.len());
+            Ok(Outcome::Completed(Completion::new(json!({"worker": worker, "got": text, "history": history}))))
+        }
+    })
+}
+
+fn user_text(text: &str) -> Message {
+    Message::new(accord_engine::Role::User, vec![Part::Text(text.into())])
+}
+
+/// A task waits for input; the caller's follow-up resumes it: the agent's question and the
+/// follow-up join the history, the handler runs again and sees the follow-up as its message. A
+/// follow-up to a running or an ended task is refused.
+pub async fn runtime_resumes_a_waiting_task_with_the_follow_up(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let runtime = runtime_on(Arc::clone(&store), agent(asking("a", None)), "a");
+    let mut first = reservation(&runtime, SKILL, alice);
+    first.message = Some(user_text("hello"));
+    let task = runtime.start(first).await.expect("start");
+    let waiting = until_record(&store, &task.id, |record| record.task.state == TaskState::InputRequired).await;
+    assert_eq!(waiting.task.status_message.as_ref().map(Message::text).as_deref(), Some("need more"));
+
+    let resumed = runtime.resume(&task.id, &alice, user_text("more")).await.expect("resume");
+    assert!(!resumed.state.is_terminal() && resumed.state != TaskState::InputRequired, "{:?}", resumed.state);
+    let done = until_terminal(&runtime, &task.id, &alice).await;
+    assert_eq!(done.task.state, TaskState::Completed);
+    assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "a", "got": "more", "history": 3})));
+    let texts: Vec<String> = done.task.history.iter().map(Message::text).collect();
+    assert_eq!(texts, ["hello", "need more", "more"]);
+    let roles: Vec<_> = done.task.history.iter().map(|message| message.role).collect();
+    assert_eq!(roles, [accord_engine::Role::User, accord_engine::Role::Agent, accord_engine::Role::User]);
+
+    let refused = runtime.resume(&task.id, &alice, user_text("more")).await.expect_err("ended");
+    assert_eq!(refused, TaskFailure::NotWaiting { id: task.id.clone(), state: TaskState::Completed });
+    let bob = owner("bob");
+    assert_eq!(
+        runtime.resume(&task.id, &bob, user_text("more")).await.expect_err("another owner's task"),
+        TaskFailure::NotFound { id: task.id.clone() }
+    );
+
+    // A running task takes no follow-up.
+    let hang = Arc::new(Notify::new());
+    let busy = runtime_on(Arc::clone(&store), agent(asking("b", Some(Arc::clone(&hang)))), "b");
+    let mut running = reservation(&busy, SKILL, alice);
+    running.message = Some(user_text("more"));
+    let running = busy.start(running).await.expect("start");
+    let refused = busy.resume(&running.id, &alice, user_text("more")).await.expect_err("running");
+    assert!(matches!(refused, TaskFailure::NotWaiting { state: TaskState::Working | TaskState::Submitted, .. }));
+    hang.notify_one();
+    assert_eq!(until_terminal(&busy, &running.id, &alice).await.task.state, TaskState::Completed);
+}
+
+/// A resumed task's worker stalls mid-run; another worker recovers it once the lease lapses, and
+/// the recovered run sees the same follow-up: nothing the caller said is lost.
+pub async fn runtime_recovers_a_resumed_task_with_its_follow_up(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let stalled = WorkerView::new(Arc::clone(&store), true, false);
+    let hang = Arc::new(Notify::new());
+    let a = TaskRuntime::new(
+        agent(asking("a", Some(Arc::clone(&hang)))),
+        stalled.clone(),
+        runtime_config("a").lease_ttl(SHORT_LEASE),
+    );
+    let b = runtime_on(Arc::clone(&store), agent(asking("b", None)), "b");
+    let mut first = reservation(&a, SKILL, alice);
+    first.message = Some(user_text("hello"));
+    let task = a.start(first).await.expect("start");
+    until_record(&store, &task.id, |record| record.task.state == TaskState::InputRequired).await;
+    // Waiting for input holds no live lease, so there is nothing to recover.
+    assert_eq!(b.recover_expired().await, Ok(0));
+
+    a.resume(&task.id, &alice, user_text("more")).await.expect("resume");
+    until_active_lease_lapses(&store, &task.id).await;
+    assert_eq!(b.recover_expired().await, Ok(1), "b takes the resumed task over");
+    let done = until_terminal(&b, &task.id, &alice).await;
+    assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b", "got": "more", "history": 3})));
+    hang.notify_one();
 }
 
 /// Two runtimes prepare the same reserved task at once: exactly one succeeds, the other gets

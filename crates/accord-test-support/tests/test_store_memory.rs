@@ -40,7 +40,7 @@ mod memory_store {
     }
 
     fn completed() -> TaskEventKind {
-        TaskEventKind::Result { result: TaskResult { output: json!("done"), usage: None, model: None } }
+        TaskEventKind::Result { result: TaskResult { output: json!("done"), ..TaskResult::default() } }
     }
 
     fn bounded(max_tasks: usize) -> Arc<MemoryStore> {

@@ -61,7 +61,7 @@ impl std::fmt::Display for TaskId {
 }
 
 /// The result of a completed task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskResult {
     /// The skill's output.
     pub output: Value,
@@ -71,6 +71,12 @@ pub struct TaskResult {
     /// The model used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The agent's closing message (the completed task's status message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// Whether the skill answered with a direct message (then `message` is that reply).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reply: bool,
 }
 
 /// A task as its owner sees it.

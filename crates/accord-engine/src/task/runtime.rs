@@ -24,7 +24,7 @@ use super::{
 };
 use crate::agent::Agent;
 use crate::error::RunError;
-use crate::run::{EndStatus, EventSink, RunEvent, RunFrame, TaskState};
+use crate::run::{EndStatus, EventSink, Message, RunEvent, RunFrame, TaskState};
 use crate::skill::{SkillError, ValidInput};
 
 /// The states in which a task still runs (or waits).
@@ -32,6 +32,8 @@ const ACTIVE_STATES: &[TaskState] =
     &[TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired];
 /// The states in which a worker's handler may be running.
 const RUNNING_STATES: &[TaskState] = &[TaskState::Submitted, TaskState::Working];
+/// The states in which a task waits for its caller.
+const WAITING_STATES: &[TaskState] = &[TaskState::InputRequired, TaskState::AuthRequired];
 
 /// Settings of a [`TaskRuntime`].
 #[derive(Debug, Clone)]
@@ -127,6 +129,14 @@ pub enum TaskFailure {
         /// The id.
         id: TaskId,
     },
+    /// A follow-up message reached a task that is not waiting for one (it is running, or it
+    /// has ended).
+    NotWaiting {
+        /// The id.
+        id: TaskId,
+        /// Its state.
+        state: TaskState,
+    },
     /// The runtime is closed.
     Closed,
     /// The store failed.
@@ -142,6 +152,10 @@ impl std::fmt::Display for TaskFailure {
                 write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
             }
             Self::ClaimLost { id } => write!(f, "the execution claim on task {id} was lost"),
+            Self::NotWaiting { id, state } if state.is_terminal() => {
+                write!(f, "Task \"{id}\" has ended and takes no more messages")
+            }
+            Self::NotWaiting { id, .. } => write!(f, "Task \"{id}\" is not waiting for a message"),
             Self::Closed => f.write_str("the task runtime is closed"),
             Self::Store(error) => write!(f, "{error}"),
         }
@@ -358,6 +372,42 @@ impl TaskRuntime {
             }
         };
         prepared.activate().await
+    }
+
+    /// Resumes the owner's task that waits for input or authorization with the caller's
+    /// follow-up `message`: the agent's pending question (its status message) and then `message`
+    /// join the history, the task turns `working`, and the skill's handler runs again on this
+    /// worker — with the task's original input, and the task (history included) as
+    /// [`Run::task`](crate::Run::task), so [`Run::message`](crate::Run::message) is `message`.
+    ///
+    /// A task that is running or has ended is refused with [`TaskFailure::NotWaiting`]. Crash
+    /// safety is that of any run: once `working`, a lapsed lease makes the task a recovery
+    /// candidate, and a recovered run sees the same history. Of two follow-ups racing for one
+    /// waiting task, one resumes it and the other is refused.
+    pub async fn resume(&self, id: &TaskId, owner: &OwnerHash, message: Message) -> Result<Task, TaskFailure> {
+        self.ensure_open()?;
+        let task = self.get(id, owner).await?;
+        if !matches!(task.state, TaskState::InputRequired | TaskState::AuthRequired) {
+            return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
+        }
+        let store = &self.inner.store;
+        // The turn is taken by whoever moves the task to `working` first; the history is written
+        // after that, by the winner only, before the handler starts.
+        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
+        if store.compare_and_set(id, WAITING_STATES, working, None, now_ms()).await?.is_none() {
+            let state = self.get(id, owner).await?.state;
+            return Err(TaskFailure::NotWaiting { id: id.clone(), state });
+        }
+        for message in task.status_message.into_iter().chain([message]) {
+            let event = TaskEventKind::Message { message };
+            store.compare_and_set(id, &[TaskState::Working], event, None, now_ms()).await?;
+        }
+        match self.prepare(id).await {
+            Ok(prepared) => prepared.activate().await,
+            // Another worker's recovery took the task over between the two steps: it runs there.
+            Err(TaskFailure::ClaimLost { .. }) => self.get(id, owner).await,
+            Err(error) => Err(error),
+        }
     }
 
     /// Terminalizes a task this worker reserved but will not run.
@@ -597,7 +647,13 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
                 record(&inner, &id, RUNNING_STATES, event, &worker).await;
             }
             Some(TaskEventKind::Result {
-                result: TaskResult { output: completion.output, usage: completion.usage, model: completion.model },
+                result: TaskResult {
+                    output: completion.output,
+                    usage: completion.usage,
+                    model: completion.model,
+                    message: completion.message,
+                    reply: completion.reply,
+                },
             })
         }
         Ok(Err(RunError::Cancelled)) => None,

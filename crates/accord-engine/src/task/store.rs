@@ -242,6 +242,7 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
         }
         TaskEventKind::Result { result } => {
             task.state = TaskState::Completed;
+            task.status_message.clone_from(&result.message);
             task.result = Some(result.clone());
         }
         TaskEventKind::Error { state, error } => {

@@ -9,7 +9,21 @@
 //! the parts: a single `data` part is the input itself; otherwise the text parts, joined, are tried
 //! as JSON, then as `{"text": <text>}`, then as the plain string — the first the skill's input
 //! schema accepts wins. A completed task carries its output as the artifact `result` (a `data` part,
-//! or a `text` part when the output is a string), after the artifacts the skill produced.
+//! or a `text` part when the output is a string; none when the output is `null`), after the
+//! artifacts the skill produced, and the skill's closing message as its status message.
+//!
+//! **Follow-ups.** A message with the `taskId` of a task waiting for input or authorization
+//! resumes it ([`TaskRuntime::resume`]): the skill runs again with the task's original input and
+//! sees the follow-up as `Run::message`. A message to a running or ended task is refused
+//! (`UnsupportedOperationError`).
+//!
+//! **Direct replies.** A skill that answers with `Outcome::Reply` makes a blocking `SendMessage`
+//! return that Message instead of the task (which is still recorded, completed, so the exchange
+//! stays listable). Streams and `returnImmediately` see the task.
+//!
+//! **Tenants.** A request's `tenant` (the REST path prefix, or the field in JSON-RPC params)
+//! scopes the caller: the same caller under another tenant is another owner and sees none of the
+//! first one's tasks.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -26,6 +40,14 @@ pub(crate) mod rest;
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE
 /// `id`, for `Last-Event-ID`).
 pub(crate) type A2aStream = Pin<Box<dyn Stream<Item = (Option<u64>, StreamResponse)> + Send>>;
+
+/// Where a stream of a task starts.
+enum Follow {
+    /// With this snapshot of the task.
+    Snapshot(Box<Task>),
+    /// After this log sequence (a `Last-Event-ID`), without a snapshot.
+    After(u64),
+}
 
 /// How long a blocking `SendMessage` waits before answering with the task as it is.
 const BLOCKING_WAIT: Duration = Duration::from_secs(300);
@@ -53,8 +75,9 @@ impl A2aCore {
         Ok(skill)
     }
 
-    /// Starts the task a new message asks for.
+    /// Starts the task a new message asks for, or resumes the one it follows up.
     async fn start(&self, request: a2a::SendMessageRequest, owner: OwnerHash) -> Result<Task, A2aError> {
+        let owner = scoped(owner, request.tenant.as_deref());
         if request.message.task_id.as_deref().is_some_and(|id| !id.is_empty()) {
             return self.follow_up(&request, owner).await;
         }
@@ -73,22 +96,27 @@ impl A2aCore {
         self.runtime.start(reservation).await.map_err(failure)
     }
 
-    /// A message for an existing task: it must exist for the caller; one that ended takes no more
-    /// messages, and resuming a waiting task is not offered yet.
+    /// A message for an existing task: it must exist for the caller and share its context; a
+    /// task waiting for input or authorization resumes, any other is refused.
     async fn follow_up(&self, request: &a2a::SendMessageRequest, owner: OwnerHash) -> Result<Task, A2aError> {
-        let id = request.message.task_id.clone().unwrap_or_default();
-        let task = self.runtime.get(&TaskId::new(id.as_str()), &owner).await.map_err(failure)?;
+        let id = TaskId::new(request.message.task_id.clone().unwrap_or_default());
+        let task = self.runtime.get(&id, &owner).await.map_err(failure)?;
         if let Some(context) = request.message.context_id.as_deref().filter(|context| !context.is_empty())
             && task.context_id.as_deref() != Some(context)
         {
             return Err(invalid_params("the message's contextId differs from the task's"));
         }
-        let why = if task.state.is_terminal() {
-            "the task has ended and takes no more messages; send a new message in the same contextId"
-        } else {
-            "this agent does not take follow-up messages for a running task"
-        };
-        Err(A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(why))
+        self.runtime.resume(&id, &owner, engine_message(&request.message)).await.map_err(|refusal| match refusal {
+            TaskFailure::NotWaiting { state, .. } => {
+                let why = if state.is_terminal() {
+                    "the task has ended and takes no more messages; send a new message in the same contextId"
+                } else {
+                    "the task is running; it takes a message only while it waits for input or authorization"
+                };
+                A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(why)
+            }
+            other => failure(other),
+        })
     }
 
     /// `SendMessage`: the task once it ends or waits for the caller (or at once with
@@ -99,18 +127,27 @@ impl A2aCore {
         owner: OwnerHash,
     ) -> Result<a2a::SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
+        let scoped_owner = scoped(owner, request.tenant.as_deref());
         let task = self.start(request, owner).await?;
         let task = if configuration.return_immediately == Some(true) {
             task
         } else {
-            self.until_settled(&task.id, &owner).await?
+            self.until_settled(&task, &scoped_owner).await?
         };
+        if let Some(reply) = direct_reply(&task) {
+            return Ok(a2a::SendMessageResponse::Message(reply));
+        }
         Ok(a2a::SendMessageResponse::Task(a2a_task(&task, configuration.history_length, true)))
     }
 
-    /// Waits until the task ends or is interrupted (input or authorization required).
-    async fn until_settled(&self, id: &TaskId, owner: &OwnerHash) -> Result<Task, A2aError> {
-        let mut events = self.runtime.events(id, owner, 0).await.map_err(failure)?;
+    /// Waits until the task ends or is interrupted (input or authorization required), watching
+    /// the log after the snapshot `task` reflects.
+    async fn until_settled(&self, task: &Task, owner: &OwnerHash) -> Result<Task, A2aError> {
+        if settled(task.state) {
+            return Ok(task.clone());
+        }
+        let id = &task.id;
+        let mut events = self.runtime.events(id, owner, task.version + 1).await.map_err(failure)?;
         let settle = async {
             while let Some(event) = events.next().await {
                 let Ok(event) = event else { break };
@@ -129,8 +166,9 @@ impl A2aCore {
         request: a2a::SendMessageRequest,
         owner: OwnerHash,
     ) -> Result<A2aStream, A2aError> {
+        let scoped_owner = scoped(owner, request.tenant.as_deref());
         let task = self.start(request, owner).await?;
-        self.follow(task.id, owner, None).await
+        self.follow(task.id.clone(), scoped_owner, Follow::Snapshot(Box::new(task))).await
     }
 
     /// `SubscribeToTask`: the current task, then its updates (or, with `Last-Event-ID`, the
@@ -141,31 +179,36 @@ impl A2aCore {
         owner: OwnerHash,
         last_event_id: Option<u64>,
     ) -> Result<A2aStream, A2aError> {
+        let owner = scoped(owner, request.tenant.as_deref());
         let id = TaskId::new(request.id);
         let task = self.runtime.get(&id, &owner).await.map_err(failure)?;
         if task.state.is_terminal() && last_event_id.is_none() {
             return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
                 .with_message("the task has ended; read it with GetTask"));
         }
-        self.follow(id, owner, last_event_id).await
+        let from = match last_event_id {
+            Some(after) => Follow::After(after),
+            None => Follow::Snapshot(Box::new(task)),
+        };
+        self.follow(id, owner, from).await
     }
 
-    async fn follow(&self, id: TaskId, owner: OwnerHash, after: Option<u64>) -> Result<A2aStream, A2aError> {
-        let (first, cursor) = match after {
-            Some(after) => (None, after),
-            None => {
-                let task = self.runtime.get(&id, &owner).await.map_err(failure)?;
+    /// The stream of a task: the snapshot `from` (or, with `after`, no snapshot and the log after
+    /// that sequence), then the updates the log records, closed right after the first terminal or
+    /// interrupted state — without waiting for another event.
+    async fn follow(&self, id: TaskId, owner: OwnerHash, from: Follow) -> Result<A2aStream, A2aError> {
+        let (first, cursor) = match from {
+            Follow::After(after) => (None, after),
+            Follow::Snapshot(task) => {
                 // The record has every logged event applied but the creation event: it reflects
                 // the log up to sequence `version + 1`.
                 let cursor = task.version + 1;
-                let done = settled(task.state);
-                (Some((Some(cursor), StreamResponse::Task(a2a_task(&task, None, true)), done)), cursor)
+                (Some((Some(cursor), StreamResponse::Task(a2a_task(&task, None, true)))), cursor)
             }
         };
-        let initial_done = first.as_ref().is_some_and(|(_, _, done)| *done);
         let events = self.runtime.events(&id, &owner, cursor).await.map_err(failure)?;
         let context_id = self.runtime.get(&id, &owner).await.map_err(failure)?.context_id.unwrap_or_default();
-        let head = futures_util::stream::iter(first.map(|(sequence, response, _)| (sequence, response)));
+        let head = futures_util::stream::iter(first);
         let updates = events
             .take_while(|event| std::future::ready(event.is_ok()))
             .filter_map(move |event| {
@@ -173,22 +216,28 @@ impl A2aCore {
                 std::future::ready(Some(futures_util::stream::iter(responses)))
             })
             .flatten();
-        // The stream closes after a terminal or interrupted state.
-        let mut finished = initial_done;
-        let stream = head.chain(updates).take_while(move |(_, response)| {
-            let go_on = !finished;
-            if let StreamResponse::StatusUpdate(update) = response
-                && (update.status.state.is_terminal() || update.status.state.is_interrupted())
-            {
-                finished = true;
+        let items: A2aStream = Box::pin(head.chain(updates));
+        let stream = futures_util::stream::unfold((items, false), |(mut items, finished)| async move {
+            if finished {
+                return None;
             }
-            std::future::ready(go_on)
+            let (sequence, response) = items.next().await?;
+            let last = match &response {
+                StreamResponse::Task(task) => task.status.state.is_terminal() || task.status.state.is_interrupted(),
+                StreamResponse::StatusUpdate(update) => {
+                    update.status.state.is_terminal() || update.status.state.is_interrupted()
+                }
+                StreamResponse::Message(_) => true,
+                StreamResponse::ArtifactUpdate(_) => false,
+            };
+            Some(((sequence, response), (items, last)))
         });
         Ok(Box::pin(stream))
     }
 
     /// `GetTask`.
     pub(crate) async fn get_task(&self, request: a2a::GetTaskRequest, owner: OwnerHash) -> Result<a2a::Task, A2aError> {
+        let owner = scoped(owner, request.tenant.as_deref());
         let task = self.runtime.get(&TaskId::new(request.id), &owner).await.map_err(failure)?;
         Ok(a2a_task(&task, request.history_length, true))
     }
@@ -199,6 +248,7 @@ impl A2aCore {
         request: a2a::CancelTaskRequest,
         owner: OwnerHash,
     ) -> Result<a2a::Task, A2aError> {
+        let owner = scoped(owner, request.tenant.as_deref());
         let task = self.runtime.cancel(&TaskId::new(request.id), &owner).await.map_err(failure)?;
         Ok(a2a_task(&task, None, true))
     }
@@ -209,6 +259,7 @@ impl A2aCore {
         request: a2a::ListTasksRequest,
         owner: OwnerHash,
     ) -> Result<a2a::ListTasksResponse, A2aError> {
+        let owner = scoped(owner, request.tenant.as_deref());
         let page_size = request.page_size.unwrap_or(a2a::requests::LIST_TASKS_DEFAULT_PAGE_SIZE);
         let offset = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
             None => 0,
@@ -251,6 +302,21 @@ impl A2aCore {
             total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
         })
     }
+}
+
+/// The caller as an owner inside `tenant` (itself without one).
+pub(crate) fn scoped(owner: OwnerHash, tenant: Option<&str>) -> OwnerHash {
+    match tenant.filter(|tenant| !tenant.is_empty()) {
+        Some(tenant) => owner.within(tenant),
+        None => owner,
+    }
+}
+
+/// The Message a completed task answered with, when its skill replied directly.
+fn direct_reply(task: &Task) -> Option<a2a::Message> {
+    let result = task.result.as_ref().filter(|result| result.reply && task.state == TaskState::Completed)?;
+    let reply = result.message.as_ref()?;
+    Some(a2a_message(reply, task, usize::MAX))
 }
 
 /// Terminal or interrupted: where a blocking send answers and a stream closes.
@@ -413,20 +479,23 @@ fn a2a_message(message: &Message, task: &Task, index: usize) -> a2a::Message {
     }
 }
 
-/// The artifact that carries a completed task's output.
-fn result_artifact(result: &accord_engine::task::TaskResult) -> a2a::Artifact {
+/// The artifact that carries a completed task's output: none for a direct reply (the reply is
+/// the answer) or a `null` output.
+fn result_artifact(result: &accord_engine::task::TaskResult) -> Option<a2a::Artifact> {
     let part = match &result.output {
+        _ if result.reply => return None,
+        Value::Null => return None,
         Value::String(text) => a2a::Part::new(PartContent::Text(text.clone())),
         other => a2a::Part::new(PartContent::Data(other.clone())),
     };
-    a2a::Artifact {
+    Some(a2a::Artifact {
         artifact_id: "result".into(),
         name: Some("result".into()),
         description: None,
         parts: vec![part],
         metadata: None,
         extensions: Vec::new(),
-    }
+    })
 }
 
 fn a2a_artifact(artifact: &accord_engine::Artifact) -> a2a::Artifact {
@@ -466,8 +535,11 @@ pub(crate) fn a2a_task(task: &Task, history_length: Option<i32>, include_artifac
     }
     let mut artifacts: Vec<a2a::Artifact> =
         if include_artifacts { task.artifacts.iter().map(a2a_artifact).collect() } else { Vec::new() };
-    if include_artifacts && let Some(result) = task.result.as_ref().filter(|_| task.state == TaskState::Completed) {
-        artifacts.push(result_artifact(result));
+    if include_artifacts
+        && let Some(result) = task.result.as_ref().filter(|_| task.state == TaskState::Completed)
+        && let Some(artifact) = result_artifact(result)
+    {
+        artifacts.push(artifact);
     }
     a2a::Task {
         id: task.id.to_string(),
@@ -516,10 +588,11 @@ fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<u64>, St
         TaskEventKind::Status { state, message } => {
             vec![(sequence, status(*state, message.as_ref().map(agent_message)))]
         }
-        TaskEventKind::Result { result } => vec![
-            (sequence, artifact(result_artifact(result), false, true)),
-            (sequence, status(TaskState::Completed, None)),
-        ],
+        TaskEventKind::Result { result } => result_artifact(result)
+            .map(|output| (sequence, artifact(output, false, true)))
+            .into_iter()
+            .chain([(sequence, status(TaskState::Completed, result.message.as_ref().map(agent_message)))])
+            .collect(),
         TaskEventKind::Error { state, error } => {
             let message = agent_message(&Message::agent_text(format!("{}: {}", error.code, error.message)));
             vec![(sequence, status(*state, Some(message)))]

@@ -5,7 +5,8 @@
 //! Routes (relative to the binding's path): `POST /message:send`, `POST /message:stream`,
 //! `GET /tasks`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`,
 //! the push-configuration routes (answered `PushNotificationNotSupportedError`) and
-//! `GET /extendedAgentCard`.
+//! `GET /extendedAgentCard` — each also under a `/{tenant}` prefix, which scopes the caller (see
+//! the parent module). A body's own `tenant`, when present, must agree with the path's.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -32,27 +33,46 @@ use crate::auth::{Principal, owner_of};
 pub(crate) struct RestState {
     pub(crate) core: A2aCore,
     pub(crate) body_limit: usize,
+    pub(crate) mapping: ErrorMapping,
 }
 
 type Shared = State<Arc<RestState>>;
 
-/// The binding's routes.
+/// The path parameters of a route (`tenant`, `task`), none for the unprefixed routes.
+type Params = Option<Path<HashMap<String, String>>>;
+
+/// The binding's routes, plain and under `/{tenant}`.
 pub(crate) fn routes(state: Arc<RestState>) -> Router {
-    Router::new()
+    let operations = Router::new()
         .route("/message:send", post(send))
         .route("/message:stream", post(stream))
         .route("/tasks", get(list))
         .route("/tasks/{task}", any(task_route))
         .route("/tasks/{task}/pushNotificationConfigs", any(push_unsupported))
         .route("/tasks/{task}/pushNotificationConfigs/{config}", any(push_unsupported))
-        .route("/extendedAgentCard", get(extended_card))
-        .with_state(state)
+        .route("/extendedAgentCard", get(extended_card));
+    Router::new().merge(operations.clone()).nest("/{tenant}", operations).with_state(state)
 }
 
-fn error(error: &A2aError) -> Response {
-    let status =
-        StatusCode::from_u16(error.http_status(ErrorMapping::V1_0_1)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(error.to_rest_body(ErrorMapping::V1_0_1))).into_response()
+/// Renders an error with the configured HTTP mapping.
+fn error_with(mapping: ErrorMapping, error: &A2aError) -> Response {
+    let status = StatusCode::from_u16(error.http_status(mapping)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(error.to_rest_body(mapping))).into_response()
+}
+
+fn tenant_of(params: &Params) -> Option<String> {
+    params.as_ref().and_then(|Path(params)| params.get("tenant").cloned())
+}
+
+/// Puts the path's tenant into a body's `tenant`, refusing a body that names another.
+fn with_tenant(body: Option<String>, path: Option<String>) -> Result<Option<String>, A2aError> {
+    match (body, path) {
+        (Some(body), Some(path)) if !body.is_empty() && body != path => {
+            Err(super::invalid_params("the body's tenant differs from the path's"))
+        }
+        (_, Some(path)) => Ok(Some(path)),
+        (body, None) => Ok(body),
+    }
 }
 
 fn ok(value: impl serde::Serialize) -> Response {
@@ -114,32 +134,35 @@ fn from_query<T: DeserializeOwned + Validate>(
     Ok(value)
 }
 
-async fn send(State(state): Shared, request: Request) -> Response {
+async fn send(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
     let result = async {
-        let body: a2a::SendMessageRequest = body_of(&state, request).await?;
+        let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
+        body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
         state.core.send_message(body, owner).await
     };
     match result.await {
         Ok(response) => ok(response),
-        Err(failure) => error(&failure),
+        Err(failure) => error_with(state.mapping, &failure),
     }
 }
 
-async fn stream(State(state): Shared, request: Request) -> Response {
+async fn stream(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
     let result = async {
-        let body: a2a::SendMessageRequest = body_of(&state, request).await?;
+        let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
+        body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
         state.core.send_streaming(body, owner).await
     };
     match result.await {
         Ok(stream) => sse(stream),
-        Err(failure) => error(&failure),
+        Err(failure) => error_with(state.mapping, &failure),
     }
 }
 
 async fn list(
     State(state): Shared,
+    params: Params,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     uri: axum::http::Uri,
@@ -148,23 +171,27 @@ async fn list(
     let owner = owner_of(principal.as_ref().map(|axum::Extension(principal)| principal));
     let result = async {
         check_version(&headers, uri.query())?;
-        let list: a2a::ListTasksRequest = from_query(&query, &[])?;
+        let mut list: a2a::ListTasksRequest = from_query(&query, &[])?;
+        list.tenant = with_tenant(list.tenant.take(), tenant_of(&params))?;
         state.core.list_tasks(list, owner).await
     };
     match result.await {
         Ok(list) => ok(list),
-        Err(failure) => error(&failure),
+        Err(failure) => error_with(state.mapping, &failure),
     }
 }
 
 /// `/tasks/{id}`, `/tasks/{id}:cancel` and `/tasks/{id}:subscribe` share one path segment.
 async fn task_route(
     State(state): Shared,
-    Path(segment): Path<String>,
+    Path(params): Path<HashMap<String, String>>,
     Query(query): Query<HashMap<String, String>>,
     request: Request,
 ) -> Response {
+    let error = |failure: &A2aError| error_with(state.mapping, failure);
     let owner = owner(&request);
+    let segment = params.get("task").cloned().unwrap_or_default();
+    let tenant = params.get("tenant").map(|tenant| ("tenant", Value::String(tenant.clone())));
     let headers: HeaderMap = request.headers().clone();
     let method = request.method().clone();
     if let Err(failure) = check_version(&headers, request.uri().query()) {
@@ -175,23 +202,24 @@ async fn task_route(
         None => (segment, None),
     };
     let id_value = Value::String(id);
+    let mut query = query;
+    query.remove("tenant");
+    let path_fields: Vec<(&str, Value)> = [Some(("id", id_value)), tenant].into_iter().flatten().collect();
     match (method, action.as_deref()) {
-        (Method::GET, None) => match from_query::<a2a::GetTaskRequest>(&query, &[("id", id_value)]) {
+        (Method::GET, None) => match from_query::<a2a::GetTaskRequest>(&query, &path_fields) {
             Ok(get) => state.core.get_task(get, owner).await.map_or_else(|failure| error(&failure), ok),
             Err(failure) => error(&failure),
         },
-        (Method::POST, Some("cancel")) => {
-            match from_query::<a2a::CancelTaskRequest>(&HashMap::new(), &[("id", id_value)]) {
-                Ok(cancel) => state.core.cancel_task(cancel, owner).await.map_or_else(|failure| error(&failure), ok),
-                Err(failure) => error(&failure),
-            }
-        }
+        (Method::POST, Some("cancel")) => match from_query::<a2a::CancelTaskRequest>(&HashMap::new(), &path_fields) {
+            Ok(cancel) => state.core.cancel_task(cancel, owner).await.map_or_else(|failure| error(&failure), ok),
+            Err(failure) => error(&failure),
+        },
         (Method::GET | Method::POST, Some("subscribe")) => {
             let last_event_id = headers
                 .get("last-event-id")
                 .and_then(|value| value.to_str().ok())
                 .and_then(|value| value.trim().parse::<u64>().ok());
-            match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &[("id", id_value)]) {
+            match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &path_fields) {
                 Ok(subscribe) => match state.core.subscribe(subscribe, owner, last_event_id).await {
                     Ok(stream) => sse(stream),
                     Err(failure) => error(&failure),
@@ -203,18 +231,19 @@ async fn task_route(
     }
 }
 
-async fn push_unsupported(request: Request) -> Response {
+async fn push_unsupported(State(state): Shared, request: Request) -> Response {
     if let Err(failure) = check_version(request.headers(), request.uri().query()) {
-        return error(&failure);
+        return error_with(state.mapping, &failure);
     }
-    error(&A2aError::new(A2aErrorKind::PushNotificationNotSupported))
+    error_with(state.mapping, &A2aError::new(A2aErrorKind::PushNotificationNotSupported))
 }
 
-async fn extended_card(request: Request) -> Response {
+async fn extended_card(State(state): Shared, request: Request) -> Response {
     if let Err(failure) = check_version(request.headers(), request.uri().query()) {
-        return error(&failure);
+        return error_with(state.mapping, &failure);
     }
-    error(
+    error_with(
+        state.mapping,
         &A2aError::new(A2aErrorKind::UnsupportedOperation)
             .with_message("this agent does not declare an extended agent card"),
     )

@@ -1,0 +1,271 @@
+//! `accord serve --agent conformance` end to end: every scenario of the conformance kit, chosen by
+//! messageId prefix, over real HTTP on both official bindings, plus the kit's wire habits (the
+//! JSON-RPC URL with a trailing `/`, reused messageIds, snake_case params, body-less REST POSTs)
+//! and the v1.0.0 error statuses.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
+
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Served {
+    fn start() -> Self {
+        let mut child = Command::new(ACCORD)
+            .args(["serve", "--agent", "conformance", "--port", "0", "--store", "memory"])
+            .env("ACCORD_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start accord serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().expect("a line").expect("utf-8");
+        assert!(first.starts_with("Accord conformance agent listening on "), "{first}");
+        let url = first.rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, url }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client")
+}
+
+fn message(id: &str, task_id: Option<&str>) -> Value {
+    let mut message = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hello"}]});
+    if let Some(task_id) = task_id {
+        message["taskId"] = json!(task_id);
+    }
+    message
+}
+
+/// A JSON-RPC call the way the kit makes it: to the interface URL plus `/`.
+async fn rpc(served: &Served, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": "tck", "method": method, "params": params});
+    let response = http()
+        .post(format!("{}/a2a/jsonrpc/", served.url))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("response");
+    assert!(response.headers()["content-type"].to_str().expect("type").contains("application/json"));
+    response.json().await.expect("json")
+}
+
+async fn send(served: &Served, id: &str) -> Value {
+    let body = rpc(served, "SendMessage", json!({"message": message(id, None)})).await;
+    body["result"].clone()
+}
+
+/// The results of a JSON-RPC stream, to its end.
+async fn stream(served: &Served, method: &str, params: Value) -> Vec<Value> {
+    let body = json!({"jsonrpc": "2.0", "id": "tck", "method": method, "params": params});
+    let response = http()
+        .post(format!("{}/a2a/jsonrpc/", served.url))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("response");
+    sse(response).await.into_iter().map(|event| event["result"].clone()).collect()
+}
+
+async fn sse(response: reqwest::Response) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(15), body.next()).await.expect("no stall") {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|line| line.strip_prefix("data: ")) {
+                events.push(serde_json::from_str(data).expect("json"));
+            }
+        }
+    }
+    events
+}
+
+fn kind(result: &Value) -> &'static str {
+    ["task", "message", "statusUpdate", "artifactUpdate"].into_iter().find(|k| result.get(*k).is_some()).unwrap_or("?")
+}
+
+fn artifact(task: &Value) -> &Value {
+    &task["artifacts"][0]["parts"][0]
+}
+
+#[tokio::test]
+async fn every_send_scenario_behaves_as_the_kit_expects() {
+    let served = Served::start();
+    let run = "1a2b3c4d";
+
+    let completed = send(&served, &format!("tck-complete-task-{run}")).await;
+    assert_eq!(completed["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{completed}");
+    assert_eq!(completed["task"]["status"]["message"]["parts"][0]["text"], "Hello from TCK");
+    // The kit reuses messageIds: the same id makes another task.
+    let again = send(&served, &format!("tck-complete-task-{run}")).await;
+    assert_ne!(again["task"]["id"], completed["task"]["id"]);
+    // Unknown prefixes complete too.
+    let unknown = send(&served, "something-else").await;
+    assert_eq!(unknown["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+
+    let text = send(&served, &format!("tck-artifact-text-{run}")).await;
+    assert_eq!(artifact(&text["task"])["text"], "Generated text content", "{text}");
+
+    let file = send(&served, &format!("tck-artifact-file-{run}")).await;
+    let part = artifact(&file["task"]);
+    assert_eq!((part["filename"].clone(), part["mediaType"].clone()), (json!("output.txt"), json!("text/plain")));
+    assert!(part["raw"].as_str().is_some_and(|raw| !raw.is_empty()), "{file}");
+
+    let url = send(&served, &format!("tck-artifact-file-url-{run}")).await;
+    let part = artifact(&url["task"]);
+    assert_eq!(part["url"], "https://example.com/output.txt", "{url}");
+    assert_eq!(part["filename"], "output.txt");
+
+    let data = send(&served, &format!("tck-artifact-data-{run}")).await;
+    assert_eq!(artifact(&data["task"])["data"], json!({"key": "value", "count": 42}), "{data}");
+
+    let reply = send(&served, &format!("tck-message-response-{run}")).await;
+    assert_eq!(kind(&reply), "message", "{reply}");
+    assert_eq!(reply["message"]["parts"][0]["text"], "Direct message response");
+    assert_eq!(reply["message"]["role"], "ROLE_AGENT");
+
+    let rejected = send(&served, &format!("tck-reject-task-{run}")).await;
+    assert_eq!(rejected["task"]["status"]["state"], "TASK_STATE_REJECTED", "{rejected}");
+
+    let waiting = send(&served, &format!("tck-input-required-{run}")).await;
+    assert_eq!(waiting["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{waiting}");
+    let task_id = waiting["task"]["id"].as_str().expect("id");
+    let follow_up =
+        rpc(&served, "SendMessage", json!({"message": message(&format!("tck-complete-task-{run}"), Some(task_id))}))
+            .await;
+    assert_eq!(follow_up["result"]["task"]["id"], json!(task_id));
+    assert_eq!(follow_up["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{follow_up}");
+
+    // snake_case params, as the kit sends them.
+    let got = rpc(&served, "GetTask", json!({"id": task_id, "history_length": 1})).await;
+    assert_eq!(got["result"]["history"].as_array().map(Vec::len), Some(1), "{got}");
+    let listed = rpc(&served, "ListTasks", json!({"page_size": 2})).await;
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(2), "{listed}");
+    assert!(listed["result"]["nextPageToken"].as_str().is_some_and(|token| !token.is_empty()));
+}
+
+#[tokio::test]
+async fn every_stream_scenario_behaves_as_the_kit_expects() {
+    let served = Served::start();
+    let kinds = |events: &[Value]| events.iter().map(kind).collect::<Vec<_>>();
+    let last_state = |events: &[Value]| events.last().map(|event| event["statusUpdate"]["status"]["state"].clone());
+
+    for prefix in ["tck-stream-001", "tck-stream-003", "tck-stream-ordering-001", "tck-stream-artifact-text"] {
+        let events =
+            stream(&served, "SendStreamingMessage", json!({"message": message(&format!("{prefix}-x"), None)})).await;
+        assert_eq!(kinds(&events), ["task", "statusUpdate", "artifactUpdate", "statusUpdate"], "{prefix}: {events:?}");
+        assert_eq!(events[1]["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING");
+        assert_eq!(events[2]["artifactUpdate"]["artifact"]["parts"][0]["text"], "Generated text content");
+        assert_eq!(last_state(&events), Some(json!("TASK_STATE_COMPLETED")));
+    }
+
+    let file =
+        stream(&served, "SendStreamingMessage", json!({"message": message("tck-stream-artifact-file-x", None)})).await;
+    assert_eq!(file[2]["artifactUpdate"]["artifact"]["parts"][0]["filename"], "output.txt", "{file:?}");
+
+    let only = stream(&served, "SendStreamingMessage", json!({"message": message("tck-stream-002-x", None)})).await;
+    assert_eq!(kinds(&only), ["task", "statusUpdate"], "{only:?}");
+    assert_eq!(last_state(&only), Some(json!("TASK_STATE_COMPLETED")));
+
+    let chunked =
+        stream(&served, "SendStreamingMessage", json!({"message": message("tck-stream-artifact-chunked-x", None)}))
+            .await;
+    let chunks: Vec<(Value, Value, Value)> = chunked
+        .iter()
+        .filter_map(|event| event.get("artifactUpdate"))
+        .map(|update| {
+            (update["artifact"]["parts"][0]["text"].clone(), update["append"].clone(), update["lastChunk"].clone())
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        [(json!("chunk-1 "), json!(false), json!(false)), (json!("chunk-2"), json!(true), json!(true))],
+        "{chunked:?}"
+    );
+    let task_id = chunked[0]["task"]["id"].as_str().expect("id");
+    let stored = rpc(&served, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(stored["result"]["artifacts"][0]["parts"].as_array().map(Vec::len), Some(2), "chunks append: {stored}");
+
+    // The resubscribe scenario stays working long enough to subscribe, then completes.
+    let created = rpc(
+        &served,
+        "SendMessage",
+        json!({"message": message("test-resubscribe-message-id-x", None), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = created["result"]["task"]["id"].as_str().expect("id");
+    let followed = stream(&served, "SubscribeToTask", json!({"id": task_id})).await;
+    assert_eq!(kind(&followed[0]), "task", "the first event is the current task");
+    assert_eq!(followed[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    assert_eq!(last_state(&followed), Some(json!("TASK_STATE_COMPLETED")), "{followed:?}");
+}
+
+#[tokio::test]
+async fn the_rest_binding_uses_the_v1_0_0_error_statuses() {
+    let served = Served::start();
+    let rest = format!("{}/a2a/rest", served.url);
+    let response = http()
+        .post(format!("{rest}/message:send"))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(json!({"message": message("tck-artifact-text-y", None)}).to_string())
+        .send()
+        .await
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().expect("type").contains("application/json"));
+    let created: Value = response.json().await.expect("json");
+    let task_id = created["task"]["id"].as_str().expect("id");
+    assert_eq!(artifact(&created["task"])["text"], "Generated text content");
+
+    // Cancel and subscribe are POSTs without a body, as the kit sends them.
+    let cancel = http()
+        .post(format!("{rest}/tasks/{task_id}:cancel"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .expect("response");
+    assert_eq!(cancel.status(), 409, "TaskNotCancelable is 409 in v1.0.0");
+    let wrong_type = http()
+        .post(format!("{rest}/message:send"))
+        .header("content-type", "text/plain")
+        .header("a2a-version", "1.0")
+        .body("hello")
+        .send()
+        .await
+        .expect("response");
+    assert_eq!(wrong_type.status(), 415);
+    let body: Value = wrong_type.json().await.expect("json");
+    assert_eq!(body["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+    let future =
+        http().get(format!("{rest}/tasks/{task_id}")).header("a2a-version", "99.0").send().await.expect("response");
+    let body: Value = future.json().await.expect("json");
+    assert_eq!(body["error"]["details"][0]["reason"], "VERSION_NOT_SUPPORTED");
+    let missing = http().post(format!("{rest}/tasks/nope:subscribe")).header("a2a-version", "1.0").send().await;
+    assert_eq!(missing.expect("response").status(), 404);
+}

@@ -1,0 +1,286 @@
+//! What an agent author's skill can do through the official A2A faces, over real HTTP: ask for
+//! input and be resumed by a follow-up, answer with a direct Message, close with a status message;
+//! and the `tenant` scoping and the switchable REST error mapping.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, SkillError};
+use accord_server::{A2aConfig, AgentRouterExt, ServerConfig};
+use accord_test_support::TestServer;
+use accord_types::a2a::ErrorMapping;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// `ask`: asks for a name until the message it answers carries one, then greets it and closes
+/// with a status message. `reply`: answers with a direct message. `hold`: runs until released.
+fn agent(release: Arc<Notify>) -> Agent {
+    Agent::builder("executor-test")
+        .skill(Skill::builder("ask").input_schema(json!({"type": "object"})).invoke(|run: Run| async move {
+            let said = run.message().map(Message::text).unwrap_or_default();
+            match said.strip_prefix("name: ") {
+                Some(name) => Ok(Outcome::Completed(
+                    Completion::new(json!({"greeting": format!("hello {name}")}))
+                        .with_message(Message::agent_text("done")),
+                )),
+                None => Ok(Outcome::InputRequired(Message::agent_text("what is your name?"))),
+            }
+        }))
+        .skill(Skill::builder("reply").input_schema(json!({"type": "object"})).invoke(|run: Run| async move {
+            let said = run.message().map(Message::text).unwrap_or_default();
+            Ok(Outcome::Reply(Message::agent_text(format!("you said: {said}"))))
+        }))
+        .skill(Skill::builder("hold").input_schema(json!({"type": "object"})).invoke(move |run: Run| {
+            let release = Arc::clone(&release);
+            async move {
+                tokio::select! {
+                    () = release.notified() => Ok(Outcome::Completed(Completion::new(Value::Null))),
+                    () = run.cancelled() => Err(SkillError::new("cancelled", "cancelled")),
+                }
+            }
+        }))
+        .build()
+        .expect("agent")
+}
+
+async fn server_with(mapping: ErrorMapping) -> (TestServer, Arc<Notify>) {
+    let release = Arc::new(Notify::new());
+    let agent = agent(Arc::clone(&release));
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let a2a = A2aConfig { default_skill: Some("ask".into()), error_mapping: mapping, ..A2aConfig::default() };
+    let config = ServerConfig::default().tasks(runtime).a2a(Some(a2a));
+    (TestServer::start(agent.router_with(config)).await, release)
+}
+
+const V1: [(&str, &str); 2] = [("content-type", "application/json"), ("a2a-version", "1.0")];
+
+async fn http(server: &TestServer, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, server.url(path));
+    for (name, value) in V1 {
+        request = request.header(name, value);
+    }
+    if let Some(body) = body {
+        request = request.body(body.to_string());
+    }
+    let response = request.send().await.expect("response");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+async fn get(server: &TestServer, path: &str) -> (u16, Value) {
+    http(server, reqwest::Method::GET, path, None).await
+}
+
+async fn call(server: &TestServer, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, body) = http(server, reqwest::Method::POST, "/a2a/jsonrpc", Some(body)).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn message(id: &str, text: &str, skill: Option<&str>, task_id: Option<&str>) -> Value {
+    let mut message = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
+    if let Some(skill) = skill {
+        message["metadata"] = json!({"skillId": skill});
+    }
+    if let Some(task_id) = task_id {
+        message["taskId"] = json!(task_id);
+    }
+    message
+}
+
+fn texts(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .map(|messages| messages.iter().filter_map(|m| m["parts"][0]["text"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_follow_up_resumes_a_task_waiting_for_input() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    let first = call(&s, "SendMessage", json!({"message": message("m-1", "hi", None, None)})).await;
+    let task = &first["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{first}");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "what is your name?");
+    assert_eq!(task["status"]["message"]["role"], "ROLE_AGENT");
+    let (id, context) = (task["id"].as_str().expect("id").to_owned(), task["contextId"].clone());
+
+    // A follow-up naming another context is refused; nothing changes.
+    let mut elsewhere = message("m-2", "name: Ada", None, Some(&id));
+    elsewhere["contextId"] = json!("another-context");
+    assert_eq!(call(&s, "SendMessage", json!({"message": elsewhere})).await["error"]["code"], -32602);
+
+    // The same messageId may come again (the conformance kit reuses ids): it is not deduplicated.
+    let answered =
+        call(&s, "SendMessage", json!({"message": message("m-1", "name: Ada", None, Some(&id)), "configuration": {}}))
+            .await;
+    let done = &answered["result"]["task"];
+    assert_eq!(done["id"], json!(id));
+    assert_eq!(done["contextId"], context);
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{answered}");
+    assert_eq!(done["status"]["message"]["parts"][0]["text"], "done", "the closing message is the status message");
+    let result = done["artifacts"].as_array().expect("artifacts").iter().find(|a| a["artifactId"] == "result");
+    assert_eq!(result.expect("the result artifact")["parts"][0]["data"], json!({"greeting": "hello Ada"}));
+    assert_eq!(texts(&done["history"]), ["hi", "what is your name?", "name: Ada"]);
+
+    // An ended task takes no more messages.
+    let late = call(&s, "SendMessage", json!({"message": message("m-3", "name: Bob", None, Some(&id))})).await;
+    assert_eq!(late["error"]["code"], -32004, "{late}");
+    // Nor does another caller's or an unknown task.
+    let unknown = call(&s, "SendMessage", json!({"message": message("m-4", "x", None, Some("nope"))})).await;
+    assert_eq!(unknown["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn a_running_task_refuses_a_follow_up() {
+    let (s, release) = server_with(ErrorMapping::V1_0_1).await;
+    let params =
+        json!({"message": message("m-1", "wait", Some("hold"), None), "configuration": {"returnImmediately": true}});
+    let created = call(&s, "SendMessage", params).await;
+    let id = created["result"]["task"]["id"].as_str().expect("id").to_owned();
+    let refused = call(&s, "SendMessage", json!({"message": message("m-2", "more", None, Some(&id))})).await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    assert!(refused["error"]["message"].as_str().expect("message").contains("running"), "{refused}");
+    release.notify_one();
+}
+
+#[tokio::test]
+async fn streams_close_at_input_required_and_a_streamed_follow_up_finishes_the_task() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    let first = sse(&s, json!({"message": message("m-1", "hi", None, None)})).await;
+    assert_eq!(kind(&first[0]), "task");
+    let last = first.last().expect("events");
+    assert_eq!(last["statusUpdate"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{first:?}");
+    let id = first[0]["task"]["id"].as_str().expect("id").to_owned();
+
+    let second = sse(&s, json!({"message": message("m-2", "name: Lin", None, Some(&id))})).await;
+    assert_eq!(kind(&second[0]), "task");
+    assert_eq!(second[0]["task"]["id"], json!(id));
+    assert_ne!(second[0]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the snapshot is after the resume");
+    let states: Vec<&str> =
+        second.iter().filter_map(|event| event["statusUpdate"]["status"]["state"].as_str()).collect();
+    assert_eq!(states.last(), Some(&"TASK_STATE_COMPLETED"), "{second:?}");
+    assert!(
+        !states.contains(&"TASK_STATE_INPUT_REQUIRED"),
+        "the resumed stream does not replay the earlier wait: {second:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_direct_reply_is_a_message_on_both_bindings() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    let replied = call(&s, "SendMessage", json!({"message": message("m-1", "ping", Some("reply"), None)})).await;
+    let reply = &replied["result"]["message"];
+    assert!(replied["result"].get("task").is_none(), "{replied}");
+    assert_eq!(reply["role"], "ROLE_AGENT");
+    assert_eq!(reply["parts"][0]["text"], "you said: ping");
+    assert!(reply["contextId"].is_string());
+
+    // The exchange is still on record, completed, with the reply as its closing message and no
+    // result artifact.
+    let task_id = reply["taskId"].as_str().expect("the reply names its task");
+    let task = call(&s, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(task["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["result"]["status"]["message"]["parts"][0]["text"], "you said: ping");
+    assert!(task["result"].get("artifacts").is_none(), "{task}");
+
+    let body = json!({"message": message("m-2", "pong", Some("reply"), None)});
+    let (status, rest) = http(&s, reqwest::Method::POST, "/a2a/rest/message:send", Some(body)).await;
+    assert_eq!(status, 200);
+    assert_eq!(rest["message"]["parts"][0]["text"], "you said: pong", "{rest}");
+
+    // With returnImmediately the caller asked for the task, and gets it.
+    let params =
+        json!({"message": message("m-3", "x", Some("reply"), None), "configuration": {"returnImmediately": true}});
+    assert!(call(&s, "SendMessage", params).await["result"]["task"]["id"].is_string());
+}
+
+#[tokio::test]
+async fn a_tenant_scopes_the_callers_tasks() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    let body = json!({"message": message("m-1", "name: Ada", None, None)});
+    let (status, created) = http(&s, reqwest::Method::POST, "/a2a/rest/acme/message:send", Some(body)).await;
+    assert_eq!(status, 200, "{created}");
+    let id = created["task"]["id"].as_str().expect("id").to_owned();
+
+    assert_eq!(get(&s, &format!("/a2a/rest/acme/tasks/{id}")).await.0, 200);
+    assert_eq!(get(&s, &format!("/a2a/rest/tasks/{id}")).await.0, 404, "not without the tenant");
+    assert_eq!(get(&s, &format!("/a2a/rest/globex/tasks/{id}")).await.0, 404, "not under another tenant");
+    let (_, listed) = get(&s, "/a2a/rest/acme/tasks").await;
+    assert_eq!(listed["tasks"].as_array().map(Vec::len), Some(1));
+    let (_, untenanted) = get(&s, "/a2a/rest/tasks").await;
+    assert_eq!(untenanted["tasks"].as_array().map(Vec::len), Some(0));
+
+    // JSON-RPC carries the tenant in the params.
+    assert_eq!(call(&s, "GetTask", json!({"id": id, "tenant": "acme"})).await["result"]["id"], json!(id));
+    assert_eq!(call(&s, "GetTask", json!({"id": id})).await["error"]["code"], -32001);
+    assert_eq!(call(&s, "GetTask", json!({"id": id, "tenant": "globex"})).await["error"]["code"], -32001);
+
+    // A body that names another tenant than its path is refused.
+    let body = json!({"message": message("m-2", "x", None, None), "tenant": "globex"});
+    let (status, refused) = http(&s, reqwest::Method::POST, "/a2a/rest/acme/message:send", Some(body)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["status"], "INVALID_ARGUMENT");
+}
+
+#[tokio::test]
+async fn the_rest_error_mapping_is_switchable() {
+    for (mapping, expected) in [(ErrorMapping::V1_0_1, 400), (ErrorMapping::V1_0_0, 409)] {
+        let (s, _release) = server_with(mapping).await;
+        let (_, created) = http(
+            &s,
+            reqwest::Method::POST,
+            "/a2a/rest/message:send",
+            Some(json!({"message": message("m-1", "name: Ada", None, None)})),
+        )
+        .await;
+        let id = created["task"]["id"].as_str().expect("id").to_owned();
+        let path = format!("/a2a/rest/tasks/{id}:cancel");
+        let (status, body) = http(&s, reqwest::Method::POST, &path, None).await;
+        assert_eq!(status, expected, "{mapping:?}: {body}");
+        assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_CANCELABLE");
+        // Content-type errors: 415 in v1.0.0, 400 in v1.0.1.
+        let response = reqwest::Client::new()
+            .post(s.url("/a2a/rest/message:send"))
+            .header("a2a-version", "1.0")
+            .header("content-type", "text/plain")
+            .body("hello")
+            .send()
+            .await
+            .expect("response");
+        let wanted = if mapping == ErrorMapping::V1_0_0 { 415 } else { 400 };
+        assert_eq!(response.status().as_u16(), wanted, "{mapping:?}");
+    }
+}
+
+fn kind(result: &Value) -> &str {
+    ["task", "message", "statusUpdate", "artifactUpdate"].into_iter().find(|k| result.get(*k).is_some()).unwrap_or("?")
+}
+
+/// `SendStreamingMessage` over JSON-RPC, read to the end of the stream.
+async fn sse(server: &TestServer, params: Value) -> Vec<Value> {
+    use futures_util::StreamExt;
+    let body = json!({"jsonrpc": "2.0", "id": "s", "method": "SendStreamingMessage", "params": params});
+    let mut request = reqwest::Client::new().post(server.url("/a2a/jsonrpc")).body(body.to_string());
+    for (name, value) in V1 {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.expect("response");
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("no stall") {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|line| line.strip_prefix("data: ")) {
+                let body: Value = serde_json::from_str(data).expect("json");
+                events.push(body["result"].clone());
+            }
+        }
+    }
+    events
+}
