@@ -20,6 +20,8 @@
 //! Routes are resolved against the card's HTTP base URL — the first `supportedInterfaces` entry
 //! whose binding contains `HTTP`, else `url` — so an agent mounted under a base path is reached
 //! under it.
+//!
+//! For the official A2A v1.0 protocol (JSON-RPC and HTTP+JSON bindings), use [`a2a::A2aClient`].
 
 use std::pin::Pin;
 
@@ -31,6 +33,7 @@ use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
+pub mod a2a;
 mod error;
 pub mod rpc;
 mod signed;

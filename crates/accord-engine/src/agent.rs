@@ -206,12 +206,13 @@ impl Agent {
         AgentCard {
             protocol_version: Some(PROTOCOL_VERSION.into()),
             name: self.inner.name.clone(),
-            description: self.inner.description.clone(),
+            // A2A v1.0 requires a description; the name stands in for a missing one.
+            description: Some(self.inner.description.clone().unwrap_or_else(|| self.inner.name.clone())),
             url: Some(url.clone()),
             supported_interfaces: vec![AgentInterface {
                 url,
                 protocol_binding: LUCID_BINDING.into(),
-                protocol_version: None,
+                protocol_version: Some(PROTOCOL_VERSION.into()),
                 extra: Map::new(),
             }],
             version: Some(self.inner.version.clone()),
@@ -228,11 +229,14 @@ impl Agent {
                 .map(|skill| AgentSkill {
                     id: skill.key().to_owned(),
                     name: skill.key().to_owned(),
-                    description: skill.description.clone(),
+                    // A2A v1.0 requires a description and tags on every skill.
+                    description: Some(
+                        skill.description.clone().unwrap_or_else(|| format!("The {} skill.", skill.key())),
+                    ),
                     input_modes: vec![JSON.into()],
                     output_modes: vec![JSON.into(), TEXT.into()],
                     streaming: skill.is_streaming(),
-                    tags: skill.tags.clone(),
+                    tags: if skill.tags.is_empty() { vec![skill.key().to_owned()] } else { skill.tags.clone() },
                     input_schema: Some(skill.input_schema().clone()),
                     output_schema: skill.output_schema().cloned(),
                     extra: Map::new(),

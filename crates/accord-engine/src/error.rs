@@ -31,6 +31,13 @@ pub enum BuildError {
         /// What the schema compiler said.
         reason: String,
     },
+    /// A skill's price is not a decimal integer amount.
+    InvalidPrice {
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An agent field is invalid (empty name, …).
     InvalidAgent {
         /// What is wrong.
@@ -48,6 +55,7 @@ impl std::fmt::Display for BuildError {
             Self::DuplicateSkill { key } => write!(f, "skill key {key:?} is used twice"),
             Self::NoHandler { key } => write!(f, "skill {key:?} has neither an invoke nor a stream handler"),
             Self::InvalidSchema { key, reason } => write!(f, "skill {key:?} has an invalid schema: {reason}"),
+            Self::InvalidPrice { key, reason } => write!(f, "skill {key:?} has an invalid price: {reason}"),
             Self::InvalidAgent { reason } => write!(f, "invalid agent: {reason}"),
         }
     }

@@ -43,4 +43,4 @@ pub use run::{
     RunEvent, RunFrame, RunStream, TaskState,
 };
 pub use schema::Issue;
-pub use skill::{BoxFuture, Handler, Skill, SkillBuilder, SkillError, ValidInput};
+pub use skill::{BoxFuture, Handler, Pricing, Skill, SkillBuilder, SkillError, ValidInput};

@@ -76,8 +76,43 @@ impl std::fmt::Display for SkillError {
 
 impl std::error::Error for SkillError {}
 
+/// What a skill costs, per way of calling it: amounts in the smallest unit of the agent's payment
+/// asset, as decimal integer strings (`"10000"`). An operation without an amount is free. Which
+/// asset, network and payee — and which payment rail collects — is the server's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pricing {
+    /// The price of a direct invocation.
+    pub invoke: Option<String>,
+    /// The price of a stream.
+    pub stream: Option<String>,
+    /// The price of a task.
+    pub task: Option<String>,
+}
+
+impl Pricing {
+    /// Whether any operation is priced.
+    pub fn is_priced(&self) -> bool {
+        self.invoke.is_some() || self.stream.is_some() || self.task.is_some()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (name, amount) in [("invoke", &self.invoke), ("stream", &self.stream), ("task", &self.task)] {
+            if let Some(amount) = amount {
+                let digits = !amount.is_empty() && amount.bytes().all(|byte| byte.is_ascii_digit());
+                if !digits || (amount.len() > 1 && amount.starts_with('0')) {
+                    return Err(format!(
+                        "the {name} price {amount:?} is not a decimal integer in the asset's smallest unit"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A skill of an agent (an "entrypoint" in the Lucid profile).
 pub struct Skill {
+    pub(crate) pricing: Pricing,
     pub(crate) key: Arc<str>,
     pub(crate) description: Option<String>,
     pub(crate) tags: Vec<String>,
@@ -121,6 +156,7 @@ impl Skill {
     /// Starts building a skill.
     pub fn builder(key: impl Into<String>) -> SkillBuilder {
         SkillBuilder {
+            pricing: Pricing::default(),
             key: key.into(),
             description: None,
             tags: Vec::new(),
@@ -129,6 +165,11 @@ impl Skill {
             invoke: None,
             stream: None,
         }
+    }
+
+    /// What the skill costs.
+    pub fn pricing(&self) -> &Pricing {
+        &self.pricing
     }
 
     /// The key.
@@ -184,6 +225,7 @@ impl Skill {
 /// Builds a [`Skill`]; finish it by handing it to [`crate::AgentBuilder::skill`].
 #[must_use]
 pub struct SkillBuilder {
+    pricing: Pricing,
     key: String,
     description: Option<String>,
     tags: Vec<String>,
@@ -205,6 +247,12 @@ fn schema_of<T: JsonSchema>() -> Value {
 }
 
 impl SkillBuilder {
+    /// What the skill costs (checked when the agent is built: amounts must be decimal integers).
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = pricing;
+        self
+    }
+
     /// What the skill does.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
@@ -288,6 +336,9 @@ impl SkillBuilder {
         if self.invoke.is_none() && self.stream.is_none() {
             return Err(BuildError::NoHandler { key: self.key });
         }
+        if let Err(reason) = self.pricing.check() {
+            return Err(BuildError::InvalidPrice { key: self.key, reason });
+        }
         let compile = |schema: Value, key: &str| {
             Schema::compile(schema).map_err(|reason| BuildError::InvalidSchema { key: key.to_owned(), reason })
         };
@@ -297,6 +348,7 @@ impl SkillBuilder {
             None => None,
         };
         Ok(Skill {
+            pricing: self.pricing,
             key: self.key.into(),
             description: self.description,
             tags: self.tags,

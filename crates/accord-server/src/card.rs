@@ -44,7 +44,7 @@ pub(crate) async fn card(
             card.supported_interfaces.push(accord_types::card::AgentInterface {
                 url: format!("{base_url}{}", jsonrpc.path),
                 protocol_binding: crate::JSONRPC_TASKS_BINDING.into(),
-                protocol_version: None,
+                protocol_version: Some("1.0".into()),
                 extra: serde_json::Map::new(),
             });
         }

@@ -262,9 +262,37 @@ async fn streams_start_with_the_task_and_close_at_the_end() {
         events.last().map(|(_, r)| r["statusUpdate"]["status"]["state"].clone()),
         Some(json!("TASK_STATE_COMPLETED"))
     );
-    let ids: Vec<u64> = events.iter().filter_map(|(id, _)| id.as_deref()?.parse().ok()).collect();
-    assert_eq!(ids.len(), events.len(), "every event has an SSE id");
-    assert!(ids.windows(2).all(|pair| pair[0] <= pair[1]), "{ids:?}");
+    // Ids are `N` (the log sequence) or `N:k` (the k-th of several events one log entry makes);
+    // every event has one and no two are equal.
+    let ids: Vec<(u64, Option<u64>)> = events
+        .iter()
+        .filter_map(|(id, _)| {
+            let id = id.as_deref()?;
+            Some(match id.split_once(':') {
+                Some((sequence, part)) => (sequence.parse().ok()?, Some(part.parse().ok()?)),
+                None => (id.parse().ok()?, None),
+            })
+        })
+        .collect();
+    assert_eq!(ids.len(), events.len(), "every event has an SSE id: {events:?}");
+    let order = |(sequence, part): (u64, Option<u64>)| (sequence, part.unwrap_or(u64::MAX));
+    assert!(ids.windows(2).all(|pair| order(pair[0]) < order(pair[1])), "{ids:?}");
+
+    // Resuming after the result artifact (which shares its log entry with the completed status)
+    // sends just the completed status.
+    let artifact_id = events
+        .iter()
+        .find(|(_, result)| {
+            kind(result) == "artifactUpdate" && result["artifactUpdate"]["artifact"]["artifactId"] == "result"
+        })
+        .and_then(|(id, _)| id.clone())
+        .expect("the result artifact's id");
+    assert!(artifact_id.contains(':'), "{artifact_id}");
+    let task_id = events[0].1["task"]["id"].as_str().expect("id").to_owned();
+    let rest = stream(&s, "SubscribeToTask", json!({"id": task_id}), &[("last-event-id", &artifact_id)], 10).await;
+    let rest_kinds: Vec<&str> = rest.iter().map(|(_, result)| kind(result)).collect();
+    assert_eq!(rest_kinds, ["statusUpdate"], "{rest:?}");
+    assert_eq!(rest[0].1["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
 
     // Subscribing to a finished task is refused (read it with GetTask).
     let id = events[0].1["task"]["id"].as_str().expect("id").to_owned();

@@ -410,6 +410,25 @@ impl TaskRuntime {
         }
     }
 
+    /// Ends a task as `failed` with `error`, unless it already ended: the way out for a caller
+    /// that reserved a task, committed to something irreversible for it (a payment), and then could
+    /// not start it. Returns the task as stored afterwards — failed by this call, or in whatever
+    /// terminal state it reached first. A task still active in the answer means the end could not
+    /// be recorded; the caller must not report it as running.
+    pub async fn fail(&self, id: &TaskId, error: SkillError) -> Result<Task, TaskFailure> {
+        let event = TaskEventKind::Error { state: TaskState::Failed, error };
+        if let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? {
+            if let Some(token) = self.inner.local().get(id) {
+                token.cancel();
+            }
+            return Ok(record.task);
+        }
+        match self.inner.store.get(id).await? {
+            Some(record) => Ok(record.task),
+            None => Err(TaskFailure::NotFound { id: id.clone() }),
+        }
+    }
+
     /// Terminalizes a task this worker reserved but will not run.
     async fn abandon(&self, id: &TaskId, worker: Option<&str>) {
         let event = TaskEventKind::Status { state: TaskState::Canceled, message: None };

@@ -39,14 +39,44 @@ pub(crate) mod rest;
 
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE
 /// `id`, for `Last-Event-ID`).
-pub(crate) type A2aStream = Pin<Box<dyn Stream<Item = (Option<u64>, StreamResponse)> + Send>>;
+pub(crate) type A2aStream = Pin<Box<dyn Stream<Item = (Option<EventId>, StreamResponse)> + Send>>;
+
+/// The SSE `id` of a stream event: the sequence of the task log entry it comes from and, when
+/// one entry makes several events (a result: its artifact, then the completed status), the
+/// event's index within the entry for all but the last (`7:0`, then `7`). Sent back as
+/// `Last-Event-ID`, it resumes exactly after that event: nothing skipped, nothing repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventId {
+    pub(crate) sequence: u64,
+    pub(crate) part: Option<usize>,
+}
+
+impl EventId {
+    /// Reads `N` or `N:k`.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        match text.split_once(':') {
+            None => Some(Self { sequence: text.parse().ok()?, part: None }),
+            Some((sequence, part)) => Some(Self { sequence: sequence.parse().ok()?, part: Some(part.parse().ok()?) }),
+        }
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.part {
+            None => write!(f, "{}", self.sequence),
+            Some(part) => write!(f, "{}:{part}", self.sequence),
+        }
+    }
+}
 
 /// Where a stream of a task starts.
 enum Follow {
     /// With this snapshot of the task.
     Snapshot(Box<Task>),
-    /// After this log sequence (a `Last-Event-ID`), without a snapshot.
-    After(u64),
+    /// After this event (a `Last-Event-ID`), without a snapshot.
+    After(EventId),
 }
 
 /// How long a blocking `SendMessage` waits before answering with the task as it is.
@@ -177,7 +207,7 @@ impl A2aCore {
         &self,
         request: a2a::SubscribeToTaskRequest,
         owner: OwnerHash,
-        last_event_id: Option<u64>,
+        last_event_id: Option<EventId>,
     ) -> Result<A2aStream, A2aError> {
         let owner = scoped(owner, request.tenant.as_deref());
         let id = TaskId::new(request.id);
@@ -197,13 +227,18 @@ impl A2aCore {
     /// that sequence), then the updates the log records, closed right after the first terminal or
     /// interrupted state — without waiting for another event.
     async fn follow(&self, id: TaskId, owner: OwnerHash, from: Follow) -> Result<A2aStream, A2aError> {
-        let (first, cursor) = match from {
-            Follow::After(after) => (None, after),
+        // `partial`: the entry whose first events the caller has already seen, and how many.
+        let (first, cursor, partial) = match from {
+            Follow::After(EventId { sequence, part: None }) => (None, sequence, None),
+            Follow::After(EventId { sequence, part: Some(part) }) => {
+                (None, sequence.saturating_sub(1), Some((sequence, part)))
+            }
             Follow::Snapshot(task) => {
                 // The record has every logged event applied but the creation event: it reflects
                 // the log up to sequence `version + 1`.
                 let cursor = task.version + 1;
-                (Some((Some(cursor), StreamResponse::Task(a2a_task(&task, None, true)))), cursor)
+                let id = EventId { sequence: cursor, part: None };
+                (Some((Some(id), StreamResponse::Task(a2a_task(&task, None, true)))), cursor, None)
             }
         };
         let events = self.runtime.events(&id, &owner, cursor).await.map_err(failure)?;
@@ -212,7 +247,17 @@ impl A2aCore {
         let updates = events
             .take_while(|event| std::future::ready(event.is_ok()))
             .filter_map(move |event| {
-                let responses = event.map(|event| stream_responses(&event, &context_id)).unwrap_or_default();
+                let responses = event
+                    .map(|event| {
+                        let responses = stream_responses(&event, &context_id);
+                        match partial {
+                            Some((sequence, seen)) if event.sequence == sequence => {
+                                responses.into_iter().skip(seen + 1).collect()
+                            }
+                            _ => responses,
+                        }
+                    })
+                    .unwrap_or_default();
                 std::future::ready(Some(futures_util::stream::iter(responses)))
             })
             .flatten();
@@ -552,7 +597,7 @@ pub(crate) fn a2a_task(task: &Task, history_length: Option<i32>, include_artifac
 }
 
 /// The stream responses for one log entry.
-fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<u64>, StreamResponse)> {
+fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<EventId>, StreamResponse)> {
     let task_id = event.task_id.to_string();
     let at = Some(a2a::time::format_unix_millis(i64::try_from(event.at).unwrap_or(i64::MAX)));
     let status = |state: TaskState, message: Option<a2a::Message>| {
@@ -583,8 +628,8 @@ fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<u64>, St
         extensions: Vec::new(),
         reference_task_ids: Vec::new(),
     };
-    let sequence = Some(event.sequence);
-    match &event.kind {
+    let sequence = Some(EventId { sequence: event.sequence, part: None });
+    let mut responses = match &event.kind {
         TaskEventKind::Status { state, message } => {
             vec![(sequence, status(*state, message.as_ref().map(agent_message)))]
         }
@@ -605,5 +650,16 @@ fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<u64>, St
             vec![(sequence, status(TaskState::Working, Some(agent_message(message))))]
         }
         _ => Vec::new(),
+    };
+    // One log entry may make several responses (a result: its artifact, then the completed
+    // status); all but the last are told apart by their index (see `EventId`).
+    let last = responses.len().saturating_sub(1);
+    for (index, (id, _)) in responses.iter_mut().enumerate() {
+        if index != last
+            && let Some(id) = id
+        {
+            id.part = Some(index);
+        }
     }
+    responses
 }

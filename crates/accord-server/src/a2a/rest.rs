@@ -218,7 +218,7 @@ async fn task_route(
             let last_event_id = headers
                 .get("last-event-id")
                 .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<u64>().ok());
+                .and_then(super::EventId::parse);
             match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &path_fields) {
                 Ok(subscribe) => match state.core.subscribe(subscribe, owner, last_event_id).await {
                     Ok(stream) => sse(stream),

@@ -1,0 +1,91 @@
+"""An official a2a-sdk (Python) echo agent on loopback, as a peer for Accord's A2A client.
+
+Usage: a2a_python_server.py [PORT]   (or PORT in the environment; 0 or nothing = a free port)
+
+Serves the card at /.well-known/agent-card.json, JSON-RPC at / and HTTP+JSON at /rest. Each
+message becomes a task: submitted, working, an artifact "echo: <text>", completed, with a short
+pause before each step so that a subscription or a cancellation right after a returnImmediately
+send finds the task running. Prints
+"a2a-python-peer listening on http://127.0.0.1:<port>" once it accepts connections.
+"""
+
+import asyncio
+import os
+import socket
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+
+from a2a.helpers import new_task, new_text_part
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+
+
+PAUSE = 0.1  # seconds before each step of a task
+
+
+class EchoExecutor(AgentExecutor):
+    """Creates the task first (the SDK requires a Task before any status update), then echoes."""
+
+    async def execute(self, context, queue):
+        if context.current_task is None:
+            await queue.enqueue_event(
+                new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+            )
+        updater = TaskUpdater(queue, context.task_id, context.context_id)
+        await asyncio.sleep(PAUSE)
+        await updater.start_work()
+        await asyncio.sleep(PAUSE)
+        await updater.add_artifact(parts=[new_text_part("echo: " + context.get_user_input())])
+        await asyncio.sleep(PAUSE)
+        await updater.complete()
+
+    async def cancel(self, context, queue):
+        await TaskUpdater(queue, context.task_id, context.context_id).cancel()
+
+
+def main():
+    arg = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("PORT", "0")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", int(arg)))
+    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    card = AgentCard(
+        name="a2a-python-peer",
+        description="Echo agent on the official a2a-sdk",
+        version="1.0.0",
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        supported_interfaces=[
+            AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=base + "/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        skills=[AgentSkill(id="echo", name="echo", description="Echoes the message", tags=["echo"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(
+        routes=create_agent_card_routes(card)
+        + create_rest_routes(handler, path_prefix="/rest")
+        + create_jsonrpc_routes(handler, rpc_url="/")
+    )
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+
+    async def serve():
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            print(f"a2a-python-peer listening on {base}", flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
