@@ -67,8 +67,37 @@ pub const SLOW_SCOPE: &str = "demo:slow";
 /// The pause between two ticks.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// The asset of the demo prices.
+pub const DEMO_ASSET: &str = "accord-credit";
+/// The network of the demo prices.
+pub const DEMO_NETWORK: &str = "accord:local";
+/// Who the demo agent's prices pay.
+pub const DEMO_PAY_TO: &str = "accord-demo";
+
+/// The demo agent with prices (`accord serve --demo-prices`): `summarize` costs 1000 per
+/// invocation and per task, `slow` 500 per task; `echo` and `ticks` stay free.
+pub fn priced_agent() -> Result<Agent, BuildError> {
+    build(true)
+}
+
+/// The payments the priced demo agent takes: the local development rail, in [`DEMO_ASSET`] on
+/// [`DEMO_NETWORK`], paid to [`DEMO_PAY_TO`].
+pub fn local_payments() -> accord_server::PaymentsConfig {
+    let rail = std::sync::Arc::new(accord_payments::local::LocalRail::new());
+    accord_server::PaymentsConfig::new(rail, DEMO_ASSET, DEMO_NETWORK, DEMO_PAY_TO)
+}
+
 /// The demo agent: `echo`, `summarize`, `slow` and `ticks`.
 pub fn agent() -> Result<Agent, BuildError> {
+    build(false)
+}
+
+fn build(priced: bool) -> Result<Agent, BuildError> {
+    let price = |invoke: Option<&str>, task: Option<&str>| accord_engine::Pricing {
+        invoke: invoke.filter(|_| priced).map(str::to_owned),
+        stream: None,
+        task: task.filter(|_| priced).map(str::to_owned),
+    };
     Agent::builder("accord-demo")
         .version(env!("CARGO_PKG_VERSION"))
         .description("Accord's demo agent: echo, an extractive summarizer, a cancellable sleeper and a ticker.")
@@ -79,22 +108,26 @@ pub fn agent() -> Result<Agent, BuildError> {
         )
         .skill(
             Skill::builder("summarize")
+                .pricing(price(Some("1000"), Some("1000")))
                 .description("Extractive summary: keeps the sentences that carry the text's most frequent words.")
                 .typed(|input: SummarizeInput, _run: Run| async move {
                     let count = input.sentences.unwrap_or(2) as usize;
                     Ok::<_, SkillError>(SummarizeOutput { summary: crate::summarize::summarize(&input.text, count) })
                 }),
         )
-        .skill(Skill::builder("slow").description("Sleeps for the given seconds; stops early when cancelled.").typed(
-            |input: SlowInput, run: Run| async move {
-                let started = tokio::time::Instant::now();
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs_f64(input.seconds)) => {}
-                    () = run.cancelled() => return Err(SkillError::new("cancelled", "cancelled while sleeping")),
-                }
-                Ok(SlowOutput { slept: started.elapsed().as_secs_f64() })
-            },
-        ))
+        .skill(
+            Skill::builder("slow")
+                .pricing(price(None, Some("500")))
+                .description("Sleeps for the given seconds; stops early when cancelled.")
+                .typed(|input: SlowInput, run: Run| async move {
+                    let started = tokio::time::Instant::now();
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs_f64(input.seconds)) => {}
+                        () = run.cancelled() => return Err(SkillError::new("cancelled", "cancelled while sleeping")),
+                    }
+                    Ok(SlowOutput { slept: started.elapsed().as_secs_f64() })
+                }),
+        )
         .skill(
             Skill::builder("ticks")
                 .description("Streams `count` deltas (default 3), one every 100 ms.")

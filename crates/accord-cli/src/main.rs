@@ -88,6 +88,16 @@ enum Command {
         workers: WorkerArgs,
         #[command(flatten)]
         signed_card: card_cmd::SignedCardArgs,
+        /// Price the demo agent's skills (summarize: 1000 per invoke and per task; slow: 500 per
+        /// task) and collect with the local development rail, which accepts vouchers signed by any
+        /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
+        #[arg(long, env = "ACCORD_DEMO_PRICES")]
+        demo_prices: bool,
+    },
+    /// Make or inspect a local-rail wallet (for `--wallet` and `accord serve --demo-prices`).
+    Wallet {
+        #[command(subcommand)]
+        command: WalletCommand,
     },
     /// Call a JSON-RPC tasks endpoint: tasks/send, tasks/get, tasks/cancel.
     Rpc {
@@ -118,6 +128,8 @@ enum Command {
         /// Print the whole response as one line of JSON instead of the pretty output.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        wallet: WalletArgs,
     },
     /// Stream a skill and print its events as they arrive.
     Stream {
@@ -206,6 +218,53 @@ enum RpcCommand {
     },
 }
 
+/// Paying for priced skills with a local-rail wallet.
+#[derive(Debug, clap::Args)]
+struct WalletArgs {
+    /// A wallet file (made by `accord wallet new`) that pays when the agent asks for payment
+    /// (402): its signed vouchers are what `accord serve --demo-prices` accepts.
+    #[arg(long, env = "ACCORD_WALLET")]
+    wallet: Option<std::path::PathBuf>,
+    /// The most one payment may cost, in the asset's smallest unit; a dearer price is declined.
+    #[arg(long, requires = "wallet")]
+    max_amount: Option<String>,
+}
+
+impl WalletArgs {
+    /// A client that pays with the wallet, when one is given.
+    fn client(&self) -> Result<Client, Failure> {
+        let Some(path) = &self.wallet else { return Ok(Client::new()) };
+        let wallet = accord_payments::wallet::Wallet::load(path)
+            .map_err(|error| usage(format!("--wallet {}: {error}", path.display())))?;
+        let wallet = match &self.max_amount {
+            Some(max) => {
+                wallet.with_max_amount(max.clone()).map_err(|error| usage(format!("--max-amount: {error}")))?
+            }
+            None => wallet,
+        };
+        Ok(Client::new().with_payments(std::sync::Arc::new(wallet)))
+    }
+}
+
+/// `accord wallet …`.
+#[derive(Debug, Subcommand)]
+enum WalletCommand {
+    /// Make a new wallet file (an Ed25519 key; readable by its owner only) and print its payer id.
+    New {
+        /// Where to write it.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a wallet's payer id.
+    Show {
+        /// The wallet file.
+        path: std::path::PathBuf,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 enum TaskCommand {
     /// Create a task running SKILL on the JSON input; prints the task id and its access token.
@@ -228,6 +287,8 @@ enum TaskCommand {
         /// How long `--wait` waits, in seconds.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        #[command(flatten)]
+        wallet: WalletArgs,
     },
     /// Print a task.
     Get {
@@ -328,14 +389,25 @@ fn usage(message: impl Into<String>) -> Failure {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { agent, a2a_error_mapping, host, port, base_path, demo_token, store, workers, signed_card } => {
+        Command::Serve {
+            agent,
+            a2a_error_mapping,
+            host,
+            port,
+            base_path,
+            demo_token,
+            store,
+            workers,
+            signed_card,
+            demo_prices,
+        } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
                 Some(ErrorMappingArg::V101) => ErrorMapping::V1_0_1,
                 None if agent == AgentKind::Conformance => ErrorMapping::V1_0_0,
                 None => ErrorMapping::V1_0_1,
             };
-            let options = ServeOptions { agent, mapping, demo_token };
+            let options = ServeOptions { agent, mapping, demo_token, demo_prices };
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
@@ -344,9 +416,10 @@ async fn main() -> ExitCode {
         Command::Card { command: CardCommand::Sign(args) } => card_cmd::sign(args),
         Command::Card { command: CardCommand::Verify(args) } => card_cmd::verify(args).await,
         Command::Card { command: CardCommand::Lint(args) } => card_cmd::lint(args).await,
-        Command::Invoke { url, skill, input, idempotency_key, json } => {
-            invoke(&url, &skill, &input, idempotency_key, json).await
+        Command::Invoke { url, skill, input, idempotency_key, json, wallet } => {
+            invoke(&url, &skill, &input, idempotency_key, json, &wallet).await
         }
+        Command::Wallet { command } => wallet(command),
         Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
         Command::Task { command } => task(command).await,
     };
@@ -376,6 +449,7 @@ struct ServeOptions {
     agent: AgentKind,
     mapping: ErrorMapping,
     demo_token: Option<String>,
+    demo_prices: bool,
 }
 
 async fn serve(
@@ -388,8 +462,12 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, demo_token } = options;
+    let ServeOptions { agent: kind, mapping, demo_token, demo_prices } = options;
+    if demo_prices && kind != AgentKind::Demo {
+        return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
+    }
     let agent = match kind {
+        AgentKind::Demo if demo_prices => accord_cli::demo::priced_agent(),
         AgentKind::Demo => accord_cli::demo::agent(),
         AgentKind::Conformance => accord_cli::conformance::agent(),
     }
@@ -412,6 +490,11 @@ async fn serve(
     };
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
     config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, ..a2a });
+    if demo_prices {
+        let payments = accord_cli::demo::local_payments();
+        payments.check(&agent).map_err(|reason| Failure { code: EXIT_FAILED, message: reason })?;
+        config = config.payments(payments);
+    }
     if let Some(signed_card) = signed_card {
         config = config.signed_card(signed_card);
     }
@@ -446,6 +529,12 @@ async fn serve(
     };
     let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)");
     let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
+    if demo_prices {
+        let _ = writeln!(
+            out,
+            "payments: local rail (summarize 1000 per invoke and per task, slow 500 per task); pay with --wallet"
+        );
+    }
     let _ = out.flush();
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
@@ -502,25 +591,28 @@ async fn rpc(command: RpcCommand) -> Result<(), Failure> {
 }
 
 async fn task(command: TaskCommand) -> Result<(), Failure> {
-    let client = Client::new();
+    let mut client = Client::new();
     match command {
-        TaskCommand::Send { url, skill, input, token, context, wait, timeout } => {
+        TaskCommand::Send { url, skill, input, token, context, wait, timeout, wallet } => {
+            client = wallet.client()?;
             let input = parse_input(&input)?;
             let card = client.fetch_card(&url).await?;
             let options = SendOptions { access_token: token, context_id: context, ..SendOptions::default() };
             let sent = client.send_message(&card, &skill, input, options).await.map_err(|error| {
                 let mut message = error.to_string();
-                if error.status.is_none() && error.cause.is_some() {
+                let unanswered = matches!(error.cause, Some(ClientError::Transport { .. }));
+                if error.status.is_none() && unanswered {
                     message.push_str(" (the task may exist: list with the access token before retrying)");
                 }
-                Failure { code: if error.cause.is_some() { EXIT_UNREACHABLE } else { EXIT_FAILED }, message }
+                Failure { code: if unanswered { EXIT_UNREACHABLE } else { EXIT_FAILED }, message }
             })?;
             if !wait {
-                print_json(
-                    &json!({"taskId": sent.access.task_id, "accessToken": sent.access.access_token,
-                            "status": sent.status}),
-                    true,
-                );
+                let mut printed = json!({"taskId": sent.access.task_id, "accessToken": sent.access.access_token,
+                                         "status": sent.status});
+                if let Some(settlement) = &sent.settlement {
+                    printed["settlement"] = settlement_json(settlement);
+                }
+                print_json(&printed, true);
                 return Ok(());
             }
             eprintln!("task {} (access token: {})", sent.access.task_id, sent.access.access_token);
@@ -634,18 +726,58 @@ async fn invoke(
     input: &str,
     idempotency_key: Option<String>,
     json: bool,
+    wallet: &WalletArgs,
 ) -> Result<(), Failure> {
     let input = parse_input(input)?;
-    let client = Client::new();
+    let client = wallet.client()?;
     let card = client.fetch_card(url).await?;
     let options = InvokeOptions { idempotency_key, ..InvokeOptions::default() };
-    let response = client.invoke(&card, skill, input, options).await?;
+    let (response, settlement) = client.invoke_with_settlement(&card, skill, input, options).await?;
+    if let Some(settlement) = &settlement {
+        eprintln!("paid: {}", settlement_json(settlement));
+    }
     if json {
         print_json(&serde_json::to_value(&response).unwrap_or(Value::Null), false);
     } else {
         print_json(response.output.as_ref().unwrap_or(&Value::Null), true);
     }
     Ok(())
+}
+
+/// Settlement evidence as JSON (the header values as received).
+fn settlement_json(settlement: &accord_client::Settlement) -> Value {
+    let mut evidence = serde_json::Map::new();
+    for (name, value) in [
+        ("paymentReceipt", &settlement.payment_receipt),
+        ("paymentResponse", &settlement.payment_response),
+        ("xPaymentResponse", &settlement.x_payment_response),
+    ] {
+        if let Some(value) = value {
+            evidence.insert(name.into(), Value::String(value.clone()));
+        }
+    }
+    Value::Object(evidence)
+}
+
+fn wallet(command: WalletCommand) -> Result<(), Failure> {
+    use accord_payments::wallet::Wallet;
+    match command {
+        WalletCommand::New { out, force } => {
+            if out.exists() && !force {
+                return Err(usage(format!("{} exists (use --force to replace it)", out.display())));
+            }
+            let wallet =
+                Wallet::generate().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+            wallet.save(&out).map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+            println!("{}", wallet.payer_id());
+            Ok(())
+        }
+        WalletCommand::Show { path } => {
+            let wallet = Wallet::load(&path).map_err(|error| usage(format!("{}: {error}", path.display())))?;
+            println!("{}", wallet.payer_id());
+            Ok(())
+        }
+    }
 }
 
 async fn stream(url: &str, skill: &str, input: &str, json: bool) -> Result<(), Failure> {

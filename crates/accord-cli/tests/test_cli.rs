@@ -565,3 +565,66 @@ fn several_servers_on_one_postgres_database_share_the_tasks() {
     let listed = stdout_json(&accord(&["task", "list", &b.url, "--token", token]));
     assert!(listed["tasks"].as_array().is_some_and(|tasks| tasks.iter().any(|task| task["taskId"] == json!(id))));
 }
+
+#[test]
+fn demo_prices_are_paid_with_a_wallet() {
+    let dir = ScratchDir::new("wallet");
+    let wallet = dir.path("wallet.json");
+    let made = accord(&["wallet", "new", "--out", &wallet]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let payer = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+    assert!(payer.len() >= 40, "{payer}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&wallet).expect("wallet file").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the wallet is readable by its owner only: {mode:o}");
+    }
+    assert_eq!(String::from_utf8_lossy(&accord(&["wallet", "show", &wallet]).stdout).trim(), payer);
+    assert_eq!(accord(&["wallet", "new", "--out", &wallet]).status.code(), Some(2), "no silent overwrite");
+
+    let store = format!("sqlite://{}", dir.path("tasks.db"));
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--demo-prices", "--store", &store])
+        .env("ACCORD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start accord serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = lines.next().expect("a line").expect("utf-8").rsplit(' ').next().expect("url").to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
+    let served = Served { child, url };
+    let input = r#"{"text":"Cats purr. Dogs bark. Cats nap."}"#;
+
+    let unpaid = accord(&["invoke", &served.url, "summarize", input]);
+    assert_eq!(unpaid.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unpaid.stderr).contains("402"), "{}", String::from_utf8_lossy(&unpaid.stderr));
+    let paid = accord(&["invoke", &served.url, "summarize", input, "--wallet", &wallet]);
+    assert!(stdout_json(&paid)["summary"].is_string());
+    assert!(String::from_utf8_lossy(&paid.stderr).contains("paymentResponse"), "the receipt is shown");
+    let capped = accord(&["invoke", &served.url, "summarize", input, "--wallet", &wallet, "--max-amount", "10"]);
+    assert_eq!(capped.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&capped.stderr).contains("payment declined"));
+    // Free skills stay free.
+    assert!(stdout_json(&accord(&["invoke", &served.url, "echo", r#"{"text":"hi"}"#]))["text"] == "hi");
+
+    let token = "wallet-owner-token-0123456789";
+    let task = accord(&[
+        "task",
+        "send",
+        &served.url,
+        "slow",
+        r#"{"seconds":0}"#,
+        "--token",
+        token,
+        "--wallet",
+        &wallet,
+        "--wait",
+    ]);
+    let done = stdout_json(&task);
+    assert_eq!(done["status"], "completed");
+    let unpaid_task = accord(&["task", "send", &served.url, "slow", r#"{"seconds":0}"#, "--token", token]);
+    assert_eq!(unpaid_task.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unpaid_task.stderr).contains("402"));
+}

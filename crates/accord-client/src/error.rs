@@ -64,6 +64,14 @@ pub enum ClientError {
         /// The body: JSON when it parses, else the text as a JSON string.
         body: Value,
     },
+    /// The agent asked for payment and the client's payment hook declined to pay (the reason is
+    /// the hook's, e.g. a price over the wallet's cap).
+    PaymentDeclined {
+        /// The call.
+        operation: Operation,
+        /// Why.
+        reason: String,
+    },
     /// The agent's answer could not be read.
     Decode {
         /// The call.
@@ -146,6 +154,7 @@ impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Transport { operation, url, source } => write!(f, "{operation}: request to {url} failed: {source}"),
+            Self::PaymentDeclined { operation, reason } => write!(f, "{operation}: payment declined: {reason}"),
             Self::Status { operation, status, body } => {
                 write!(f, "{operation}: the agent answered {status}")?;
                 match body.pointer("/error") {

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 pub mod a2a;
 mod error;
+pub mod payment;
 pub mod rpc;
 mod signed;
 mod tasks;
@@ -93,6 +94,7 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ClientError
 #[derive(Debug, Clone, Default)]
 pub struct Client {
     http: reqwest::Client,
+    payments: Option<std::sync::Arc<dyn payment::PaymentHook>>,
 }
 
 impl Client {
@@ -103,7 +105,14 @@ impl Client {
 
     /// A client over your own `reqwest::Client` (timeouts, proxies, TLS roots).
     pub fn with_http(http: reqwest::Client) -> Self {
-        Self { http }
+        Self { http, payments: None }
+    }
+
+    /// Pays for priced calls with `hook`: a `402` is answered by the hook's credential and the
+    /// request is retried once (see [`payment`]).
+    pub fn with_payments(mut self, hook: std::sync::Arc<dyn payment::PaymentHook>) -> Self {
+        self.payments = Some(hook);
+        self
     }
 
     /// Fetches and parses an agent's card. `base` may be the card's own URL or the agent's base
@@ -161,6 +170,17 @@ impl Client {
         input: Value,
         options: InvokeOptions,
     ) -> Result<InvokeResponse, ClientError> {
+        self.invoke_with_settlement(card, skill, input, options).await.map(|(response, _)| response)
+    }
+
+    /// [`Client::invoke`], with the payment evidence that came back with the answer, if any.
+    pub async fn invoke_with_settlement(
+        &self,
+        card: &AgentCard,
+        skill: &str,
+        input: Value,
+        options: InvokeOptions,
+    ) -> Result<(InvokeResponse, Option<Settlement>), ClientError> {
         let operation = Operation::Invoke;
         let url = entrypoint_url(card, skill, "invoke")?;
         let mut request = self.http.post(url.clone()).headers(options.headers).json(&json!({ "input": input }));
@@ -171,20 +191,23 @@ impl Client {
             }
             request = request.header(HeaderName::from_static("idempotency-key"), key);
         }
-        let response = request.send().await.map_err(|source| ClientError::Transport {
-            operation,
-            url: url.to_string(),
-            source,
-        })?;
+        let response = match self.send_paying(request).await {
+            Ok(payment::Sent::Response(response)) => response,
+            Ok(payment::Sent::Declined(reason)) => return Err(ClientError::PaymentDeclined { operation, reason }),
+            Err(source) => return Err(ClientError::Transport { operation, url: url.to_string(), source }),
+        };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
+        let settlement = Settlement::from_headers(response.headers());
         let body = response.bytes().await.map_err(|source| ClientError::Transport {
             operation,
             url: url.to_string(),
             source,
         })?;
-        serde_json::from_slice(&body).map_err(|error| ClientError::Decode { operation, reason: error.to_string() })
+        let answer = serde_json::from_slice(&body)
+            .map_err(|error| ClientError::Decode { operation, reason: error.to_string() })?;
+        Ok((answer, settlement))
     }
 
     /// Starts a skill as a stream and returns its events as they arrive.

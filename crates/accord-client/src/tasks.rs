@@ -63,7 +63,7 @@ pub struct Settlement {
 }
 
 impl Settlement {
-    fn from_headers(headers: &HeaderMap) -> Option<Self> {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Self> {
         let get = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
         let [receipt, response, x_response] = SETTLEMENT_HEADERS.map(get);
         (receipt.is_some() || response.is_some() || x_response.is_some()).then_some(Self {
@@ -226,18 +226,19 @@ impl Client {
         if let Some(metadata) = options.metadata {
             body["metadata"] = Value::Object(metadata);
         }
-        let response = self
-            .http
-            .post(url.clone())
-            .header(TOKEN_HEADER, &token)
-            .header("idempotency-key", &key)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|source| {
+        let request =
+            self.http.post(url.clone()).header(TOKEN_HEADER, &token).header("idempotency-key", &key).json(&body);
+        let response = match self.send_paying(request).await {
+            Ok(crate::payment::Sent::Response(response)) => response,
+            Ok(crate::payment::Sent::Declined(reason)) => {
+                let cause = ClientError::PaymentDeclined { operation: Operation::SendMessage, reason };
+                return Err(fail(format!("Task creation failed: {cause}"), Some(cause)));
+            }
+            Err(source) => {
                 let cause = ClientError::Transport { operation: Operation::SendMessage, url: url.to_string(), source };
-                fail("Task creation request failed".into(), Some(cause))
-            })?;
+                return Err(fail("Task creation request failed".into(), Some(cause)));
+            }
+        };
         let status = response.status();
         let settlement = Settlement::from_headers(response.headers());
         let text = response.text().await.map_err(|source| {

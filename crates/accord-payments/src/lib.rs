@@ -23,8 +23,31 @@
 //!
 //! Rails never see task ids, tokens or stores; the gate owns those. Secrets (credentials, wallet
 //! keys) never appear in `Debug` output, errors or logs.
+//!
+//! # Rails and helpers
+//!
+//! - [`LocalRail`] (`local`): x402 v2 headers with Accord's own `accord-voucher` scheme
+//!   ([`voucher`]), verified and settled in process. For development and tests.
+//! - [`X402Rail`] (`x402`): an x402 facilitator client (`POST /verify`, `POST /settle`).
+//! - [`MppRail`] (`mpp`): the `Payment` HTTP authentication scheme, method `accord-voucher`,
+//!   intent `charge`.
+//! - [`Wallet`]: pays `accord-voucher` offers of any of the three (client side).
 
 #![forbid(unsafe_code)]
+
+mod codec;
+pub mod local;
+pub mod mpp;
+mod state;
+pub mod voucher;
+pub mod wallet;
+pub mod x402;
+
+pub use local::LocalRail;
+pub use mpp::MppRail;
+pub use voucher::{SignedVoucher, SpentNonces, Voucher, VoucherError};
+pub use wallet::{Wallet, WalletError};
+pub use x402::X402Rail;
 
 use std::fmt;
 

@@ -22,6 +22,7 @@ pub(crate) async fn card(
     let base_path = base_path(uri.path());
     let base_url = format!("{}{}", origin(&headers, &uri), base_path);
     let mut card = state.agent.card(&base_url);
+    crate::payments::decorate_card(&mut card, &state.agent, state.config.payments.as_ref());
     if state.config.tasks.is_some() {
         if let Some(capabilities) = card.capabilities.as_mut() {
             capabilities.state_transition_history = true;
@@ -83,7 +84,7 @@ fn base_path(path: &str) -> &str {
 /// The public origin. `X-Forwarded-Proto` (`http` or `https` only) and `X-Forwarded-Host` are
 /// honoured, except when the resulting host is a loopback name (`localhost`, `127.0.0.1…`), where
 /// the request's own origin is used: a loopback card must stay reachable from where it was asked.
-fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
+pub(crate) fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
     let first = |name: &str| {
         headers
             .get(name)

@@ -413,6 +413,13 @@ impl EngineTasks {
                 format!("skill '{}' cannot run as a task", task.skill),
             ));
         }
+        // This face has no payment step: a priced task is only created through the paid route.
+        if skill.pricing().task.is_some() {
+            return Err(RpcError::new(
+                RpcError::INVALID_PARAMS,
+                format!("skill '{}' is priced; create the task through the paid /tasks route", task.skill),
+            ));
+        }
         let valid = skill.validate_input(Value::Object(task.input)).map_err(|error| match error {
             RunError::InvalidInput { issues } => {
                 RpcError::new(RpcError::INVALID_PARAMS, "invalid input").with_data(json!({"issues": issues}))

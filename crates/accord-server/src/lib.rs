@@ -36,9 +36,11 @@ mod card;
 mod error;
 pub mod jsonrpc_tasks;
 mod lucid;
+mod payments;
 mod signed_card;
 
 pub use error::LucidError;
+pub use payments::PaymentsConfig;
 pub use signed_card::{
     DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SIGNED_CARD_PATH, SignedCardConfig,
 };
@@ -67,6 +69,9 @@ pub struct ServerConfig {
     /// The signed card, served at [`SIGNED_CARD_PATH`] (and at `/.well-known/agent.json` when
     /// [`SignedCardConfig::serve_at_legacy_path`] is set). `None` (the default) serves none.
     pub signed_card: Option<SignedCardConfig>,
+    /// How priced skills are paid. `None` (the default): a priced skill answers
+    /// `503 payment_configuration_error`.
+    pub payments: Option<PaymentsConfig>,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -138,6 +143,7 @@ impl Default for ServerConfig {
             jsonrpc_tasks: Some(JsonRpcTasksConfig::default()),
             a2a: Some(A2aConfig::default()),
             signed_card: None,
+            payments: None,
         }
     }
 }
@@ -182,6 +188,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::idempotency`].
     pub fn idempotency(mut self, config: IdempotencyConfig) -> Self {
         self.idempotency = config;
+        self
+    }
+
+    /// Collects payments for priced skills ([`ServerConfig::payments`]).
+    pub fn payments(mut self, config: PaymentsConfig) -> Self {
+        self.payments = Some(config);
         self
     }
 

@@ -110,11 +110,8 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     }
     let owner = owner_of(parts.extensions.get::<Principal>());
     let core = &state.core;
-    let last_event_id = parts
-        .headers
-        .get("last-event-id")
-        .and_then(|value| value.to_str().ok())
-        .and_then(super::EventId::parse);
+    let last_event_id =
+        parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
     let outcome = match request.method.as_str() {
         methods::SEND_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
             Ok(params) => core.send_message(params, owner).await.map(|response| rpc_result(id.clone(), response)),

@@ -102,6 +102,12 @@ impl A2aCore {
         if !skill.is_invocable() {
             return Err(invalid_params(&format!("skill '{key}' cannot run as a task")));
         }
+        // The A2A faces have no payment step: a priced task is only created through the paid
+        // Lucid route, never here for free.
+        if skill.pricing().task.is_some() {
+            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+                .with_message(format!("skill '{key}' is priced; create the task through the paid /tasks route")));
+        }
         Ok(skill)
     }
 

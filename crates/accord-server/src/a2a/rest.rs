@@ -215,10 +215,8 @@ async fn task_route(
             Err(failure) => error(&failure),
         },
         (Method::GET | Method::POST, Some("subscribe")) => {
-            let last_event_id = headers
-                .get("last-event-id")
-                .and_then(|value| value.to_str().ok())
-                .and_then(super::EventId::parse);
+            let last_event_id =
+                headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
             match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &path_fields) {
                 Ok(subscribe) => match state.core.subscribe(subscribe, owner, last_event_id).await {
                     Ok(stream) => sse(stream),

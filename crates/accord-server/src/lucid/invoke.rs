@@ -1,4 +1,5 @@
-//! `POST /entrypoints/{key}/invoke`, with target-side idempotency.
+//! `POST /entrypoints/{key}/invoke`, with target-side idempotency and, for a priced skill, the
+//! payment gate: validate, challenge (no credential), verify, run, settle, answer with the receipt.
 
 use accord_engine::idempotency::{self, Claim, StoredResponse};
 use accord_types::lucid::{InvokeResponse, RunStatus};
@@ -7,25 +8,27 @@ use axum::extract::{OriginalUri, Path};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use accord_payments::{Operation, PaymentError, PaymentRequest};
+
 use crate::State;
 use crate::error::LucidError;
+use crate::payments;
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 const REPLAYED: HeaderName = HeaderName::from_static("idempotency-replayed");
 
 /// Credentials that make two otherwise equal requests different requests: a replay must never
-/// hand one caller's response to another.
-const SECURITY_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "payment",
-    "payment-signature",
-    "x-payment",
-    "sign-in-with-x",
-    "x-sign-in-with-x",
-];
+/// hand one caller's response to another. Payment credentials are not among them: each payment is
+/// a new credential, and a replay is exactly what must not be paid for again — a paid answer is
+/// replayed, receipt included, to whoever repeats the request with its idempotency key (and the
+/// same identity headers). An `Authorization: Payment …` credential is left out for the same reason.
+const SECURITY_HEADERS: &[&str] =
+    &["authorization", "proxy-authorization", "cookie", "x-api-key", "sign-in-with-x", "x-sign-in-with-x"];
+
+/// Whether a header value is a payment credential rather than an identity.
+fn is_payment_credential(name: &str, value: &HeaderValue) -> bool {
+    name == "authorization" && value.as_bytes().get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"payment "))
+}
 
 pub(crate) async fn invoke(
     axum::extract::State(state): State,
@@ -40,7 +43,16 @@ pub(crate) async fn invoke(
     }
     let checked = super::read_input(&state, skill, body).await?;
     let idempotency_key = idempotency_key(&headers)?;
-
+    let priced = payments::priced(state.config.payments.as_ref(), skill, Operation::Invoke)?;
+    let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
+    let payment_request = priced.as_ref().map(|priced| PaymentRequest {
+        resource: &resource,
+        operation: Operation::Invoke,
+        price: &priced.price,
+        description: skill.description(),
+        headers: &headers,
+        idempotency_key: idempotency_key.as_deref(),
+    });
     let claim = match &idempotency_key {
         None => None,
         Some(idempotency_key) => {
@@ -52,7 +64,7 @@ pub(crate) async fn invoke(
             ];
             for name in SECURITY_HEADERS {
                 parts.push(name.as_bytes());
-                for value in headers.get_all(*name) {
+                for value in headers.get_all(*name).iter().filter(|value| !is_payment_credential(name, value)) {
                     parts.push(value.as_bytes());
                 }
             }
@@ -88,8 +100,44 @@ pub(crate) async fn invoke(
         }
     };
 
-    // A failed run drops the claim, which releases the key for a retry.
-    let invocation = state.agent.invoke(checked.valid).await?;
+    // A replay was answered above, free; a first request without a credential is challenged (and
+    // the claim dropped, so the paid retry can take it).
+    if let (Some(priced), Some(request)) = (&priced, &payment_request)
+        && !priced.rail.has_credential(&headers)
+    {
+        return Ok(payments::challenge_response(priced.rail.challenge(request)));
+    }
+    let mut admission = match (&priced, &payment_request) {
+        (Some(priced), Some(request)) => match payments::verify(priced, request).await {
+            Ok(admission) => Some(admission),
+            Err(response) => return Ok(*response),
+        },
+        _ => None,
+    };
+    // A failed run drops the claim, which releases the key for a retry; the payment is released
+    // unsettled.
+    let invocation = match state.agent.invoke(checked.valid).await {
+        Ok(invocation) => invocation,
+        Err(error) => {
+            if let Some(admission) = admission.as_mut() {
+                admission.abort().await;
+            }
+            return Err(error.into());
+        }
+    };
+    // Settled once the output exists; an output whose payment did not settle is not handed out.
+    let receipt = match admission.as_mut() {
+        None => None,
+        Some(admission) => match admission.finalize().await {
+            Ok(receipt) => Some(receipt),
+            // Money may have moved: the caller gets what it may have paid for, and what evidence there is.
+            Err(PaymentError::Uncertain { message, receipt }) => {
+                tracing::error!(skill = %key, %message, "invoke settlement uncertain; answering with the output");
+                Some(receipt)
+            }
+            Err(error) => return Ok(payments::payment_error_response(error)),
+        },
+    };
     let completion = invocation.completion;
     let body = InvokeResponse {
         run_id: Some(invocation.run_id),
@@ -102,17 +150,26 @@ pub(crate) async fn invoke(
         tracing::error!(%error, "invoke response does not serialize");
         LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error")
     })?);
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], bytes.clone()).into_response();
+    if let Some(receipt) = &receipt {
+        payments::with_receipt(&mut response, receipt);
+    }
     if let Some(claim) = claim {
+        // A replay hands back the same receipt; it never settles again.
         let stored = StoredResponse {
             status: StatusCode::OK.as_u16(),
-            headers: vec![(header::CONTENT_TYPE.to_string(), "application/json".into())],
-            body: bytes.clone(),
+            headers: response
+                .headers()
+                .iter()
+                .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+                .collect(),
+            body: bytes,
         };
         if !claim.complete(stored) {
             tracing::warn!(skill = %key, "idempotency claim expired before the run finished");
         }
     }
-    Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+    Ok(response)
 }
 
 /// The `Idempotency-Key` header, trimmed; 20 to 256 characters when present.

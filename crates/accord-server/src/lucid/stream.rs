@@ -5,6 +5,9 @@
 //! status change as `control: "status"` and an artifact chunk as `control: "artifact"`, so that no
 //! event (and no sequence number) is silently dropped. When the client goes away the response
 //! body is dropped, which drops the run stream, which cancels the run.
+//!
+//! A priced stream is settled before it starts (the receipt travels in the response headers, which
+//! precede the events): validate, challenge, verify, settle, stream.
 
 use std::convert::Infallible;
 
@@ -18,12 +21,19 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
+use accord_payments::{Operation, PaymentError, PaymentRequest};
+use axum::extract::OriginalUri;
+use axum::http::HeaderMap;
+
 use crate::State;
 use crate::error::{LucidError, incomplete_code};
+use crate::payments;
 
 pub(crate) async fn stream(
     axum::extract::State(state): State,
     Path(key): Path<String>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
     let skill = state.agent.skill(&key).map_err(|_| LucidError::entrypoint_not_found())?;
@@ -31,10 +41,43 @@ pub(crate) async fn stream(
         return Err(accord_engine::RunError::NotStreamable { key }.into());
     }
     let checked = super::read_input(&state, skill, body).await?;
+    let mut receipt = None;
+    if let Some(priced) = payments::priced(state.config.payments.as_ref(), skill, Operation::Stream)? {
+        let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
+        let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
+        let request = PaymentRequest {
+            resource: &resource,
+            operation: Operation::Stream,
+            price: &priced.price,
+            description: skill.description(),
+            headers: &headers,
+            idempotency_key,
+        };
+        if !priced.rail.has_credential(&headers) {
+            return Ok(payments::challenge_response(priced.rail.challenge(&request)));
+        }
+        let mut admission = match payments::verify(&priced, &request).await {
+            Ok(admission) => admission,
+            Err(response) => return Ok(*response),
+        };
+        receipt = Some(match admission.finalize().await {
+            Ok(receipt) => receipt,
+            // Money may have moved: the caller gets the stream it may have paid for.
+            Err(PaymentError::Uncertain { message, receipt }) => {
+                tracing::error!(skill = %key, %message, "stream settlement uncertain; streaming anyway");
+                receipt
+            }
+            Err(error) => return Ok(payments::payment_error_response(error)),
+        });
+    }
     let run = state.agent.stream(checked.valid)?;
     let run_id = run.run_id().to_owned();
     let events = run.map(move |frame| Ok::<_, Infallible>(sse_event(&run_id, frame)));
-    Ok(sse_response(Sse::new(events).keep_alive(KeepAlive::default())))
+    let mut response = sse_response(Sse::new(events).keep_alive(KeepAlive::default()));
+    if let Some(receipt) = &receipt {
+        payments::with_receipt(&mut response, receipt);
+    }
+    Ok(response)
 }
 
 /// An SSE response with the profile's headers.

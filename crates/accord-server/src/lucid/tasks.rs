@@ -10,13 +10,15 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, ListQuery, OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskRuntime,
+    AccessToken, Durability, ListQuery, OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId,
+    TaskRuntime,
 };
-use accord_engine::{TaskState, time};
+use accord_engine::{SkillError, TaskState, time};
+use accord_payments::{Operation, PaymentError, PaymentRequest};
 use accord_types::tasks::{TaskCapability, TaskErrorView, TaskList, TaskResultView, TaskStatus, TaskUpdate, TaskView};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query};
+use axum::extract::{OriginalUri, Path, Query};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -26,6 +28,7 @@ use serde_json::{Map, Value};
 use crate::State;
 use crate::body;
 use crate::error::LucidError;
+use crate::payments;
 
 const TOKEN_HEADER: &str = "task-access-token";
 
@@ -182,6 +185,7 @@ fn message_input(content: &Value) -> Value {
 
 pub(crate) async fn create(
     axum::extract::State(state): State,
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
@@ -200,23 +204,164 @@ pub(crate) async fn create(
         ));
     }
     let valid = skill.validate_input(message_input(&request.content))?;
-    let token = access_token(&headers, true)?;
+    let priced = payments::priced(state.config.payments.as_ref(), skill, Operation::Task)?;
+    // A paid task's owner must be known before any payment step: the caller supplies the token.
+    let token = access_token(&headers, priced.is_none())?;
     let mut reservation = Reservation::new(token.owner(), valid);
     reservation.context_id = request.context_id;
     reservation.metadata = request.metadata.map(Value::Object);
-    let task = runtime.start(reservation).await.map_err(|failure| match failure {
+    let Some(priced) = priced else {
+        let task = runtime.start(reservation).await.map_err(creation_error)?;
+        return Ok(capability(&task, &token).into_response());
+    };
+    if runtime.durability() != Durability::Durable {
+        return Err(LucidError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "durable_task_store_required",
+            "Paid tasks require a TaskStore with durability=\"durable\" so settlement cannot outlive the task capability.",
+        ));
+    }
+    let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
+    let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
+    let payment = PaymentRequest {
+        resource: &resource,
+        operation: Operation::Task,
+        price: &priced.price,
+        description: skill.description(),
+        headers: &headers,
+        idempotency_key,
+    };
+    if !priced.rail.has_credential(&headers) {
+        // An initial challenge reserves nothing.
+        return Ok(payments::challenge_response(priced.rail.challenge(&payment)));
+    }
+    paid_create(runtime, &priced, &payment, reservation, &token, state.config.payments.as_ref()).await
+}
+
+fn creation_error(failure: TaskFailure) -> LucidError {
+    match failure {
         TaskFailure::Store(error) => {
             tracing::error!(%error, "task creation failed");
             LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_creation_failed", "The task could not be created")
         }
         other => other.into(),
-    })?;
-    Ok(Json(TaskCapability {
+    }
+}
+
+fn capability(task: &Task, token: &AccessToken) -> Json<TaskCapability> {
+    Json(TaskCapability {
         task_id: task.id.to_string(),
         access_token: token.expose().to_owned(),
         status: status_of(task.state),
     })
-    .into_response())
+}
+
+/// A paid task with a credential, in the profile's order: durable reservation with an admission
+/// expiry and a prepared (heartbeated) claim *before* verification; verify; renew the claim;
+/// settle; activate (which starts the handler and its timer). Before the payment commits, every
+/// failure releases the reservation and the admission; after, every failure answers with a
+/// terminal capability and the receipt — or `503 task_terminalization_failed` with the capability
+/// when not even the terminal state can be confirmed. Never a `running` that is not.
+async fn paid_create(
+    runtime: &TaskRuntime,
+    priced: &payments::Priced,
+    payment: &PaymentRequest<'_>,
+    mut reservation: Reservation,
+    token: &AccessToken,
+    config: Option<&crate::PaymentsConfig>,
+) -> Result<Response, LucidError> {
+    reservation.admission_ttl = config.map(|config| config.admission_ttl);
+    let task = runtime.reserve(reservation).await.map_err(creation_error)?;
+    let prepared = match runtime.prepare(&task.id).await {
+        Ok(prepared) => prepared,
+        Err(failure) => {
+            release(runtime, &task.id, token).await;
+            return Err(creation_error(failure));
+        }
+    };
+    let mut admission = match priced.rail.verify(payment).await {
+        Ok(admission) => admission,
+        Err(error) => {
+            prepared.cancel().await;
+            return Ok(payments::payment_error_response(error));
+        }
+    };
+    if let Err(failure) = prepared.renew().await {
+        tracing::warn!(task = %task.id, %failure, "the prepared claim was lost before settlement");
+        admission.abort().await;
+        prepared.cancel().await;
+        return Err(LucidError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "task_execution_failed",
+            "The task could not be started; nothing was charged",
+        ));
+    }
+    let receipt = match admission.finalize().await {
+        Ok(receipt) => receipt,
+        Err(PaymentError::Uncertain { message, receipt }) => {
+            tracing::error!(task = %task.id, %message, "settlement uncertain; the task will not run");
+            drop(prepared);
+            let error = SkillError::new(
+                "settlement_uncertain",
+                "The payment's settlement could not be confirmed; the task was not started. Reconcile with the payment provider.",
+            );
+            return Ok(after_commit(runtime, &task.id, token, &receipt, error).await);
+        }
+        Err(error) => {
+            prepared.cancel().await;
+            return Ok(payments::payment_error_response(error));
+        }
+    };
+    let mut response = match prepared.activate().await {
+        Ok(task) => capability(&task, token).into_response(),
+        Err(failure) => {
+            tracing::error!(task = %task.id, %failure, "a paid task could not be activated after settlement");
+            let error = SkillError::new("task_execution_failed", "The task could not be started after payment");
+            return Ok(after_commit(runtime, &task.id, token, &receipt, error).await);
+        }
+    };
+    payments::with_receipt(&mut response, &receipt);
+    Ok(response)
+}
+
+/// Releases a reservation that will not be paid for (best effort: an unreleased one is reaped
+/// when its admission expires).
+async fn release(runtime: &TaskRuntime, id: &TaskId, token: &AccessToken) {
+    if let Err(failure) = runtime.cancel(id, &token.owner()).await {
+        tracing::warn!(task = %id, %failure, "could not release a task reservation; it will be reaped");
+    }
+}
+
+/// After the payment committed and the task could not start: the task ends (failed, or whatever
+/// terminal state it reached first) and the caller gets that terminal capability with the
+/// receipt; when the end cannot be confirmed, `503 task_terminalization_failed` with the
+/// capability and the receipt.
+async fn after_commit(
+    runtime: &TaskRuntime,
+    id: &TaskId,
+    token: &AccessToken,
+    receipt: &accord_payments::Receipt,
+    error: SkillError,
+) -> Response {
+    let mut response = match runtime.fail(id, error).await {
+        Ok(task) if task.state.is_terminal() => capability(&task, token).into_response(),
+        outcome => {
+            if let Err(failure) = &outcome {
+                tracing::error!(task = %id, %failure, "the terminal state of a paid task could not be recorded");
+            }
+            let body = serde_json::json!({
+                "error": {
+                    "code": "task_terminalization_failed",
+                    "message": "Payment committed, but the terminal task state could not be confirmed. Retain this capability and query the task again.",
+                },
+                "taskId": id.to_string(),
+                "accessToken": token.expose(),
+            });
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        }
+    };
+    payments::with_receipt(&mut response, receipt);
+    response
 }
 
 pub(crate) async fn get_task(

@@ -1,0 +1,263 @@
+//! The payment gate: priced skills, challenges, verification and settlement, in the order the
+//! Lucid profile fixes (see `docs/behaviour.md`, "Payments").
+//!
+//! The gate is shared by invoke, stream and task creation. It owns no money logic — that is the
+//! [`PaymentRail`]'s — only the order of the steps and what happens to the work at each failure:
+//! input is validated before any payment step; a request without a credential gets the rail's
+//! `402` and reserves nothing; a verified credential is settled only once the work is safe (a
+//! task durably reserved and its claim renewed; an invocation finished); a failure before commit
+//! releases everything; a failure after commit never loses the receipt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::{Agent, Skill};
+use accord_payments::{
+    Admission, Challenge, Operation, PaymentError, PaymentRail, PaymentRequest, Price, RECEIPT_HEADERS, Receipt,
+};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::LucidError;
+
+/// How paid skills are paid: the rail that collects, and the asset, network and payee every
+/// price is in. A skill's [`accord_engine::Pricing`] gives the amounts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PaymentsConfig {
+    /// The rail.
+    pub rail: Arc<dyn PaymentRail>,
+    /// The asset amounts are in.
+    pub asset: String,
+    /// The network (`namespace:reference`).
+    pub network: String,
+    /// Who is paid.
+    pub pay_to: String,
+    /// How long a paid task's reservation waits for its payment to settle before the store reaps
+    /// it (default 5 min).
+    pub admission_ttl: Duration,
+}
+
+impl PaymentsConfig {
+    /// Payments through `rail`, in `asset` on `network`, to `pay_to`.
+    pub fn new(
+        rail: Arc<dyn PaymentRail>,
+        asset: impl Into<String>,
+        network: impl Into<String>,
+        pay_to: impl Into<String>,
+    ) -> Self {
+        Self {
+            rail,
+            asset: asset.into(),
+            network: network.into(),
+            pay_to: pay_to.into(),
+            admission_ttl: Duration::from_secs(300),
+        }
+    }
+
+    /// The full price of an amount.
+    pub fn price(&self, amount: &str) -> Price {
+        Price {
+            amount: amount.to_owned(),
+            asset: self.asset.clone(),
+            network: self.network.clone(),
+            pay_to: self.pay_to.clone(),
+        }
+    }
+
+    /// Checks every price of `agent` against this configuration and the rail: call it when the
+    /// server starts, so a price the rail cannot collect is found before a caller finds it.
+    /// (The gate checks again per request and answers `400 payment_capability_unsupported`.)
+    pub fn check(&self, agent: &Agent) -> Result<(), String> {
+        for skill in agent.skills() {
+            for (operation, amount) in priced_operations(skill) {
+                let price = self.price(amount);
+                price.validate().map_err(|reason| format!("skill {:?}: {reason}", skill.key()))?;
+                self.rail
+                    .supports(operation, &price)
+                    .map_err(|reason| format!("skill {:?}, {}: {reason}", skill.key(), operation.as_str()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A skill's priced operations with their amounts.
+pub(crate) fn priced_operations(skill: &Skill) -> Vec<(Operation, &str)> {
+    let pricing = skill.pricing();
+    [(Operation::Invoke, &pricing.invoke), (Operation::Stream, &pricing.stream), (Operation::Task, &pricing.task)]
+        .into_iter()
+        .filter_map(|(operation, amount)| amount.as_deref().map(|amount| (operation, amount)))
+        .collect()
+}
+
+/// A priced request: the rail and the price.
+#[derive(Debug, Clone)]
+pub(crate) struct Priced {
+    pub(crate) rail: Arc<dyn PaymentRail>,
+    pub(crate) price: Price,
+}
+
+/// The price of `operation` on `skill`, if it has one: `503 payment_configuration_error` when no
+/// rail is configured to collect it, `400 payment_capability_unsupported` when the rail cannot.
+pub(crate) fn priced(
+    payments: Option<&PaymentsConfig>,
+    skill: &Skill,
+    operation: Operation,
+) -> Result<Option<Priced>, LucidError> {
+    let pricing = skill.pricing();
+    let amount = match operation {
+        Operation::Invoke => &pricing.invoke,
+        Operation::Stream => &pricing.stream,
+        Operation::Task => &pricing.task,
+    };
+    let Some(amount) = amount else { return Ok(None) };
+    let Some(payments) = payments else {
+        tracing::error!(skill = %skill.key(), "a priced skill was called but no payment rail is configured");
+        return Err(LucidError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "payment_configuration_error",
+            "This entrypoint is priced but no payment rail is configured",
+        ));
+    };
+    let price = payments.price(amount);
+    if let Err(reason) = payments.rail.supports(operation, &price) {
+        return Err(LucidError::new(StatusCode::BAD_REQUEST, "payment_capability_unsupported", reason));
+    }
+    Ok(Some(Priced { rail: Arc::clone(&payments.rail), price }))
+}
+
+/// The `402` a rail asks for.
+pub(crate) fn challenge_response(challenge: Challenge) -> Response {
+    let mut response = (StatusCode::PAYMENT_REQUIRED, axum::Json(challenge.body)).into_response();
+    response.headers_mut().extend(challenge.headers);
+    response
+}
+
+/// The response for a payment step that failed before anything moved, or whose settlement is
+/// uncertain (for callers that have nothing better to answer with).
+pub(crate) fn payment_error_response(error: PaymentError) -> Response {
+    match error {
+        PaymentError::Rejected { reason, challenge } => {
+            tracing::info!(%reason, "payment rejected");
+            challenge_response(challenge)
+        }
+        PaymentError::Unavailable { message } => {
+            tracing::warn!(%message, "payment rail unavailable");
+            LucidError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "authorization_failed",
+                "The payment could not be verified or settled; nothing was charged",
+            )
+            .into_response()
+        }
+        PaymentError::Uncertain { message, receipt } => {
+            tracing::error!(%message, "payment settlement uncertain");
+            let mut response = LucidError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "settlement_uncertain",
+                "The payment's settlement could not be confirmed",
+            )
+            .into_response();
+            with_receipt(&mut response, &receipt);
+            response
+        }
+        other => {
+            tracing::error!(error = %other, "payment failed");
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "authorization_failed", "The payment failed")
+                .into_response()
+        }
+    }
+}
+
+/// Verifies the request's credential: the admission, or the response to send instead.
+pub(crate) async fn verify(priced: &Priced, request: &PaymentRequest<'_>) -> Result<Box<dyn Admission>, Box<Response>> {
+    priced.rail.verify(request).await.map_err(|error| Box::new(payment_error_response(error)))
+}
+
+/// Copies the receipt headers onto a response and makes it private to the payer: a response that
+/// carries a receipt must not be served to anyone else from a shared cache.
+pub(crate) fn with_receipt(response: &mut Response, receipt: &Receipt) {
+    if receipt.is_empty() {
+        return;
+    }
+    let headers = response.headers_mut();
+    // Only settlement evidence is ever copied, whatever a rail put in its receipt.
+    for (name, value) in receipt.headers.iter().filter(|(name, _)| RECEIPT_HEADERS.contains(&name.as_str())) {
+        headers.append(name.clone(), value.clone());
+    }
+    private_cache_control(headers);
+}
+
+/// `Cache-Control` without `public`/`private`, then `private`.
+fn private_cache_control(headers: &mut HeaderMap) {
+    let kept: Vec<String> = headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .filter(|directive| {
+            !directive.is_empty()
+                && !directive.eq_ignore_ascii_case("public")
+                && !directive.eq_ignore_ascii_case("private")
+        })
+        .map(str::to_owned)
+        .collect();
+    let value = kept.into_iter().chain(["private".to_owned()]).collect::<Vec<_>>().join(", ");
+    headers.remove(header::CACHE_CONTROL);
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        headers.insert(header::CACHE_CONTROL, value);
+    }
+}
+
+/// The card's additions for priced skills: `pricing`, `payment_protocol` and `network` on each
+/// priced entrypoint, and the rail's entry in `payments[]`.
+pub(crate) fn decorate_card(
+    card: &mut accord_types::card::AgentCard,
+    agent: &Agent,
+    payments: Option<&PaymentsConfig>,
+) {
+    let mut any = false;
+    for skill in agent.skills() {
+        let operations = priced_operations(skill);
+        if operations.is_empty() {
+            continue;
+        }
+        any = true;
+        let Some(entry) = card.entrypoints.get_mut(skill.key()) else { continue };
+        let pricing: serde_json::Map<String, serde_json::Value> = operations
+            .iter()
+            .map(|(operation, amount)| (operation.as_str().to_owned(), serde_json::Value::String((*amount).to_owned())))
+            .collect();
+        entry.extra.insert("pricing".into(), serde_json::Value::Object(pricing));
+        if let Some(payments) = payments {
+            entry.extra.insert("payment_protocol".into(), payments.rail.protocol().into());
+            entry.extra.insert("network".into(), payments.network.clone().into());
+        }
+    }
+    if let (true, Some(payments)) = (any, payments) {
+        card.extra.insert("payments".into(), serde_json::Value::Array(vec![payments.rail.card_entry()]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receipt_makes_the_response_private() {
+        let mut response = StatusCode::OK.into_response();
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
+        let mut receipt_headers = HeaderMap::new();
+        receipt_headers.insert("payment-receipt", HeaderValue::from_static("r"));
+        with_receipt(&mut response, &Receipt::new(receipt_headers));
+        assert_eq!(response.headers()["payment-receipt"], "r");
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "max-age=60, private");
+
+        let mut untouched = StatusCode::OK.into_response();
+        untouched.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
+        with_receipt(&mut untouched, &Receipt::default());
+        assert_eq!(untouched.headers()[header::CACHE_CONTROL], "public", "no receipt, no change");
+    }
+}
