@@ -50,7 +50,10 @@ async fn both_card_paths_serve_the_same_card_with_caching_headers() {
     assert_eq!(card["name"], "card-test");
     assert_eq!(card["version"], "2.3.4");
     assert_eq!(card["url"], base);
-    assert_eq!(card["supportedInterfaces"], json!([{"url": base, "protocolBinding": "urn:accord:binding:lucid-http"}]));
+    assert_eq!(
+        card["supportedInterfaces"],
+        json!([{"url": base, "protocolBinding": "urn:accord:binding:lucid-http", "protocolVersion": "1.0"}])
+    );
     assert_eq!(card["capabilities"]["streaming"], true);
     assert_eq!(card["skills"][0]["id"], "echo");
     assert_eq!(card["skills"][0]["tags"], json!(["demo"]));
