@@ -31,6 +31,12 @@ pub(crate) async fn card(
             if let Some(capabilities) = card.capabilities.as_mut() {
                 // The A2A faces always stream (SendStreamingMessage, SubscribeToTask).
                 capabilities.streaming = true;
+                if !a2a.extensions.is_empty() {
+                    capabilities.extra.insert(
+                        "extensions".into(),
+                        serde_json::to_value(&a2a.extensions).unwrap_or(serde_json::Value::Null),
+                    );
+                }
             }
             for (path, binding) in [(&a2a.jsonrpc_path, "JSONRPC"), (&a2a.rest_path, "HTTP+JSON")] {
                 card.supported_interfaces.push(accord_types::card::AgentInterface {

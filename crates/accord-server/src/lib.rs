@@ -90,7 +90,7 @@ impl Default for JsonRpcTasksConfig {
 }
 
 /// Where and how the official A2A v1.0 faces are mounted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct A2aConfig {
     /// The JSON-RPC binding's path, relative to the agent's base path (default `/a2a/jsonrpc`;
     /// the same path with a trailing `/` is served too).
@@ -103,6 +103,10 @@ pub struct A2aConfig {
     /// Which edition's HTTP status mapping REST errors use: v1.0.1 (the default, what the official
     /// SDKs do) or v1.0.0 (what the public conformance kit checks).
     pub error_mapping: accord_types::a2a::ErrorMapping,
+    /// Extensions the agent declares on its card (`capabilities.extensions`). A client activates
+    /// them with the `A2A-Extensions` header; one marked `required` must be activated on every
+    /// A2A request (`ExtensionSupportRequiredError` otherwise); activated ones are echoed.
+    pub extensions: Vec<accord_types::a2a::AgentExtension>,
 }
 
 impl Default for A2aConfig {
@@ -112,6 +116,7 @@ impl Default for A2aConfig {
             rest_path: A2A_REST_PATH.into(),
             default_skill: None,
             error_mapping: accord_types::a2a::ErrorMapping::default(),
+            extensions: Vec::new(),
         }
     }
 }
@@ -252,7 +257,11 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
             let default_skill = a2a_config.default_skill.clone().or_else(|| {
                 agent.skills().iter().find(|skill| skill.is_invocable()).map(|skill| skill.key().to_owned())
             });
-            let core = a2a::A2aCore { runtime: runtime.clone(), default_skill };
+            let core = a2a::A2aCore {
+                runtime: runtime.clone(),
+                default_skill,
+                extensions: a2a_config.extensions.clone().into(),
+            };
             let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
                 core: core.clone(),
                 body_limit: config.body_limit,

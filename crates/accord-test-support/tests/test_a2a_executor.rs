@@ -284,3 +284,76 @@ async fn sse(server: &TestServer, params: Value) -> Vec<Value> {
     }
     events
 }
+
+#[tokio::test]
+async fn required_extensions_must_be_activated_on_both_bindings() {
+    use accord_types::a2a::AgentExtension;
+    let release = Arc::new(Notify::new());
+    let agent = agent(release);
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let extension = |uri: &str, required: bool| AgentExtension {
+        uri: Some(uri.into()),
+        description: Some(format!("the {uri} extension")),
+        required: Some(required),
+        params: None,
+    };
+    let a2a = A2aConfig {
+        default_skill: Some("ask".into()),
+        extensions: vec![extension("urn:test:required", true), extension("urn:test:optional", false)],
+        ..A2aConfig::default()
+    };
+    let s = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).a2a(Some(a2a)))).await;
+
+    let card: Value =
+        reqwest::get(s.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let declared = card["capabilities"]["extensions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(declared.len(), 2, "{card}");
+    assert_eq!(declared[0]["uri"], "urn:test:required");
+    assert_eq!(declared[0]["required"], true);
+
+    let send = |extensions: Option<&'static str>, version: &'static str, rest: bool| {
+        let url = if rest { s.url("/a2a/rest/message:send") } else { s.url("/a2a/jsonrpc") };
+        let message = message("m-1", "name: Ada", None, None);
+        let body = if rest {
+            json!({"message": message})
+        } else {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}})
+        };
+        let mut request =
+            reqwest::Client::new().post(url).header("content-type", "application/json").header("a2a-version", version);
+        if let Some(extensions) = extensions {
+            request = request.header("a2a-extensions", extensions);
+        }
+        async move {
+            let response = request.body(body.to_string()).send().await.expect("response");
+            let status = response.status().as_u16();
+            let echoed =
+                response.headers().get("a2a-extensions").map(|value| value.to_str().expect("ascii").to_owned());
+            (status, echoed, response.json::<Value>().await.expect("json"))
+        }
+    };
+
+    // Not activated: refused on both bindings, with the reason and the extension named.
+    let (_, _, body) = send(None, "1.0", false).await;
+    assert_eq!(body["error"]["code"], -32008, "{body}");
+    assert_eq!(body["error"]["data"][0]["reason"], "EXTENSION_SUPPORT_REQUIRED");
+    assert_eq!(body["error"]["data"][0]["metadata"]["extension"], "urn:test:required");
+    let (status, _, body) = send(Some("urn:test:optional"), "1.0", true).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["details"][0]["reason"], "EXTENSION_SUPPORT_REQUIRED");
+
+    // The version is checked first.
+    let (_, _, body) = send(None, "99.0", false).await;
+    assert_eq!(body["error"]["code"], -32009, "{body}");
+
+    // Activated (with an unknown URI among them, which is ignored): served, and the activated
+    // ones echoed in the agent's order.
+    for rest in [false, true] {
+        let (status, echoed, body) =
+            send(Some("urn:test:unknown, urn:test:optional,urn:test:required"), "1.0", rest).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(echoed.as_deref(), Some("urn:test:required, urn:test:optional"), "rest: {rest}");
+        let task = if rest { &body["task"] } else { &body["result"]["task"] };
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
+    }
+}

@@ -108,6 +108,10 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     if let Err(error) = check_version(&parts.headers, parts.uri.query()) {
         return rpc_error(id, &error);
     }
+    let activated = match super::negotiate_extensions(&parts.headers, &state.core.extensions) {
+        Ok(activated) => activated,
+        Err(error) => return rpc_error(id, &error),
+    };
     let owner = owner_of(parts.extensions.get::<Principal>());
     let core = &state.core;
     let last_event_id =
@@ -147,10 +151,12 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         }
         other => Err(A2aError::new(A2aErrorKind::MethodNotFound).with_message(format!("Method not found: {other}"))),
     };
-    match outcome {
+    let mut response = match outcome {
         Ok(response) => response,
         Err(error) => rpc_error(id, &error),
-    }
+    };
+    super::echo_extensions(&mut response, &activated);
+    response
 }
 
 fn sse(id: Value, stream: super::A2aStream) -> Response {

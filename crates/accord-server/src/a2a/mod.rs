@@ -87,6 +87,55 @@ const BLOCKING_WAIT: Duration = Duration::from_secs(300);
 pub(crate) struct A2aCore {
     pub(crate) runtime: TaskRuntime,
     pub(crate) default_skill: Option<String>,
+    /// The extensions the agent declares (see [`negotiate_extensions`]).
+    pub(crate) extensions: std::sync::Arc<[a2a::AgentExtension]>,
+}
+
+/// The `A2A-Extensions` service parameter (spec §3.2.6): the comma-separated URIs of the
+/// extensions the client activates. Returns those this agent declares (in the agent's order),
+/// which the response echoes; a declared `required` extension the client did not activate is
+/// `ExtensionSupportRequiredError`. URIs the agent does not declare are ignored.
+pub(crate) fn negotiate_extensions(
+    headers: &http::HeaderMap,
+    declared: &[a2a::AgentExtension],
+) -> Result<Vec<String>, A2aError> {
+    let requested: Vec<&str> = headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .filter(|uri| !uri.is_empty())
+        .collect();
+    let activated: Vec<String> = declared
+        .iter()
+        .filter_map(|extension| extension.uri.as_deref())
+        .filter(|uri| requested.contains(uri))
+        .map(str::to_owned)
+        .collect();
+    let missing = declared
+        .iter()
+        .filter(|extension| extension.required == Some(true))
+        .filter_map(|extension| extension.uri.as_deref())
+        .find(|uri| !activated.iter().any(|active| active == uri));
+    match missing {
+        Some(uri) => Err(A2aError::new(A2aErrorKind::ExtensionSupportRequired)
+            .with_message(format!(
+                "this agent requires the extension {uri}: activate it with the A2A-Extensions header"
+            ))
+            .with_metadata("extension", uri)),
+        None => Ok(activated),
+    }
+}
+
+/// Echoes the activated extensions on a response.
+pub(crate) fn echo_extensions(response: &mut axum::response::Response, activated: &[String]) {
+    if activated.is_empty() {
+        return;
+    }
+    if let Ok(value) = http::HeaderValue::from_str(&activated.join(", ")) {
+        response.headers_mut().insert("a2a-extensions", value);
+    }
 }
 
 impl A2aCore {

@@ -50,8 +50,26 @@ pub(crate) fn routes(state: Arc<RestState>) -> Router {
         .route("/tasks/{task}", any(task_route))
         .route("/tasks/{task}/pushNotificationConfigs", any(push_unsupported))
         .route("/tasks/{task}/pushNotificationConfigs/{config}", any(push_unsupported))
-        .route("/extendedAgentCard", get(extended_card));
+        .route("/extendedAgentCard", get(extended_card))
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions));
     Router::new().merge(operations.clone()).nest("/{tenant}", operations).with_state(state)
+}
+
+/// `A2A-Extensions` for every operation: a required extension not activated is refused, the
+/// activated ones are echoed. A request with an unsupported version is left to its handler, which
+/// reports that first.
+async fn extensions(State(state): Shared, request: Request, next: axum::middleware::Next) -> Response {
+    if check_version(request.headers(), request.uri().query()).is_err() {
+        return next.run(request).await;
+    }
+    match super::negotiate_extensions(request.headers(), &state.core.extensions) {
+        Ok(activated) => {
+            let mut response = next.run(request).await;
+            super::echo_extensions(&mut response, &activated);
+            response
+        }
+        Err(failure) => error_with(state.mapping, &failure),
+    }
 }
 
 /// Renders an error with the configured HTTP mapping.
