@@ -25,7 +25,7 @@ use crate::codec::now_unix;
 use crate::state::Settlement;
 use crate::voucher::{Expected, SCHEME, SignedVoucher, SpentNonces, VoucherError};
 use crate::x402::{
-    PaymentRequirements, SettleResponse, X402_VERSION, check_accepted, has_x402_credential, read_credential,
+    PaymentRequirements, SettleResponse, X402_VERSION, accepted_credential, has_x402_credential, rejection,
     settlement_receipt, x402_challenge,
 };
 use crate::{Admission, Challenge, Operation, PaymentError, PaymentRail, PaymentRequest, Price, Receipt};
@@ -107,15 +107,8 @@ impl PaymentRail for LocalRail {
 
     async fn verify(&self, request: &PaymentRequest<'_>) -> Result<Box<dyn Admission>, PaymentError> {
         let requirements = self.requirements(request.price);
-        let reject = |reason: &str| PaymentError::Rejected {
-            reason: reason.to_string(),
-            challenge: x402_challenge(&requirements, request, Some(reason)),
-        };
-        let Some((credential, legacy)) = read_credential(request.headers) else {
-            return Err(reject("payment_required"));
-        };
-        let credential = credential.map_err(|_| reject("invalid_payload"))?;
-        check_accepted(&credential, &requirements, request.resource).map_err(|reason| reject(&reason))?;
+        let reject = |reason: &str| rejection(&requirements, request, reason);
+        let (credential, legacy) = accepted_credential(&requirements, request)?;
         let voucher = SignedVoucher::from_value(credential.payload()).map_err(|error| reject(error.reason()))?;
         let now = now_unix();
         voucher

@@ -696,15 +696,8 @@ impl PaymentRail for X402Rail {
 
     async fn verify(&self, request: &PaymentRequest<'_>) -> Result<Box<dyn Admission>, PaymentError> {
         let requirements = self.requirements(request.price);
-        let reject = |reason: &str| PaymentError::Rejected {
-            reason: reason.to_string(),
-            challenge: x402_challenge(&requirements, request, Some(reason)),
-        };
-        let Some((credential, legacy)) = read_credential(request.headers) else {
-            return Err(reject("payment_required"));
-        };
-        let credential = credential.map_err(|_| reject("invalid_payload"))?;
-        check_accepted(&credential, &requirements, request.resource).map_err(|reason| reject(&reason))?;
+        let reject = |reason: &str| rejection(&requirements, request, reason);
+        let (credential, legacy) = accepted_credential(&requirements, request)?;
         let body = FacilitatorRequest {
             x402_version: credential.version(),
             payment_payload: credential.to_value(),
@@ -748,6 +741,36 @@ impl PaymentRail for X402Rail {
             state: Settlement::Pending,
         }))
     }
+}
+
+/// A refusal of an x402 credential: the reason, with a fresh challenge carrying it.
+pub(crate) fn rejection(
+    requirements: &PaymentRequirements,
+    request: &PaymentRequest<'_>,
+    reason: &str,
+) -> PaymentError {
+    PaymentError::Rejected {
+        reason: reason.to_string(),
+        challenge: x402_challenge(requirements, request, Some(reason)),
+    }
+}
+
+/// The request's x402 credential, read and checked against `requirements` (scheme, network,
+/// amount, payee, resource): the credential and whether it came in the legacy `X-PAYMENT`
+/// header, or the rejection.
+// The error type is the contract's `PaymentError` (a challenge travels inside it).
+#[allow(clippy::result_large_err)]
+pub(crate) fn accepted_credential(
+    requirements: &PaymentRequirements,
+    request: &PaymentRequest<'_>,
+) -> Result<(Credential, bool), PaymentError> {
+    let Some((credential, legacy)) = read_credential(request.headers) else {
+        return Err(rejection(requirements, request, "payment_required"));
+    };
+    let credential = credential.map_err(|_| rejection(requirements, request, "invalid_payload"))?;
+    check_accepted(&credential, requirements, request.resource)
+        .map_err(|reason| rejection(requirements, request, &reason))?;
+    Ok((credential, legacy))
 }
 
 fn unavailable(message: &str) -> PaymentError {
