@@ -11,7 +11,7 @@ use accord_client::{Client, ClientError, SendOptions, TaskAccess};
 use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime, TaskStore};
 use accord_engine::{Agent, Completion, Outcome, Pricing, Run, Skill, SkillError};
 use accord_payments::voucher::SCHEME;
-use accord_payments::{Wallet, X402Rail};
+use accord_payments::{MppRail, Wallet, X402Rail};
 use accord_server::{AgentRouterExt, PaymentsConfig, ServerConfig};
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
 use accord_test_support::TestServer;
@@ -83,6 +83,8 @@ struct Setup {
     /// How long the rail waits for the facilitator's verify and settle answers.
     verify_timeout: Duration,
     settle_timeout: Duration,
+    /// Collect with the MPP rail (`Payment` authentication, verified in process) instead of x402.
+    mpp: bool,
 }
 
 impl Default for Setup {
@@ -93,6 +95,7 @@ impl Default for Setup {
             durable: true,
             verify_timeout: Duration::from_millis(1500),
             settle_timeout: Duration::from_secs(5),
+            mpp: false,
         }
     }
 }
@@ -109,12 +112,18 @@ async fn paid(setup: Setup) -> Paid {
     };
     let agent = agent();
     let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default().max_run(setup.max_run));
-    let rail = X402Rail::new(&facilitator.url)
-        .expect("rail")
-        .with_scheme(SCHEME)
-        .with_verify_timeout(setup.verify_timeout)
-        .with_settle_timeout(setup.settle_timeout);
-    let payments = PaymentsConfig::new(Arc::new(rail), "accord-credit", "accord:local", "shop");
+    let rail: Arc<dyn accord_payments::PaymentRail> = if setup.mpp {
+        Arc::new(MppRail::new("paid-agent.test", b"an-mpp-challenge-secret-of-32-bytes!").expect("mpp rail"))
+    } else {
+        Arc::new(
+            X402Rail::new(&facilitator.url)
+                .expect("rail")
+                .with_scheme(SCHEME)
+                .with_verify_timeout(setup.verify_timeout)
+                .with_settle_timeout(setup.settle_timeout),
+        )
+    };
+    let payments = PaymentsConfig::new(rail, "accord-credit", "accord:local", "shop");
     payments.check(&agent).expect("prices the rail can collect");
     let config = ServerConfig::default().tasks(runtime.clone()).payments(payments);
     let server = TestServer::start(agent.router_with(config)).await;
@@ -524,4 +533,40 @@ async fn the_other_faces_refuse_a_priced_task_instead_of_running_it_free() {
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert!(paid.tasks().await.is_empty());
     assert_eq!(paid.settled().await, 0);
+}
+
+#[tokio::test]
+async fn the_mpp_rail_challenges_with_www_authenticate_and_answers_with_a_payment_receipt() {
+    let paid = paid(Setup { mpp: true, ..Setup::default() }).await;
+    let challenge = paid.create("work", json!({}), &[("task-access-token", TOKEN.into())]).await;
+    assert_eq!(challenge.status(), 402);
+    let offer = challenge.headers()["www-authenticate"].to_str().expect("ascii").to_owned();
+    assert!(offer.starts_with("Payment "), "{offer}");
+    for param in ["id=", "realm=\"paid-agent.test\"", "method=", "intent=\"charge\"", "request=", "expires="] {
+        assert!(offer.contains(param), "{param} missing from {offer}");
+    }
+    assert!(paid.tasks().await.is_empty(), "the challenge reserved nothing");
+
+    // The wallet answers with `Authorization: Payment …`; the task runs; the receipt comes back.
+    let options = SendOptions { access_token: Some(TOKEN.into()), ..SendOptions::default() };
+    let sent = paid.paying().send_message(&paid.card, "work", json!({}), options).await.expect("paid task");
+    assert_eq!(sent.status, TaskStatus::Running);
+    let settlement = sent.settlement.expect("evidence");
+    assert!(settlement.payment_receipt.is_some(), "{settlement:?}");
+    until_status(&paid, &sent.access.task_id, "completed").await;
+
+    // A credential used once is not accepted again: the second task is refused and released.
+    let headers = challenge_credential(&paid).await;
+    let first = paid.create("work", json!({}), &with_token(headers.clone())).await;
+    let status = first.status();
+    assert_eq!(status, 200, "{:?}", first.text().await);
+    let replayed = paid.create("work", json!({}), &with_token(headers)).await;
+    assert_eq!(replayed.status(), 402, "a spent credential is refused");
+    let newest = paid.tasks().await.into_iter().next().expect("the reserved task");
+    assert_eq!(newest["status"], "cancelled");
+}
+
+/// A fresh MPP credential from the wallet.
+async fn challenge_credential(paid: &Paid) -> Vec<(&'static str, String)> {
+    paid.credential_for("work", json!({})).await
 }

@@ -6,7 +6,8 @@
 //!
 //! - Challenge ("Challenge (WWW-Authenticate)"): `402` with
 //!   `WWW-Authenticate: Payment id="…", realm="…", method="accord-voucher", intent="charge",
-//!   request="…", expires="…"` (and `description="…"` when the request has one), plus
+//!   request="…", expires="…"` (and `description="…"` when the request has one, and `opaque`, a
+//!   base64url JSON `{"nonce"}` that makes every challenge id unique), plus
 //!   `Cache-Control: no-store` ("Caching") and `Content-Type: application/problem+json`.
 //!   - `request` is base64url (no padding) of the JCS-serialized (RFC 8785) charge request
 //!     `{"amount", "currency": <asset>, "recipient": <payTo>, "description"?,
@@ -423,6 +424,11 @@ impl MppRail {
             request: b64url(&charge),
             expires: Some(rfc3339(expires)),
             description: request.description.map(str::to_string),
+            // A fresh nonce makes every challenge's id unique, even two for the same price in the
+            // same second: a challenge is spent once, so ids must never repeat.
+            opaque: Some(b64url(
+                json!({"nonce": crate::codec::random_hex16().unwrap_or_default()}).to_string().as_bytes(),
+            )),
             ..EchoedChallenge::default()
         };
         echoed.id = b64url(&self.mac(&echoed.binding_input()).finalize().into_bytes());
@@ -437,6 +443,9 @@ impl MppRail {
         );
         if let Some(description) = &echoed.description {
             value.push_str(&format!(", description={}", quoted(description)));
+        }
+        if let Some(opaque) = &echoed.opaque {
+            value.push_str(&format!(", opaque={}", quoted(opaque)));
         }
         let mut headers = HeaderMap::new();
         if let Ok(value) = HeaderValue::from_str(&value) {
@@ -743,12 +752,18 @@ mod tests {
                 r#"{{"amount":"1000","currency":"usd","description":"Echo \"quoted\"","methodDetails":{{"network":"accord:local","resource":"{RESOURCE}"}},"recipient":"shop"}}"#
             )
         );
+        // The opaque nonce makes every challenge unique.
+        let opaque = parsed.param("opaque").expect("opaque");
+        let nonce = decode_json_param(opaque).expect("base64url JSON");
+        assert_eq!(nonce["nonce"].as_str().map(str::len), Some(32), "{nonce}");
+        let again = rail.challenge(&request(&price, &headers));
+        assert_ne!(again.body["challengeId"], challenge.body["challengeId"], "ids never repeat");
         // The id is the HMAC of the other parameters.
         let echoed = EchoedChallenge::from_challenge(parsed);
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(SECRET).expect("key");
         mac.update(
             format!(
-                "agent.example|accord-voucher|charge|{}|{}||",
+                "agent.example|accord-voucher|charge|{}|{}||{opaque}",
                 parsed.param("request").expect("request"),
                 parsed.param("expires").expect("expires")
             )
