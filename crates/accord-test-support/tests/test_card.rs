@@ -188,3 +188,53 @@ async fn fetch_card_tries_the_url_then_the_well_known_paths() {
         "{error:?}"
     );
 }
+
+/// One card, several interfaces: the Lucid rule (the first binding containing `HTTP`) lands on the
+/// Lucid profile; official clients, choosing by exact binding name, land on their own bindings;
+/// every kind of client then works through the interface it chose.
+#[tokio::test]
+async fn each_kind_of_client_finds_its_own_interface_on_one_card() {
+    use std::sync::Arc;
+
+    use accord_client::a2a::{A2aClient, A2aClientOptions, Binding, choose_interface, parse_card, user_text_message};
+    use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+    use accord_server::ServerConfig;
+
+    let agent = agent();
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let server = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime))).await;
+    let base = format!("{}/", server.origin);
+
+    let card = Client::new().fetch_card(&server.origin).await.expect("card");
+    let bindings: Vec<&str> =
+        card.supported_interfaces.iter().map(|interface| interface.protocol_binding.as_str()).collect();
+    assert_eq!(bindings, ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
+    // The Lucid rule takes the Lucid profile, never the official REST binding (whose `/tasks`
+    // routes differ).
+    assert_eq!(card.http_base_url(), Some(base.as_str()));
+    let echoed = Client::new().invoke(&card, "echo", json!({"x": 1}), Default::default()).await.expect("invoke");
+    assert_eq!(echoed.output, Some(json!({"x": 1})));
+
+    // Official clients pick by exact name and skip what they do not know.
+    let raw: Value = get(&server.url("/.well-known/agent-card.json"), &[]).await.json().await.expect("json");
+    let official = parse_card(raw).expect("a v1.0 card");
+    for (binding, path) in [("JSONRPC", "a2a/jsonrpc"), ("HTTP+JSON", "a2a/rest")] {
+        let (chosen, interface) = choose_interface(&official, &[binding.to_owned()]).expect("an interface");
+        assert_eq!(chosen, Binding::from_name(binding).expect("known binding"));
+        assert_eq!(interface.url, format!("{base}{path}"));
+        let client =
+            A2aClient::from_card(official.clone(), A2aClientOptions::with_bindings([binding])).expect("client");
+        let request = accord_types::a2a::SendMessageRequest {
+            tenant: None,
+            message: user_text_message(r#"{"y": 2}"#),
+            configuration: None,
+            metadata: None,
+        };
+        let answer = client.send_message(request).await.expect("send");
+        let accord_types::a2a::SendMessageResponse::Task(task) = answer else { panic!("a task") };
+        assert_eq!(task.status.state, accord_types::a2a::TaskState::Completed, "{binding}");
+    }
+    // With no preference, JSON-RPC comes first.
+    let (chosen, _) = choose_interface(&official, &["JSONRPC".to_owned(), "HTTP+JSON".to_owned()]).expect("one");
+    assert_eq!(chosen, Binding::JsonRpc);
+}
