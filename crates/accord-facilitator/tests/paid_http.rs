@@ -85,6 +85,8 @@ struct Setup {
     settle_timeout: Duration,
     /// Collect with the MPP rail (`Payment` authentication, verified in process) instead of x402.
     mpp: bool,
+    /// The x402 scheme (`accord-voucher`; `upto` to see an unsupported operation refused).
+    scheme: &'static str,
 }
 
 impl Default for Setup {
@@ -96,6 +98,7 @@ impl Default for Setup {
             verify_timeout: Duration::from_millis(1500),
             settle_timeout: Duration::from_secs(5),
             mpp: false,
+            scheme: SCHEME,
         }
     }
 }
@@ -118,13 +121,17 @@ async fn paid(setup: Setup) -> Paid {
         Arc::new(
             X402Rail::new(&facilitator.url)
                 .expect("rail")
-                .with_scheme(SCHEME)
+                .with_scheme(setup.scheme)
                 .with_verify_timeout(setup.verify_timeout)
                 .with_settle_timeout(setup.settle_timeout),
         )
     };
     let payments = PaymentsConfig::new(rail, "accord-credit", "accord:local", "shop");
-    payments.check(&agent).expect("prices the rail can collect");
+    if setup.scheme == SCHEME {
+        payments.check(&agent).expect("prices the rail can collect");
+    } else {
+        assert!(payments.check(&agent).is_err(), "the start-up check finds what the rail cannot collect");
+    }
     let config = ServerConfig::default().tasks(runtime.clone()).payments(payments);
     let server = TestServer::start(agent.router_with(config)).await;
     let card = Client::new().fetch_card(&server.url("/")).await.expect("card");
@@ -569,4 +576,22 @@ async fn the_mpp_rail_challenges_with_www_authenticate_and_answers_with_a_paymen
 /// A fresh MPP credential from the wallet.
 async fn challenge_credential(paid: &Paid) -> Vec<(&'static str, String)> {
     paid.credential_for("work", json!({})).await
+}
+
+#[tokio::test]
+async fn an_upto_price_on_a_task_is_refused_before_any_payment_step() {
+    let paid = paid(Setup { scheme: "upto", ..Setup::default() }).await;
+    let response = paid.create("work", json!({}), &[("task-access-token", TOKEN.into())]).await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "payment_capability_unsupported", "{body}");
+    assert!(paid.tasks().await.is_empty());
+    // An invocation can be priced with upto: it is challenged.
+    let invoke = reqwest::Client::new()
+        .post(paid.server.url("/entrypoints/work/invoke"))
+        .json(&json!({"input": {}}))
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(invoke.status(), 402);
 }
