@@ -162,6 +162,16 @@ impl A2aCore {
 
     /// Starts the task a new message asks for, or resumes the one it follows up.
     async fn start(&self, request: a2a::SendMessageRequest, owner: OwnerHash) -> Result<Task, A2aError> {
+        // A webhook this agent would never call is refused rather than silently ignored.
+        if request
+            .configuration
+            .as_ref()
+            .is_some_and(|configuration| configuration.task_push_notification_config.is_some())
+        {
+            return Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported).with_message(
+                "this agent does not send push notifications (capabilities.pushNotifications is false)",
+            ));
+        }
         let owner = scoped(owner, request.tenant.as_deref());
         if request.message.task_id.as_deref().is_some_and(|id| !id.is_empty()) {
             return self.follow_up(&request, owner).await;
