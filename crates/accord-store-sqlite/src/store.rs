@@ -10,17 +10,15 @@
 //! the event.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
     Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
-    TaskStore, TaskWakeups, now_ms,
+    TaskStore, TaskWakeups, WakeupHub, now_ms,
 };
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, Row};
-use tokio::sync::broadcast;
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
@@ -29,9 +27,6 @@ use crate::writer::{Op, Outcome, Refusal, Writer};
 
 /// The schema, embedded at build time from `migrations/`.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-
-/// How many wake-ups a slow subscriber may miss before it is told it lagged (and re-reads).
-const WAKEUP_BUFFER: usize = 1024;
 
 /// A durable task store in one SQLite file (`durability = durable`).
 ///
@@ -43,7 +38,7 @@ pub struct SqliteStore {
     writer: Writer,
     config: SqliteStoreConfig,
     /// Changed task ids, for this process's subscribers; dropped on close to release them.
-    wakeups: Mutex<Option<broadcast::Sender<TaskId>>>,
+    wakeups: WakeupHub,
     closed: AtomicBool,
 }
 
@@ -102,13 +97,7 @@ impl SqliteStore {
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
-        Ok(Self {
-            pool,
-            writer,
-            config,
-            wakeups: Mutex::new(Some(broadcast::channel(WAKEUP_BUFFER).0)),
-            closed: AtomicBool::new(false),
-        })
+        Ok(Self { pool, writer, config, wakeups: WakeupHub::new(), closed: AtomicBool::new(false) })
     }
 
     /// The settings it was opened with.
@@ -128,17 +117,10 @@ impl SqliteStore {
         }
     }
 
-    fn sender(&self) -> Option<broadcast::Sender<TaskId>> {
-        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
     /// Tells this process's subscribers that these tasks changed (after the change committed).
     fn wake<'a>(&self, ids: impl IntoIterator<Item = &'a TaskId>) {
-        if let Some(sender) = self.sender() {
-            for id in ids {
-                // No receiver is fine: nobody is watching.
-                let _ = sender.send(id.clone());
-            }
+        for id in ids {
+            self.wakeups.wake(id);
         }
     }
 
@@ -465,20 +447,20 @@ impl TaskStore for SqliteStore {
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
         self.ensure_open()?;
         // Subscribed before the ownership check, so no change committed after it can be missed.
-        let receiver = self.sender().ok_or(StoreError::Closed)?.subscribe();
+        let wakeups = self.wakeups.subscribe(id).ok_or(StoreError::Closed)?;
         let stored_owner: Option<String> = sqlx::query_scalar("SELECT owner_hash FROM tasks WHERE id = ?1")
             .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(|error| self.fail(error.into(), "subscribing to a task"))?;
         let owned = stored_owner.and_then(|stored| OwnerHash::from_hex(&stored)).is_some_and(|stored| stored == *owner);
-        Ok(owned.then(|| TaskWakeups::new(id.clone(), receiver)))
+        Ok(owned.then_some(wakeups))
     }
 
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        // Dropping the sender ends every subscriber's wait.
-        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // Dropping the senders ends every subscriber's wait.
+        self.wakeups.close();
         // Writes already queued are committed and answered before the writer stops.
         self.writer.stop().await;
         // Waits for connections in use to come back, then closes them, checkpointing the WAL.

@@ -6,12 +6,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::broadcast;
 
 use super::store::{apply_event, claimable, holds_lease, lease_is_live};
 use super::{
     Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent,
-    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, now_ms,
+    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, WakeupHub, now_ms,
 };
 use crate::run::TaskState;
 
@@ -44,7 +43,7 @@ pub struct MemoryStore {
     config: MemoryStoreConfig,
     entries: Mutex<HashMap<TaskId, Entry>>,
     /// Dropped on close, which releases every subscriber.
-    wakeups: Mutex<Option<broadcast::Sender<TaskId>>>,
+    wakeups: WakeupHub,
     closed: AtomicBool,
     /// No housekeeping is due before this time: the earliest admission expiry, prepared-lease
     /// expiry or retention end of any record. Only changed while `entries` is locked. It keeps
@@ -71,7 +70,7 @@ impl MemoryStore {
         Self {
             config,
             entries: Mutex::new(HashMap::new()),
-            wakeups: Mutex::new(Some(broadcast::channel(1024).0)),
+            wakeups: WakeupHub::new(),
             closed: AtomicBool::new(false),
             next_due: AtomicU64::new(Millis::MAX),
         }
@@ -87,10 +86,7 @@ impl MemoryStore {
     }
 
     fn wake(&self, id: &TaskId) {
-        if let Some(sender) = self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            // No receiver is fine: nobody is watching.
-            let _ = sender.send(id.clone());
-        }
+        self.wakeups.wake(id);
     }
 
     /// Reaps expired admissions and purges terminal tasks past retention; returns the reaped ids.
@@ -363,6 +359,11 @@ impl TaskStore for MemoryStore {
 
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
         let mut entries = self.lock()?;
+        // Nothing can have expired before the earliest due time: no scan (this runs before every
+        // reservation).
+        if now < self.next_due.load(Ordering::Acquire) {
+            return Ok(0);
+        }
         let reaped = reap(&mut entries, now);
         self.recompute_due(&entries);
         drop(entries);
@@ -406,15 +407,13 @@ impl TaskStore for MemoryStore {
             return Ok(None);
         }
         // Subscribed under the lock, so no change made after this point can be missed.
-        let wakeups = self.wakeups.lock().unwrap_or_else(PoisonError::into_inner);
-        let sender = wakeups.as_ref().ok_or(StoreError::Closed)?;
-        Ok(Some(TaskWakeups::new(id.clone(), sender.subscribe())))
+        self.wakeups.subscribe(id).map(Some).ok_or(StoreError::Closed)
     }
 
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.entries.lock().unwrap_or_else(PoisonError::into_inner).clear();
-        // Dropping the sender ends every subscriber's wait.
-        self.wakeups.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // Dropping the senders ends every subscriber's wait.
+        self.wakeups.close();
     }
 }

@@ -132,6 +132,79 @@ impl TaskWakeups {
     }
 }
 
+/// Wake-up channels of an in-process store, one per subscription, keyed by task: a change wakes
+/// only the subscribers of the task that changed (a single store-wide broadcast would wake every
+/// subscriber for every change, which costs quadratically with concurrent streams).
+///
+/// Subscriptions that went away are dropped when their task next changes, and swept out when the
+/// registry has doubled since the last sweep, so an abandoned subscription to a task that never
+/// changes again does not stay forever.
+#[derive(Debug)]
+pub struct WakeupHub {
+    state: std::sync::Mutex<Option<HubState>>,
+}
+
+#[derive(Debug, Default)]
+struct HubState {
+    subscribers: std::collections::HashMap<TaskId, Vec<broadcast::Sender<TaskId>>>,
+    live_after_sweep: usize,
+}
+
+/// Wake-ups a subscriber may miss before it re-reads the log anyway (a missed wake-up only means
+/// an extra read).
+const WAKEUPS_PER_SUBSCRIBER: usize = 8;
+
+impl Default for WakeupHub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WakeupHub {
+    /// An open hub.
+    pub fn new() -> Self {
+        Self { state: std::sync::Mutex::new(Some(HubState::default())) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Option<HubState>> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wake-ups for `id` from now on; `None` once the hub is closed.
+    pub fn subscribe(&self, id: &TaskId) -> Option<TaskWakeups> {
+        let mut guard = self.state();
+        let state = guard.as_mut()?;
+        let (sender, receiver) = broadcast::channel(WAKEUPS_PER_SUBSCRIBER);
+        state.subscribers.entry(id.clone()).or_default().push(sender);
+        if state.subscribers.len() > 2 * state.live_after_sweep.max(64) {
+            state.subscribers.retain(|_, senders| {
+                senders.retain(|sender| sender.receiver_count() > 0);
+                !senders.is_empty()
+            });
+            state.live_after_sweep = state.subscribers.len();
+        }
+        Some(TaskWakeups::new(id.clone(), receiver))
+    }
+
+    /// Wakes the subscribers of `id`.
+    pub fn wake(&self, id: &TaskId) {
+        let mut guard = self.state();
+        let Some(state) = guard.as_mut() else { return };
+        if let Some(senders) = state.subscribers.get_mut(id) {
+            // A send fails only when the subscription went away.
+            senders.retain(|sender| sender.send(id.clone()).is_ok());
+            if senders.is_empty() {
+                state.subscribers.remove(id);
+            }
+        }
+    }
+
+    /// Closes the hub: every subscriber's wait ends, later subscriptions get `None`.
+    pub fn close(&self) {
+        self.state().take();
+    }
+}
+
 /// Where tasks are kept. See the module documentation for the ground rules.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
