@@ -563,7 +563,7 @@ async fn the_mpp_rail_challenges_with_www_authenticate_and_answers_with_a_paymen
     until_status(&paid, &sent.access.task_id, "completed").await;
 
     // A credential used once is not accepted again: the second task is refused and released.
-    let headers = challenge_credential(&paid).await;
+    let headers = paid.credential_for("work", json!({})).await;
     let first = paid.create("work", json!({}), &with_token(headers.clone())).await;
     let status = first.status();
     assert_eq!(status, 200, "{:?}", first.text().await);
@@ -571,11 +571,6 @@ async fn the_mpp_rail_challenges_with_www_authenticate_and_answers_with_a_paymen
     assert_eq!(replayed.status(), 402, "a spent credential is refused");
     let newest = paid.tasks().await.into_iter().next().expect("the reserved task");
     assert_eq!(newest["status"], "cancelled");
-}
-
-/// A fresh MPP credential from the wallet.
-async fn challenge_credential(paid: &Paid) -> Vec<(&'static str, String)> {
-    paid.credential_for("work", json!({})).await
 }
 
 #[tokio::test]
