@@ -8,7 +8,7 @@ use std::time::Duration;
 use accord_cli::store::{StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{AccessToken, RuntimeConfig, TaskRuntime};
+use accord_engine::task::{AccessToken, AnonymousAccess, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_types::a2a::ErrorMapping;
@@ -93,6 +93,10 @@ enum Command {
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
         #[arg(long, env = "ACCORD_DEMO_PRICES")]
         demo_prices: bool,
+        /// Let anonymous callers list tasks. They all share one owner, so each would see the task
+        /// ids — the capabilities — of all the others: off by default, on for the conformance agent.
+        #[arg(long, env = "ACCORD_ANONYMOUS_LIST")]
+        anonymous_list: bool,
     },
     /// Make or inspect a local-rail wallet (for `--wallet` and `accord serve --demo-prices`).
     Wallet {
@@ -400,6 +404,7 @@ async fn main() -> ExitCode {
             workers,
             signed_card,
             demo_prices,
+            anonymous_list,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -407,7 +412,8 @@ async fn main() -> ExitCode {
                 None if agent == AgentKind::Conformance => ErrorMapping::V1_0_0,
                 None => ErrorMapping::V1_0_1,
             };
-            let options = ServeOptions { agent, mapping, demo_token, demo_prices };
+            let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
+            let options = ServeOptions { agent, mapping, demo_token, demo_prices, anonymous_list };
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
@@ -450,6 +456,7 @@ struct ServeOptions {
     mapping: ErrorMapping,
     demo_token: Option<String>,
     demo_prices: bool,
+    anonymous_list: bool,
 }
 
 async fn serve(
@@ -462,7 +469,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, demo_token, demo_prices } = options;
+    let ServeOptions { agent: kind, mapping, demo_token, demo_prices, anonymous_list } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -490,6 +497,9 @@ async fn serve(
     };
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
     config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, ..a2a });
+    if anonymous_list {
+        config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
+    }
     if demo_prices {
         let payments = accord_cli::demo::local_payments();
         payments.check(&agent).map_err(|reason| Failure { code: EXIT_FAILED, message: reason })?;

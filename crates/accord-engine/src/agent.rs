@@ -312,12 +312,9 @@ impl Agent {
                 Err(RunError::Cancelled) => {
                     RunEnd { status: EndStatus::Cancelled, completion: None, error: None, message: None }
                 }
-                Err(RunError::Incomplete { status, message }) => RunEnd {
-                    status,
-                    completion: None,
-                    error: None,
-                    message: message.map(crate::run::Message::agent_text),
-                },
+                Err(RunError::Incomplete { status, message }) => {
+                    RunEnd { status, completion: None, error: None, message }
+                }
                 Err(other) => {
                     let error = skill_error_of(other);
                     sink.send(RunEvent::Error(error.clone())).await;
@@ -383,13 +380,13 @@ impl Agent {
                 Ok(completion)
             }
             Some(Ok(Outcome::InputRequired(message))) => {
-                Err(RunError::Incomplete { status: EndStatus::InputRequired, message: Some(message.text()) })
+                Err(RunError::Incomplete { status: EndStatus::InputRequired, message: Some(message) })
             }
             Some(Ok(Outcome::AuthRequired(message))) => {
-                Err(RunError::Incomplete { status: EndStatus::AuthRequired, message: Some(message.text()) })
+                Err(RunError::Incomplete { status: EndStatus::AuthRequired, message: Some(message) })
             }
             Some(Ok(Outcome::Rejected(message))) => {
-                Err(RunError::Incomplete { status: EndStatus::Rejected, message: Some(message.text()) })
+                Err(RunError::Incomplete { status: EndStatus::Rejected, message: Some(message) })
             }
             Some(Ok(Outcome::Reply(message))) => {
                 let completion = Completion::from_reply(message);

@@ -101,8 +101,8 @@ pub enum RunError {
     Incomplete {
         /// How the handler ended.
         status: EndStatus,
-        /// What the handler said.
-        message: Option<String>,
+        /// What the handler said: the whole message (every part, its id), never flattened.
+        message: Option<crate::run::Message>,
     },
 }
 
@@ -122,3 +122,139 @@ impl std::fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
+
+/// What kind of failure an [`Error`] is: the one classification every face maps to its own wire
+/// (an HTTP status and code for the Lucid profile, a JSON-RPC code for the tasks face, an A2A
+/// error for the official bindings). Faces match on the kind; they never read the message to
+/// decide anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request names no skill and the agent has no default one.
+    NoSkill,
+    /// No skill has the key the request names.
+    UnknownSkill,
+    /// The skill cannot run as a task (it has no invoke handler).
+    NotInvocable,
+    /// The input does not match the skill's input schema ([`Error::issues`] says where).
+    InvalidInput,
+    /// The request is malformed in a way only the engine can see (a context that differs from
+    /// the task's, a page token this agent did not issue, …).
+    InvalidRequest,
+    /// No such task for this caller (another owner's task reads the same).
+    TaskNotFound,
+    /// The task has ended and cannot be cancelled.
+    NotCancelable,
+    /// The task ended while the cancellation was being made.
+    CancelConflict,
+    /// A follow-up message reached a task that is running: it takes one only while it waits.
+    TaskRunning,
+    /// A follow-up message, or a subscription, reached a task that has ended.
+    TaskEnded,
+    /// The skill is priced and the request brings no way to pay.
+    PaymentRequired,
+    /// Paid work needs a durable task store and this one is not.
+    DurableStoreRequired,
+    /// Anonymous callers may not do this (list tasks, by default).
+    AnonymousNotAllowed,
+    /// The store holds as many unfinished tasks as it may: retry later.
+    CapacityExhausted,
+    /// The task could not be started (its execution claim was lost).
+    StartFailed,
+    /// The engine is shutting down.
+    ShuttingDown,
+    /// The store failed; the message is for operators and says nothing secret.
+    Unavailable,
+    /// Anything else; never a caller's mistake.
+    Internal,
+}
+
+/// The engine's one error for task operations: a [`ErrorKind`], a message for people, and the
+/// schema issues of an invalid input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    issues: Vec<Issue>,
+    task: Option<crate::task::TaskId>,
+}
+
+impl Error {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), issues: Vec::new(), task: None }
+    }
+
+    /// The same error, about `task`.
+    pub fn about(mut self, task: &crate::task::TaskId) -> Self {
+        self.task = Some(task.clone());
+        self
+    }
+
+    /// The task the error is about, when there is one (faces whose wire fixes the message of an
+    /// error, such as the Lucid profile's `Task "<id>" is not running`, build it from this).
+    pub fn task_id(&self) -> Option<&crate::task::TaskId> {
+        self.task.as_ref()
+    }
+
+    /// An invalid input with its issues.
+    pub fn invalid_input(message: impl Into<String>, issues: Vec<Issue>) -> Self {
+        Self { kind: ErrorKind::InvalidInput, message: message.into(), issues, task: None }
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// What went wrong, in words safe to show the caller.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The schema issues of an [`ErrorKind::InvalidInput`].
+    pub fn issues(&self) -> &[Issue] {
+        &self.issues
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<crate::task::TaskFailure> for Error {
+    fn from(failure: crate::task::TaskFailure) -> Self {
+        use crate::task::TaskFailure;
+        let message = failure.to_string();
+        let task = match &failure {
+            TaskFailure::NotFound { id }
+            | TaskFailure::NotCancellable { id, .. }
+            | TaskFailure::CancelRace { id }
+            | TaskFailure::ClaimLost { id }
+            | TaskFailure::NotWaiting { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let kind = match failure {
+            TaskFailure::NotFound { .. } => ErrorKind::TaskNotFound,
+            TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
+            TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
+            TaskFailure::CapacityExhausted { .. } => ErrorKind::CapacityExhausted,
+            TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
+            TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
+            TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,
+            TaskFailure::Closed => ErrorKind::ShuttingDown,
+            TaskFailure::Store(_) => ErrorKind::Unavailable,
+        };
+        Self { kind, message, issues: Vec::new(), task }
+    }
+}
+
+impl From<crate::task::StoreError> for Error {
+    fn from(error: crate::task::StoreError) -> Self {
+        crate::task::TaskFailure::from(error).into()
+    }
+}

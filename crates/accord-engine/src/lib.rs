@@ -37,7 +37,7 @@ pub mod task;
 pub mod time;
 
 pub use agent::{Agent, AgentBuilder};
-pub use error::{BuildError, RunError};
+pub use error::{BuildError, Error, ErrorKind, RunError};
 pub use run::{
     Artifact, Asset, AssetTransfer, Completion, EndStatus, Invocation, Message, Outcome, Part, Role, Run, RunEnd,
     RunEvent, RunFrame, RunStream, TaskState,

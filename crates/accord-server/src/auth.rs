@@ -150,3 +150,12 @@ pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
         }
     }
 }
+
+/// The caller as the task service sees it: the principal's owner, or an anonymous caller owning
+/// tasks as the shared anonymous owner (see [`owner_of`]).
+pub(crate) fn caller_of(principal: Option<&Principal>) -> accord_engine::task::Caller {
+    match principal {
+        Some(principal) => accord_engine::task::Caller::owner(principal.owner),
+        None => accord_engine::task::Caller::anonymous(owner_of(None)),
+    }
+}

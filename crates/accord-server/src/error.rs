@@ -91,7 +91,10 @@ impl From<RunError> for LucidError {
             RunError::Incomplete { status, message } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 incomplete_code(status),
-                message.unwrap_or_else(|| format!("The skill ended as {}", status.as_str())),
+                message
+                    .map(|message| message.text())
+                    .filter(|text| !text.is_empty())
+                    .unwrap_or_else(|| format!("The skill ended as {}", status.as_str())),
             ),
             other => {
                 tracing::error!(error = %other, "unmapped run error");

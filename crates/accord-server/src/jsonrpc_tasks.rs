@@ -18,8 +18,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_engine::task::{OwnerHash, Reservation, Task, TaskEventKind, TaskFailure, TaskId, TaskRuntime};
-use accord_engine::{RunError, TaskState};
+use accord_engine::task::{
+    Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEventKind, TaskId, TaskService, Wait,
+};
+use accord_engine::{Error, ErrorKind, TaskState};
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::Request;
@@ -372,7 +374,8 @@ fn subscribe_response(id: Value, stream: RpcStream) -> Response {
     crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
-/// The built-in handler: runs the agent's skills as engine tasks.
+/// The built-in handler: runs the agent's skills as engine tasks, through the engine's
+/// [`TaskService`].
 ///
 /// Tasks are owned by the caller's [`Principal::owner`]; with [`crate::auth::BearerAuthLayer`] that
 /// is the hash of the bearer token, so the same token used as `Task-Access-Token` on the Lucid
@@ -380,65 +383,51 @@ fn subscribe_response(id: Value, stream: RpcStream) -> Response {
 /// one owner: their task ids (random UUIDs) are their only capability.
 #[derive(Debug, Clone)]
 pub struct EngineTasks {
-    runtime: TaskRuntime,
+    service: TaskService,
     send_wait: Duration,
 }
 
 impl EngineTasks {
-    /// A handler over `runtime`. `tasks/send` waits up to 2 s for the task to finish and then
-    /// answers its final state; a longer task is answered as running.
-    pub fn new(runtime: TaskRuntime) -> Self {
-        Self { runtime, send_wait: Duration::from_secs(2) }
+    /// A handler over `service`. `tasks/send` waits up to 2 s for the task to settle (end, or
+    /// wait for input) and then answers its state; a longer task is answered as running.
+    pub fn new(service: TaskService) -> Self {
+        Self { service, send_wait: Duration::from_secs(2) }
     }
 
-    /// How long `tasks/send` waits for a final state.
+    /// How long `tasks/send` waits for the task to settle.
     pub fn send_wait(mut self, wait: Duration) -> Self {
         self.send_wait = wait;
         self
     }
 
-    fn owner(context: &RpcContext) -> OwnerHash {
-        crate::auth::owner_of(context.principal.as_ref())
+    fn caller(context: &RpcContext) -> Caller {
+        crate::auth::caller_of(context.principal.as_ref())
     }
 
-    async fn start(&self, task: TaskSpec, owner: OwnerHash) -> Result<Task, RpcError> {
-        let skill = self
-            .runtime
-            .agent()
-            .skill(&task.skill)
-            .map_err(|_| RpcError::new(RpcError::INVALID_PARAMS, format!("unknown skill '{}'", task.skill)))?;
-        if !skill.is_invocable() {
-            return Err(RpcError::new(
-                RpcError::INVALID_PARAMS,
-                format!("skill '{}' cannot run as a task", task.skill),
-            ));
-        }
-        // This face has no payment step: a priced task is only created through the paid route.
-        if skill.pricing().task.is_some() {
-            return Err(RpcError::new(
-                RpcError::INVALID_PARAMS,
-                format!("skill '{}' is priced; create the task through the paid /tasks route", task.skill),
-            ));
-        }
-        let valid = skill.validate_input(Value::Object(task.input)).map_err(|error| match error {
-            RunError::InvalidInput { issues } => {
-                RpcError::new(RpcError::INVALID_PARAMS, "invalid input").with_data(json!({"issues": issues}))
-            }
-            other => RpcError::new(RpcError::INVALID_PARAMS, other.to_string()),
-        })?;
-        self.runtime.start(Reservation::new(owner, valid)).await.map_err(failure_error)
+    fn request(task: TaskSpec, context: &RpcContext) -> SendRequest {
+        SendRequest::new(Self::caller(context), SendInput::Candidates(vec![Value::Object(task.input)]))
+            .skill(task.skill)
     }
 }
 
-fn failure_error(failure: TaskFailure) -> RpcError {
-    match failure {
-        TaskFailure::NotFound { .. } => RpcError::new(RpcError::TASK_NOT_FOUND, "task not found"),
-        TaskFailure::NotCancellable { .. } | TaskFailure::CancelRace { .. } => {
+/// The face's code for an engine error.
+fn failure_error(error: Error) -> RpcError {
+    match error.kind() {
+        ErrorKind::TaskNotFound => RpcError::new(RpcError::TASK_NOT_FOUND, "task not found"),
+        ErrorKind::NotCancelable | ErrorKind::CancelConflict => {
             RpcError::new(RpcError::TASK_NOT_CANCELABLE, "task is not cancelable")
         }
-        TaskFailure::CapacityExhausted { .. } => RpcError::new(RpcError::INTERNAL_ERROR, failure.to_string()),
-        other => {
-            tracing::error!(error = %other, "json-rpc task operation failed");
+        ErrorKind::InvalidInput => {
+            RpcError::new(RpcError::INVALID_PARAMS, "invalid input").with_data(json!({"issues": error.issues()}))
+        }
+        ErrorKind::UnknownSkill
+        | ErrorKind::NoSkill
+        | ErrorKind::NotInvocable
+        | ErrorKind::InvalidRequest
+        | ErrorKind::PaymentRequired => RpcError::new(RpcError::INVALID_PARAMS, error.message()),
+        ErrorKind::CapacityExhausted => RpcError::new(RpcError::INTERNAL_ERROR, error.message()),
+        _ => {
+            tracing::error!(%error, "json-rpc task operation failed");
             RpcError::new(RpcError::INTERNAL_ERROR, "the task could not be processed")
         }
     }
@@ -466,30 +455,30 @@ fn task_json(task: &Task) -> Value {
 #[async_trait]
 impl TasksHandler for EngineTasks {
     async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
-        let owner = Self::owner(&context);
-        let started = self.start(task, owner).await?;
-        let events = self.runtime.events(&started.id, &owner, 0).await.map_err(failure_error)?;
-        // The task's final state when it ends within the wait; else it is answered as running.
-        let _ = tokio::time::timeout(self.send_wait, events.for_each(|_| async {})).await;
-        let task = self.runtime.get(&started.id, &owner).await.map_err(failure_error)?;
+        let request = Self::request(task, &context);
+        let task = self.service.send(request, Wait::Settled(self.send_wait)).await.map_err(failure_error)?;
         Ok(task_json(&task))
     }
 
     async fn get(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
-        let task = self.runtime.get(&TaskId::new(task_id), &Self::owner(&context)).await.map_err(failure_error)?;
+        let task =
+            self.service.get(&Self::caller(&context), &TaskId::new(task_id), None).await.map_err(failure_error)?;
         Ok(task_json(&task))
     }
 
     async fn cancel(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
-        let task = self.runtime.cancel(&TaskId::new(task_id), &Self::owner(&context)).await.map_err(failure_error)?;
+        let task = self.service.cancel(&Self::caller(&context), &TaskId::new(task_id)).await.map_err(failure_error)?;
         Ok(task_json(&task))
     }
 
     async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
-        let owner = Self::owner(&context);
-        let started = self.start(task, owner).await?;
-        let events = self.runtime.events(&started.id, &owner, 0).await.map_err(failure_error)?;
-        let updates = events.map(|item| {
+        let caller = Self::caller(&context);
+        let started =
+            self.service.send(Self::request(task, &context), Wait::Immediately).await.map_err(failure_error)?;
+        // The whole log, from the creation event, until the task ends.
+        let updates =
+            self.service.subscribe(&caller, &started.id, SubscribeFrom::Start).await.map_err(failure_error)?;
+        let updates = updates.events.map(|item| {
             let event = item.map_err(failure_error)?;
             let mut update = json!({"taskId": event.task_id.as_str(), "sequence": event.sequence});
             match &event.kind {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use accord_engine::Agent;
 use accord_engine::idempotency::{IdempotencyConfig, IdempotencyStore};
-use accord_engine::task::TaskRuntime;
+use accord_engine::task::{ServiceConfig, TaskRuntime, TaskService};
 use axum::Router;
 use axum::routing::{get, post};
 
@@ -72,6 +72,9 @@ pub struct ServerConfig {
     /// How priced skills are paid. `None` (the default): a priced skill answers
     /// `503 payment_configuration_error`.
     pub payments: Option<PaymentsConfig>,
+    /// Settings of the task service behind every face: the longest blocking wait, and what
+    /// anonymous callers may do (by default they may not list tasks).
+    pub task_service: ServiceConfig,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -149,6 +152,7 @@ impl Default for ServerConfig {
             a2a: Some(A2aConfig::default()),
             signed_card: None,
             payments: None,
+            task_service: ServiceConfig::default(),
         }
     }
 }
@@ -202,6 +206,12 @@ impl ServerConfig {
         self
     }
 
+    /// Sets [`ServerConfig::task_service`].
+    pub fn task_service(mut self, config: ServiceConfig) -> Self {
+        self.task_service = config;
+        self
+    }
+
     /// Publishes the signed card ([`ServerConfig::signed_card`]).
     pub fn signed_card(mut self, config: SignedCardConfig) -> Self {
         self.signed_card = Some(config);
@@ -212,6 +222,8 @@ impl ServerConfig {
 /// What every handler shares.
 pub(crate) struct AppState {
     pub(crate) agent: Agent,
+    /// The task service, when tasks are enabled.
+    pub(crate) tasks: Option<TaskService>,
     pub(crate) config: ServerConfig,
     pub(crate) idempotency: IdempotencyStore,
 }
@@ -241,27 +253,30 @@ pub fn router(agent: &Agent) -> Router {
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
-    let tasks_enabled = config.tasks.is_some();
-    let jsonrpc = match (&config.tasks, &config.jsonrpc_tasks) {
-        (Some(runtime), Some(jsonrpc)) => Some((
+    // One task service behind every face: the faces translate, the service decides.
+    let service = config.tasks.as_ref().map(|runtime| {
+        let mut service_config = config.task_service.clone();
+        if let Some(a2a) = &config.a2a
+            && a2a.default_skill.is_some()
+        {
+            service_config.default_skill.clone_from(&a2a.default_skill);
+        }
+        TaskService::new(runtime.clone(), service_config)
+    });
+    let tasks_enabled = service.is_some();
+    let jsonrpc = match (&service, &config.jsonrpc_tasks) {
+        (Some(service), Some(jsonrpc)) => Some((
             jsonrpc.path.clone(),
-            jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(runtime.clone()))
+            jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
                 .scopes(jsonrpc.scopes.clone())
                 .max_bytes(config.body_limit)
                 .router(),
         )),
         _ => None,
     };
-    let a2a_jsonrpc = match (&config.tasks, &config.a2a) {
-        (Some(runtime), Some(a2a_config)) => {
-            let default_skill = a2a_config.default_skill.clone().or_else(|| {
-                agent.skills().iter().find(|skill| skill.is_invocable()).map(|skill| skill.key().to_owned())
-            });
-            let core = a2a::A2aCore {
-                runtime: runtime.clone(),
-                default_skill,
-                extensions: a2a_config.extensions.clone().into(),
-            };
+    let a2a_jsonrpc = match (&service, &config.a2a) {
+        (Some(service), Some(a2a_config)) => {
+            let core = a2a::A2aCore { service: service.clone(), extensions: a2a_config.extensions.clone().into() };
             let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
                 core: core.clone(),
                 body_limit: config.body_limit,
@@ -278,8 +293,12 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
         _ => None,
     };
     let signed = config.signed_card.clone();
-    let state =
-        Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
+    let state = Arc::new(AppState {
+        agent: agent.clone(),
+        idempotency: IdempotencyStore::new(config.idempotency),
+        tasks: service,
+        config,
+    });
     let router = Router::new().route(card::CARD_PATH, get(card::card));
     let router = match &signed {
         Some(signed) if signed.serves_at_legacy_path() => router,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use accord_client::a2a::{
     A2aClient, A2aClientError, A2aClientOptions, A2aEvent, A2aEventStream, Binding, parse_card, user_text_message,
 };
-use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::task::{AnonymousAccess, MemoryStore, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Message, Outcome, Run, RunEvent, Skill, SkillError};
 use accord_server::{AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
@@ -52,7 +52,9 @@ fn agent() -> Agent {
 async fn server() -> TestServer {
     let agent = agent();
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
-    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime))).await
+    // These scenarios list tasks without credentials, as the conformance kit does.
+    let service = ServiceConfig::default().anonymous(AnonymousAccess::ListShared);
+    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).task_service(service))).await
 }
 
 fn options(binding: Binding) -> A2aClientOptions {

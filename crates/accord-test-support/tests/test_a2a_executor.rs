@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
-use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, SkillError};
+use accord_engine::task::{AnonymousAccess, MemoryStore, RuntimeConfig, ServiceConfig, TaskRuntime};
+use accord_engine::{Agent, Completion, Message, Outcome, Part, Role, Run, Skill, SkillError};
 use accord_server::{A2aConfig, AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
 use accord_types::a2a::ErrorMapping;
@@ -26,6 +26,17 @@ fn agent(release: Arc<Notify>) -> Agent {
                 )),
                 None => Ok(Outcome::InputRequired(Message::agent_text("what is your name?"))),
             }
+        }))
+        .skill(Skill::builder("form").input_schema(json!({"type": "object"})).invoke(|run: Run| async move {
+            if run.message().is_some_and(|message| message.parts.iter().any(|part| matches!(part, Part::Data(_)))) {
+                return Ok(Outcome::Completed(Completion::new(json!({"filled": true}))));
+            }
+            // A question with structure: every part and the id must reach the caller unchanged.
+            Ok(Outcome::InputRequired(Message {
+                message_id: Some("question-1".into()),
+                role: Role::Agent,
+                parts: vec![Part::Text("fill the form".into()), Part::Data(json!({"fields": ["name", "age"]}))],
+            }))
         }))
         .skill(Skill::builder("reply").input_schema(json!({"type": "object"})).invoke(|run: Run| async move {
             let said = run.message().map(Message::text).unwrap_or_default();
@@ -49,7 +60,9 @@ async fn server_with(mapping: ErrorMapping) -> (TestServer, Arc<Notify>) {
     let agent = agent(Arc::clone(&release));
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
     let a2a = A2aConfig { default_skill: Some("ask".into()), error_mapping: mapping, ..A2aConfig::default() };
-    let config = ServerConfig::default().tasks(runtime).a2a(Some(a2a));
+    // These scenarios list tasks without credentials, as the conformance kit does.
+    let service = ServiceConfig::default().anonymous(AnonymousAccess::ListShared);
+    let config = ServerConfig::default().tasks(runtime).a2a(Some(a2a)).task_service(service);
     (TestServer::start(agent.router_with(config)).await, release)
 }
 
@@ -375,4 +388,124 @@ async fn an_inline_push_config_is_refused_not_ignored() {
     assert_eq!(rest["error"]["details"][0]["reason"], "PUSH_NOTIFICATION_NOT_SUPPORTED");
     let (_, listed) = get(&s, "/a2a/rest/tasks").await;
     assert_eq!(listed["tasks"].as_array().map(Vec::len), Some(0), "no task was created");
+}
+
+/// Reads an SSE response to its end: each event's JSON-RPC `result` (or the bare body on the REST
+/// binding). The first event is also sent to `first`, so a test can act once the stream is attached.
+async fn read_events(response: reqwest::Response, first: tokio::sync::oneshot::Sender<Value>) -> Vec<Value> {
+    use futures_util::StreamExt;
+    let mut first = Some(first);
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    let mut stream = response.bytes_stream();
+    // A hang detector, not a speed check: the stream must end by itself once the task has ended.
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.expect("no stall") {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|line| line.strip_prefix("data: ")) {
+                let body: Value = serde_json::from_str(data).expect("json");
+                let event = if body.get("jsonrpc").is_some() { body["result"].clone() } else { body };
+                if let Some(first) = first.take() {
+                    let _ = first.send(event.clone());
+                }
+                events.push(event);
+            }
+        }
+    }
+    events
+}
+
+fn states(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| {
+            event["statusUpdate"]["status"]["state"].as_str().or_else(|| event["task"]["status"]["state"].as_str())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_subscriber_stays_open_through_input_required_until_the_follow_up_ends_the_task() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    for binding in ["jsonrpc", "rest"] {
+        let first = call(&s, "SendMessage", json!({"message": message("m-1", "hi", None, None)})).await;
+        let id = first["result"]["task"]["id"].as_str().expect("id").to_owned();
+        assert_eq!(first["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+
+        let request = match binding {
+            "jsonrpc" => {
+                let body = json!({"jsonrpc": "2.0", "id": "sub", "method": "SubscribeToTask", "params": {"id": id}});
+                reqwest::Client::new().post(s.url("/a2a/jsonrpc")).body(body.to_string())
+            }
+            _ => reqwest::Client::new().get(s.url(&format!("/a2a/rest/tasks/{id}:subscribe"))),
+        };
+        let request = V1.iter().fold(request, |request, (name, value)| request.header(*name, *value));
+        let response = request.send().await.expect("response");
+        assert_eq!(response.status().as_u16(), 200, "{binding}");
+        let (attached, snapshot) = tokio::sync::oneshot::channel();
+        let watcher = tokio::spawn(read_events(response, attached));
+        let snapshot = snapshot.await.expect("the snapshot");
+        assert_eq!(snapshot["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{binding}: {snapshot}");
+
+        let answered = call(&s, "SendMessage", json!({"message": message("m-2", "name: Ada", None, Some(&id))})).await;
+        assert_eq!(answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answered}");
+
+        let events = watcher.await.expect("watcher");
+        let seen = states(&events);
+        assert_eq!(seen.first().map(String::as_str), Some("TASK_STATE_INPUT_REQUIRED"), "{binding}: {seen:?}");
+        assert!(seen.iter().any(|state| state == "TASK_STATE_WORKING"), "{binding}: the resume is seen: {seen:?}");
+        assert_eq!(seen.last().map(String::as_str), Some("TASK_STATE_COMPLETED"), "{binding}: {seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_interrupting_message_reaches_the_caller_whole() {
+    let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
+    let asked = call(&s, "SendMessage", json!({"message": message("m-1", "start", Some("form"), None)})).await;
+    let task = &asked["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let question = &task["status"]["message"];
+    assert_eq!(question["messageId"], "question-1", "the agent's message id is kept: {question}");
+    assert_eq!(question["role"], "ROLE_AGENT");
+    assert_eq!(question["parts"][0]["text"], "fill the form");
+    assert_eq!(question["parts"][1]["data"], json!({"fields": ["name", "age"]}), "data parts survive: {question}");
+
+    // The same message is on the REST binding and, once answered, in the history.
+    let id = task["id"].as_str().expect("id").to_owned();
+    let (status, rest) = get(&s, &format!("/a2a/rest/tasks/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(rest["status"]["message"], *question);
+    let mut answer = message("m-2", "here", None, Some(&id));
+    answer["parts"] = json!([{"data": {"name": "Ada", "age": 36}}]);
+    let done = call(&s, "SendMessage", json!({"message": answer})).await;
+    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let history = &done["result"]["task"]["history"];
+    assert_eq!(history[1]["messageId"], "question-1", "{history}");
+    assert_eq!(history[1]["parts"][1]["data"], json!({"fields": ["name", "age"]}));
+}
+
+#[tokio::test]
+async fn anonymous_callers_may_not_list_tasks_unless_the_server_allows_it() {
+    // By default anonymous callers share one owner and may not list.
+    let agent = agent(Arc::new(Notify::new()));
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let a2a = A2aConfig { default_skill: Some("ask".into()), ..A2aConfig::default() };
+    let s = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).a2a(Some(a2a)))).await;
+    let sent = call(&s, "SendMessage", json!({"message": message("m-1", "hi", None, None)})).await;
+    let id = sent["result"]["task"]["id"].as_str().expect("id").to_owned();
+    let refused = call(&s, "ListTasks", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().expect("message").contains("anonymous"), "{refused}");
+    let (status, rest) = get(&s, "/a2a/rest/tasks").await;
+    assert_eq!(status, 400, "{rest}");
+    // The id it holds still works.
+    assert_eq!(call(&s, "GetTask", json!({"id": id})).await["result"]["id"], json!(id));
+
+    // A server that allows it lists the shared anonymous owner's tasks.
+    let (open, _release) = server_with(ErrorMapping::V1_0_1).await;
+    call(&open, "SendMessage", json!({"message": message("m-1", "hi", None, None)})).await;
+    let listed = call(&open, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::task::{AnonymousAccess, MemoryStore, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
 use accord_server::{AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
@@ -33,7 +33,9 @@ fn agent() -> Agent {
 async fn server() -> TestServer {
     let agent = agent();
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
-    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime))).await
+    // These scenarios list tasks without credentials, as the conformance kit does.
+    let service = ServiceConfig::default().anonymous(AnonymousAccess::ListShared);
+    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).task_service(service))).await
 }
 
 async fn post(server: &TestServer, path: &str, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+use accord_engine::task::{AnonymousAccess, MemoryStore, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
 use accord_server::{AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
@@ -22,7 +22,9 @@ async fn server() -> TestServer {
         .build()
         .expect("agent");
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
-    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime))).await
+    // These scenarios list tasks without credentials, as the conformance kit does.
+    let service = ServiceConfig::default().anonymous(AnonymousAccess::ListShared);
+    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).task_service(service))).await
 }
 
 async fn request(

@@ -275,7 +275,7 @@ async fn the_engine_handler_runs_reads_and_cancels_tasks() {
     assert_eq!(invalid["error"]["code"], -32602);
     assert_eq!(invalid["error"]["data"]["issues"][0]["path"], json!(["n"]));
     let unknown = rpc(&f, "/a2a/tasks", "tasks/send", json!({"task": {"skill": "nosuch"}}), None).await;
-    assert_eq!(unknown["error"], json!({"code": -32602, "message": "unknown skill 'nosuch'"}));
+    assert_eq!(unknown["error"], json!({"code": -32602, "message": "Skill \"nosuch\" not found"}));
 }
 
 #[tokio::test]

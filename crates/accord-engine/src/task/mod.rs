@@ -16,11 +16,16 @@ use crate::skill::SkillError;
 
 mod memory;
 mod runtime;
+pub mod service;
 mod store;
 pub mod token;
 
 pub use memory::{MemoryStore, MemoryStoreConfig};
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
+pub use service::{
+    AnonymousAccess, Caller, PaidStart, PaymentFlow, SendInput, SendRequest, ServiceConfig, SettleFailure,
+    SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
+};
 pub use store::{Durability, ListQuery, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event};
 pub use token::{AccessToken, InvalidToken, OwnerHash};
 

@@ -147,7 +147,8 @@ impl std::fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::NotFound { id } => write!(f, "Task \"{id}\" not found"),
-            Self::NotCancellable { id, .. } | Self::CancelRace { id } => write!(f, "Task \"{id}\" is not running"),
+            Self::NotCancellable { id, .. } => write!(f, "Task \"{id}\" has ended and cannot be canceled"),
+            Self::CancelRace { id } => write!(f, "Task \"{id}\" ended while it was being canceled"),
             Self::CapacityExhausted { capacity } => {
                 write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
             }
@@ -677,7 +678,8 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         }
         Ok(Err(RunError::Cancelled)) => None,
         Ok(Err(RunError::Incomplete { status, message })) => {
-            let message = message.map(crate::run::Message::agent_text);
+            // The agent's message travels whole (all parts, its id) into the log.
+            let message = message.map(|message| Message { role: crate::run::Role::Agent, ..message });
             match status {
                 EndStatus::InputRequired => {
                     release_lease = true;

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::A2aCore;
-use crate::auth::{Principal, owner_of};
+use crate::auth::{Principal, caller_of};
 
 /// What the endpoint needs.
 #[derive(Debug, Clone)]
@@ -112,7 +112,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         Ok(activated) => activated,
         Err(error) => return rpc_error(id, &error),
     };
-    let owner = owner_of(parts.extensions.get::<Principal>());
+    let owner = caller_of(parts.extensions.get::<Principal>());
     let core = &state.core;
     let last_event_id =
         parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);

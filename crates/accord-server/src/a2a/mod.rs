@@ -28,11 +28,14 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use accord_engine::task::{OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskRuntime};
-use accord_engine::{Message, Part, Role, RunError, Skill, TaskState};
+use accord_engine::task::{
+    Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskService, TaskUpdates,
+    Wait,
+};
+use accord_engine::{Error, ErrorKind, Message, Part, Role, TaskState};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamResponse};
 use futures_util::{Stream, StreamExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
@@ -71,22 +74,15 @@ impl std::fmt::Display for EventId {
     }
 }
 
-/// Where a stream of a task starts.
-enum Follow {
-    /// With this snapshot of the task.
-    Snapshot(Box<Task>),
-    /// After this event (a `Last-Event-ID`), without a snapshot.
-    After(EventId),
-}
-
-/// How long a blocking `SendMessage` waits before answering with the task as it is.
+/// How long a blocking `SendMessage` waits before answering with the task as it is (the task
+/// service caps it at its own limit).
 const BLOCKING_WAIT: Duration = Duration::from_secs(300);
 
-/// The A2A operations over a task runtime, shared by every binding.
+/// The A2A operations over the task service, shared by every binding: each parses its wire into
+/// these calls and writes what they answer.
 #[derive(Debug, Clone)]
 pub(crate) struct A2aCore {
-    pub(crate) runtime: TaskRuntime,
-    pub(crate) default_skill: Option<String>,
+    pub(crate) service: TaskService,
     /// The extensions the agent declares (see [`negotiate_extensions`]).
     pub(crate) extensions: std::sync::Arc<[a2a::AgentExtension]>,
 }
@@ -139,29 +135,10 @@ pub(crate) fn echo_extensions(response: &mut axum::response::Response, activated
 }
 
 impl A2aCore {
-    fn skill_for(&self, request: &a2a::SendMessageRequest) -> Result<&std::sync::Arc<Skill>, A2aError> {
-        let named = [request.message.metadata.as_ref(), request.metadata.as_ref()]
-            .into_iter()
-            .flatten()
-            .find_map(|metadata| metadata.get("skillId").and_then(Value::as_str));
-        let key = named.or(self.default_skill.as_deref()).ok_or_else(|| {
-            invalid_params("the message names no skill (metadata.skillId) and the agent has no default")
-        })?;
-        let skill = self.runtime.agent().skill(key).map_err(|_| invalid_params(&format!("unknown skill '{key}'")))?;
-        if !skill.is_invocable() {
-            return Err(invalid_params(&format!("skill '{key}' cannot run as a task")));
-        }
-        // The A2A faces have no payment step: a priced task is only created through the paid
-        // Lucid route, never here for free.
-        if skill.pricing().task.is_some() {
-            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
-                .with_message(format!("skill '{key}' is priced; create the task through the paid /tasks route")));
-        }
-        Ok(skill)
-    }
-
-    /// Starts the task a new message asks for, or resumes the one it follows up.
-    async fn start(&self, request: a2a::SendMessageRequest, owner: OwnerHash) -> Result<Task, A2aError> {
+    /// The task service's request for a `SendMessage`: the skill named in `metadata.skillId` (on
+    /// the message, else on the request), the input read from the message's parts, and a
+    /// follow-up when the message names a task.
+    fn send_request(request: a2a::SendMessageRequest, caller: Caller) -> Result<SendRequest, A2aError> {
         // A webhook this agent would never call is refused rather than silently ignored.
         if request
             .configuration
@@ -172,46 +149,22 @@ impl A2aCore {
                 "this agent does not send push notifications (capabilities.pushNotifications is false)",
             ));
         }
-        let owner = scoped(owner, request.tenant.as_deref());
-        if request.message.task_id.as_deref().is_some_and(|id| !id.is_empty()) {
-            return self.follow_up(&request, owner).await;
+        let caller = caller.within(request.tenant.as_deref());
+        let skill = [request.message.metadata.as_ref(), request.metadata.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|metadata| metadata.get("skillId").and_then(Value::as_str))
+            .map(str::to_owned);
+        let mut send = SendRequest::new(caller, SendInput::FromMessage)
+            .message(engine_message(&request.message))
+            .context_id(request.message.context_id.clone())
+            .new_context()
+            .metadata(request.metadata.map(Value::Object));
+        send.skill = skill;
+        if let Some(id) = request.message.task_id.as_deref().filter(|id| !id.is_empty()) {
+            send = send.follow_up(TaskId::new(id));
         }
-        let skill = self.skill_for(&request)?;
-        let valid = input_for(skill, &request.message)?;
-        let context_id = request
-            .message
-            .context_id
-            .clone()
-            .filter(|context| !context.is_empty())
-            .unwrap_or_else(|| TaskId::generate().to_string());
-        let mut reservation = Reservation::new(owner, valid);
-        reservation.context_id = Some(context_id);
-        reservation.metadata = request.metadata.clone().map(Value::Object);
-        reservation.message = Some(engine_message(&request.message));
-        self.runtime.start(reservation).await.map_err(failure)
-    }
-
-    /// A message for an existing task: it must exist for the caller and share its context; a
-    /// task waiting for input or authorization resumes, any other is refused.
-    async fn follow_up(&self, request: &a2a::SendMessageRequest, owner: OwnerHash) -> Result<Task, A2aError> {
-        let id = TaskId::new(request.message.task_id.clone().unwrap_or_default());
-        let task = self.runtime.get(&id, &owner).await.map_err(failure)?;
-        if let Some(context) = request.message.context_id.as_deref().filter(|context| !context.is_empty())
-            && task.context_id.as_deref() != Some(context)
-        {
-            return Err(invalid_params("the message's contextId differs from the task's"));
-        }
-        self.runtime.resume(&id, &owner, engine_message(&request.message)).await.map_err(|refusal| match refusal {
-            TaskFailure::NotWaiting { state, .. } => {
-                let why = if state.is_terminal() {
-                    "the task has ended and takes no more messages; send a new message in the same contextId"
-                } else {
-                    "the task is running; it takes a message only while it waits for input or authorization"
-                };
-                A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(why)
-            }
-            other => failure(other),
-        })
+        Ok(send)
     }
 
     /// `SendMessage`: the task once it ends or waits for the caller (or at once with
@@ -219,147 +172,75 @@ impl A2aCore {
     pub(crate) async fn send_message(
         &self,
         request: a2a::SendMessageRequest,
-        owner: OwnerHash,
+        caller: Caller,
     ) -> Result<a2a::SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
-        let scoped_owner = scoped(owner, request.tenant.as_deref());
-        let task = self.start(request, owner).await?;
-        let task = if configuration.return_immediately == Some(true) {
-            task
+        let wait = if configuration.return_immediately == Some(true) {
+            Wait::Immediately
         } else {
-            self.until_settled(&task, &scoped_owner).await?
+            Wait::Settled(BLOCKING_WAIT)
         };
+        let task = self.service.send(Self::send_request(request, caller)?, wait).await.map_err(a2a_error)?;
         if let Some(reply) = direct_reply(&task) {
             return Ok(a2a::SendMessageResponse::Message(reply));
         }
         Ok(a2a::SendMessageResponse::Task(a2a_task(&task, configuration.history_length, true)))
     }
 
-    /// Waits until the task ends or is interrupted (input or authorization required), watching
-    /// the log after the snapshot `task` reflects.
-    async fn until_settled(&self, task: &Task, owner: &OwnerHash) -> Result<Task, A2aError> {
-        if settled(task.state) {
-            return Ok(task.clone());
-        }
-        let id = &task.id;
-        let mut events = self.runtime.events(id, owner, task.version + 1).await.map_err(failure)?;
-        let settle = async {
-            while let Some(event) = events.next().await {
-                let Ok(event) = event else { break };
-                if event.kind.state().is_some_and(settled) {
-                    break;
-                }
-            }
-        };
-        let _ = tokio::time::timeout(BLOCKING_WAIT, settle).await;
-        self.runtime.get(id, owner).await.map_err(failure)
-    }
-
     /// `SendStreamingMessage`: the task, then its updates until it ends or waits.
     pub(crate) async fn send_streaming(
         &self,
         request: a2a::SendMessageRequest,
-        owner: OwnerHash,
+        caller: Caller,
     ) -> Result<A2aStream, A2aError> {
-        let scoped_owner = scoped(owner, request.tenant.as_deref());
-        let task = self.start(request, owner).await?;
-        self.follow(task.id.clone(), scoped_owner, Follow::Snapshot(Box::new(task))).await
+        let updates = self.service.send_streaming(Self::send_request(request, caller)?).await.map_err(a2a_error)?;
+        Ok(project(updates, String::new(), None))
     }
 
     /// `SubscribeToTask`: the current task, then its updates (or, with `Last-Event-ID`, the
-    /// updates after that event).
+    /// updates after that event), open through states that wait for the caller, until the task
+    /// ends (spec §3.1.6).
     pub(crate) async fn subscribe(
         &self,
         request: a2a::SubscribeToTaskRequest,
-        owner: OwnerHash,
+        caller: Caller,
         last_event_id: Option<EventId>,
     ) -> Result<A2aStream, A2aError> {
-        let owner = scoped(owner, request.tenant.as_deref());
+        let caller = caller.within(request.tenant.as_deref());
         let id = TaskId::new(request.id);
-        let task = self.runtime.get(&id, &owner).await.map_err(failure)?;
-        if task.state.is_terminal() && last_event_id.is_none() {
-            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
-                .with_message("the task has ended; read it with GetTask"));
-        }
-        let from = match last_event_id {
-            Some(after) => Follow::After(after),
-            None => Follow::Snapshot(Box::new(task)),
-        };
-        self.follow(id, owner, from).await
-    }
-
-    /// The stream of a task: the snapshot `from` (or, with `after`, no snapshot and the log after
-    /// that sequence), then the updates the log records, closed right after the first terminal or
-    /// interrupted state — without waiting for another event.
-    async fn follow(&self, id: TaskId, owner: OwnerHash, from: Follow) -> Result<A2aStream, A2aError> {
-        // `partial`: the entry whose first events the caller has already seen, and how many.
-        let (first, cursor, partial) = match from {
-            Follow::After(EventId { sequence, part: None }) => (None, sequence, None),
-            Follow::After(EventId { sequence, part: Some(part) }) => {
-                (None, sequence.saturating_sub(1), Some((sequence, part)))
-            }
-            Follow::Snapshot(task) => {
-                // The record has every logged event applied but the creation event: it reflects
-                // the log up to sequence `version + 1`.
-                let cursor = task.version + 1;
-                let id = EventId { sequence: cursor, part: None };
-                (Some((Some(id), StreamResponse::Task(a2a_task(&task, None, true)))), cursor, None)
+        let (from, partial) = match last_event_id {
+            None => (SubscribeFrom::Snapshot, None),
+            Some(EventId { sequence, part: None }) => (SubscribeFrom::After(sequence), None),
+            // The caller saw the first events of this entry: the entry is read again and those
+            // events skipped.
+            Some(EventId { sequence, part: Some(part) }) => {
+                (SubscribeFrom::After(sequence.saturating_sub(1)), Some((sequence, part)))
             }
         };
-        let events = self.runtime.events(&id, &owner, cursor).await.map_err(failure)?;
-        let context_id = self.runtime.get(&id, &owner).await.map_err(failure)?.context_id.unwrap_or_default();
-        let head = futures_util::stream::iter(first);
-        let updates = events
-            .take_while(|event| std::future::ready(event.is_ok()))
-            .filter_map(move |event| {
-                let responses = event
-                    .map(|event| {
-                        let responses = stream_responses(&event, &context_id);
-                        match partial {
-                            Some((sequence, seen)) if event.sequence == sequence => {
-                                responses.into_iter().skip(seen + 1).collect()
-                            }
-                            _ => responses,
-                        }
-                    })
-                    .unwrap_or_default();
-                std::future::ready(Some(futures_util::stream::iter(responses)))
-            })
-            .flatten();
-        let items: A2aStream = Box::pin(head.chain(updates));
-        let stream = futures_util::stream::unfold((items, false), |(mut items, finished)| async move {
-            if finished {
-                return None;
-            }
-            let (sequence, response) = items.next().await?;
-            let last = match &response {
-                StreamResponse::Task(task) => task.status.state.is_terminal() || task.status.state.is_interrupted(),
-                StreamResponse::StatusUpdate(update) => {
-                    update.status.state.is_terminal() || update.status.state.is_interrupted()
-                }
-                StreamResponse::Message(_) => true,
-                StreamResponse::ArtifactUpdate(_) => false,
-            };
-            Some(((sequence, response), (items, last)))
-        });
-        Ok(Box::pin(stream))
+        let updates = self.service.subscribe(&caller, &id, from).await.map_err(a2a_error)?;
+        let context_id = match &updates.snapshot {
+            Some(task) => task.context_id.clone().unwrap_or_default(),
+            None => self.service.get(&caller, &id, Some(0)).await.map_err(a2a_error)?.context_id.unwrap_or_default(),
+        };
+        Ok(project(updates, context_id, partial))
     }
 
     /// `GetTask`.
-    pub(crate) async fn get_task(&self, request: a2a::GetTaskRequest, owner: OwnerHash) -> Result<a2a::Task, A2aError> {
-        let owner = scoped(owner, request.tenant.as_deref());
-        let task = self.runtime.get(&TaskId::new(request.id), &owner).await.map_err(failure)?;
-        Ok(a2a_task(&task, request.history_length, true))
+    pub(crate) async fn get_task(&self, request: a2a::GetTaskRequest, caller: Caller) -> Result<a2a::Task, A2aError> {
+        let caller = caller.within(request.tenant.as_deref());
+        let history_length = request.history_length.map(|length| usize::try_from(length).unwrap_or(0));
+        let task = self.service.get(&caller, &TaskId::new(request.id), history_length).await.map_err(a2a_error)?;
+        Ok(a2a_task(&task, None, true))
     }
 
     /// `CancelTask`: a task that already ended (cancelled included) cannot be cancelled.
     pub(crate) async fn cancel_task(
         &self,
         request: a2a::CancelTaskRequest,
-        owner: OwnerHash,
+        caller: Caller,
     ) -> Result<a2a::Task, A2aError> {
-        let owner = scoped(owner, request.tenant.as_deref());
-        let task = self.runtime.cancel(&TaskId::new(request.id), &owner).await.map_err(failure)?;
+        let caller = caller.within(request.tenant.as_deref());
+        let task = self.service.cancel(&caller, &TaskId::new(request.id)).await.map_err(a2a_error)?;
         Ok(a2a_task(&task, None, true))
     }
 
@@ -367,9 +248,9 @@ impl A2aCore {
     pub(crate) async fn list_tasks(
         &self,
         request: a2a::ListTasksRequest,
-        owner: OwnerHash,
+        caller: Caller,
     ) -> Result<a2a::ListTasksResponse, A2aError> {
-        let owner = scoped(owner, request.tenant.as_deref());
+        let caller = caller.within(request.tenant.as_deref());
         let page_size = request.page_size.unwrap_or(a2a::requests::LIST_TASKS_DEFAULT_PAGE_SIZE);
         let offset = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
             None => 0,
@@ -395,7 +276,7 @@ impl A2aCore {
             limit: usize::try_from(page_size).unwrap_or(50),
             offset,
         };
-        let page = self.runtime.list(&owner, &query).await.map_err(failure)?;
+        let page = self.service.list(&caller, &query).await.map_err(a2a_error)?;
         let include_artifacts = request.include_artifacts == Some(true);
         let tasks = page
             .tasks
@@ -414,14 +295,6 @@ impl A2aCore {
     }
 }
 
-/// The caller as an owner inside `tenant` (itself without one).
-pub(crate) fn scoped(owner: OwnerHash, tenant: Option<&str>) -> OwnerHash {
-    match tenant.filter(|tenant| !tenant.is_empty()) {
-        Some(tenant) => owner.within(tenant),
-        None => owner,
-    }
-}
-
 /// The Message a completed task answered with, when its skill replied directly.
 fn direct_reply(task: &Task) -> Option<a2a::Message> {
     let result = task.result.as_ref().filter(|result| result.reply && task.state == TaskState::Completed)?;
@@ -429,81 +302,32 @@ fn direct_reply(task: &Task) -> Option<a2a::Message> {
     Some(a2a_message(reply, task, usize::MAX))
 }
 
-/// Terminal or interrupted: where a blocking send answers and a stream closes.
-fn settled(state: TaskState) -> bool {
-    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-}
-
 pub(crate) fn invalid_params(message: &str) -> A2aError {
     A2aError::new(A2aErrorKind::InvalidParams).with_message(message)
 }
 
-/// The A2A error for a task failure. Another owner's task reads as not found.
-pub(crate) fn failure(failure: TaskFailure) -> A2aError {
-    match failure {
-        TaskFailure::NotFound { id } => A2aError::task_not_found(id.as_str()),
-        TaskFailure::NotCancellable { .. } | TaskFailure::CancelRace { .. } => {
-            A2aError::new(A2aErrorKind::TaskNotCancelable)
-                .with_message(failure.to_string().replace("is not running", "cannot be canceled"))
+/// The A2A error for an engine error. Another owner's task reads as not found.
+pub(crate) fn a2a_error(error: Error) -> A2aError {
+    let id = error.task_id().map(ToString::to_string).unwrap_or_default();
+    match error.kind() {
+        ErrorKind::TaskNotFound => A2aError::task_not_found(&id),
+        ErrorKind::NotCancelable | ErrorKind::CancelConflict => A2aError::new(A2aErrorKind::TaskNotCancelable)
+            .with_message(format!("Task \"{id}\" has ended and cannot be canceled")),
+        ErrorKind::TaskRunning | ErrorKind::TaskEnded | ErrorKind::PaymentRequired => {
+            A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(error.message())
         }
-        TaskFailure::CapacityExhausted { .. } => {
-            A2aError::new(A2aErrorKind::Internal).with_message(failure.to_string())
-        }
-        other => {
-            tracing::error!(error = %other, "A2A task operation failed");
+        ErrorKind::NoSkill
+        | ErrorKind::UnknownSkill
+        | ErrorKind::NotInvocable
+        | ErrorKind::InvalidInput
+        | ErrorKind::InvalidRequest => invalid_params(error.message()),
+        ErrorKind::AnonymousNotAllowed => A2aError::new(A2aErrorKind::InvalidRequest).with_message(error.message()),
+        ErrorKind::CapacityExhausted => A2aError::new(A2aErrorKind::Internal).with_message(error.message()),
+        _ => {
+            tracing::error!(%error, "A2A task operation failed");
             A2aError::new(A2aErrorKind::Internal)
         }
     }
-}
-
-/// The skill input a message carries (see the module documentation).
-fn input_for(skill: &std::sync::Arc<Skill>, message: &a2a::Message) -> Result<accord_engine::ValidInput, A2aError> {
-    let data: Vec<&Value> = message
-        .parts
-        .iter()
-        .filter_map(|part| match &part.content {
-            PartContent::Data(data) => Some(data),
-            _ => None,
-        })
-        .collect();
-    let text: Vec<&str> = message
-        .parts
-        .iter()
-        .filter_map(|part| match &part.content {
-            PartContent::Text(text) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut candidates = Vec::new();
-    if let [only] = data.as_slice() {
-        candidates.push((*only).clone());
-    }
-    if !text.is_empty() {
-        let text = text.join("\n");
-        if let Ok(parsed) = serde_json::from_str::<Value>(&text) {
-            candidates.push(parsed);
-        }
-        candidates.push(Value::Object(Map::from_iter([("text".to_owned(), Value::String(text.clone()))])));
-        candidates.push(Value::String(text));
-    }
-    if candidates.is_empty() {
-        candidates.push(Value::Object(Map::new()));
-    }
-    let mut first_error = None;
-    for candidate in candidates {
-        match skill.validate_input(candidate) {
-            Ok(valid) => return Ok(valid),
-            Err(error) => {
-                first_error.get_or_insert(error);
-            }
-        }
-    }
-    let issues = match first_error {
-        Some(RunError::InvalidInput { issues }) => issues,
-        _ => Vec::new(),
-    };
-    let detail = issues.iter().map(|issue| issue.message.as_str()).collect::<Vec<_>>().join("; ");
-    Err(invalid_params(&format!("the message is not valid input for skill '{}': {detail}", skill.key())))
 }
 
 fn engine_message(message: &a2a::Message) -> Message {
@@ -659,6 +483,33 @@ pub(crate) fn a2a_task(task: &Task, history_length: Option<i32>, include_artifac
         history,
         metadata: task.metadata.as_ref().and_then(Value::as_object).cloned(),
     }
+}
+
+/// The A2A stream of a task's updates: the snapshot as a `Task`, then the stream responses of
+/// each log entry. It ends where the task service's stream ends (a send's once the task settles,
+/// a subscription's once it ends). `partial` is the entry whose first events the caller has
+/// already seen, and how many.
+fn project(updates: TaskUpdates, context_id: String, partial: Option<(u64, usize)>) -> A2aStream {
+    let context_id = updates.snapshot.as_ref().and_then(|task| task.context_id.clone()).unwrap_or(context_id);
+    let head = updates.snapshot.map(|task| {
+        let id = EventId { sequence: accord_engine::task::service::after_snapshot(&task), part: None };
+        (Some(id), StreamResponse::Task(a2a_task(&task, None, true)))
+    });
+    let updates = updates.events.take_while(|event| std::future::ready(event.is_ok())).flat_map(move |event| {
+        let responses = event
+            .map(|event| {
+                let responses = stream_responses(&event, &context_id);
+                match partial {
+                    Some((sequence, seen)) if event.sequence == sequence => {
+                        responses.into_iter().skip(seen + 1).collect()
+                    }
+                    _ => responses,
+                }
+            })
+            .unwrap_or_default();
+        futures_util::stream::iter(responses)
+    });
+    Box::pin(futures_util::stream::iter(head).chain(updates))
 }
 
 /// The stream responses for one log entry.

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::A2aCore;
 use super::jsonrpc::check_version;
-use crate::auth::{Principal, owner_of};
+use crate::auth::{Principal, caller_of};
 
 /// What the routes need.
 #[derive(Debug, Clone)]
@@ -97,8 +97,8 @@ fn ok(value: impl serde::Serialize) -> Response {
     (StatusCode::OK, axum::Json(value)).into_response()
 }
 
-fn owner(request: &Request) -> accord_engine::task::OwnerHash {
-    owner_of(request.extensions().get::<Principal>())
+fn owner(request: &Request) -> accord_engine::task::Caller {
+    caller_of(request.extensions().get::<Principal>())
 }
 
 /// Version, then (for requests with a body) content type, size and ProtoJSON decoding.
@@ -186,7 +186,7 @@ async fn list(
     uri: axum::http::Uri,
     principal: Option<axum::Extension<Principal>>,
 ) -> Response {
-    let owner = owner_of(principal.as_ref().map(|axum::Extension(principal)| principal));
+    let owner = caller_of(principal.as_ref().map(|axum::Extension(principal)| principal));
     let result = async {
         check_version(&headers, uri.query())?;
         let mut list: a2a::ListTasksRequest = from_query(&query, &[])?;

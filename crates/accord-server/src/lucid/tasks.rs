@@ -10,12 +10,13 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, Durability, ListQuery, OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId,
-    TaskRuntime,
+    AccessToken, Caller, ListQuery, PaidStart, PaymentFlow, SendInput, SendRequest, SettleFailure, SubscribeFrom, Task,
+    TaskEvent, TaskEventKind, TaskId, TaskService,
 };
-use accord_engine::{SkillError, TaskState, time};
-use accord_payments::{Operation, PaymentError, PaymentRequest};
+use accord_engine::{Error, ErrorKind, Skill, TaskState, time};
+use accord_payments::{Admission, Operation, PaymentError, PaymentRequest, Receipt};
 use accord_types::tasks::{TaskCapability, TaskErrorView, TaskList, TaskResultView, TaskStatus, TaskUpdate, TaskView};
+use async_trait::async_trait;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Query};
@@ -32,47 +33,92 @@ use crate::payments;
 
 const TOKEN_HEADER: &str = "task-access-token";
 
-fn tasks_of(state: &crate::AppState) -> Result<&TaskRuntime, LucidError> {
-    state.config.tasks.as_ref().ok_or_else(|| {
+fn tasks_of(state: &crate::AppState) -> Result<&TaskService, LucidError> {
+    state.tasks.as_ref().ok_or_else(|| {
         LucidError::new(StatusCode::NOT_FOUND, "a2a_tasks_not_enabled", "Task operations are not enabled on this agent")
     })
 }
 
-/// The caller's token: required, or (for creation) generated when absent.
-fn access_token(headers: &HeaderMap, generate_if_missing: bool) -> Result<AccessToken, LucidError> {
-    let invalid =
-        |status| LucidError::new(status, "task_access_required", "Task-Access-Token must contain 20 to 256 characters");
+fn token_error(status: StatusCode) -> LucidError {
+    LucidError::new(status, "task_access_required", "Task-Access-Token must contain 20 to 256 characters")
+}
+
+/// The caller's token, if it sent one.
+fn supplied_token(headers: &HeaderMap) -> Result<Option<AccessToken>, LucidError> {
     match headers.get(TOKEN_HEADER) {
-        None if generate_if_missing => Ok(AccessToken::generate()),
-        None => Err(invalid(StatusCode::UNAUTHORIZED)),
+        None => Ok(None),
         Some(value) => {
-            let text = value.to_str().map_err(|_| invalid(StatusCode::BAD_REQUEST))?;
-            AccessToken::parse(text).map_err(|_| invalid(StatusCode::BAD_REQUEST))
+            let text = value.to_str().map_err(|_| token_error(StatusCode::BAD_REQUEST))?;
+            AccessToken::parse(text).map(Some).map_err(|_| token_error(StatusCode::BAD_REQUEST))
         }
     }
 }
 
-impl From<TaskFailure> for LucidError {
-    fn from(failure: TaskFailure) -> Self {
-        let message = failure.to_string();
-        match failure {
-            TaskFailure::NotFound { .. } => Self::new(StatusCode::NOT_FOUND, "task_not_found", message),
-            TaskFailure::NotCancellable { .. } => Self::new(StatusCode::BAD_REQUEST, "invalid_state", message),
-            TaskFailure::CancelRace { .. } => Self::new(StatusCode::CONFLICT, "invalid_state", message),
-            TaskFailure::CapacityExhausted { .. } => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "task_capacity_exhausted", message)
-            }
-            TaskFailure::ClaimLost { .. } => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "task_execution_failed", "The task could not be started")
-            }
-            TaskFailure::Closed => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "task_creation_failed", "The task runtime is shutting down")
-            }
-            other => {
-                tracing::error!(error = %other, "task store failure");
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "task_store_unavailable", "The task store is unavailable")
-            }
+/// The caller's token: required.
+fn access_token(headers: &HeaderMap) -> Result<AccessToken, LucidError> {
+    supplied_token(headers)?.ok_or_else(|| token_error(StatusCode::UNAUTHORIZED))
+}
+
+/// The caller as the task service sees it: the owner of the token.
+fn caller(headers: &HeaderMap) -> Result<Caller, LucidError> {
+    Ok(Caller::owner(access_token(headers)?.owner()))
+}
+
+/// The profile's error for an engine error (the messages the profile fixes are built here from
+/// the error's task id; others are the engine's).
+pub(crate) fn lucid_error(error: Error) -> LucidError {
+    let id = error.task_id().map(ToString::to_string).unwrap_or_default();
+    match error.kind() {
+        ErrorKind::UnknownSkill => LucidError::new(StatusCode::NOT_FOUND, "skill_not_found", error.message()),
+        ErrorKind::NotInvocable => LucidError::new(StatusCode::NOT_IMPLEMENTED, "not_implemented", error.message()),
+        ErrorKind::InvalidInput => LucidError::with_issues(StatusCode::BAD_REQUEST, "invalid_input", error.issues()),
+        ErrorKind::NoSkill | ErrorKind::InvalidRequest => {
+            LucidError::new(StatusCode::BAD_REQUEST, "invalid_request", error.message())
         }
+        ErrorKind::TaskNotFound => {
+            LucidError::new(StatusCode::NOT_FOUND, "task_not_found", format!("Task \"{id}\" not found"))
+        }
+        ErrorKind::NotCancelable => {
+            LucidError::new(StatusCode::BAD_REQUEST, "invalid_state", format!("Task \"{id}\" is not running"))
+        }
+        ErrorKind::CancelConflict => {
+            LucidError::new(StatusCode::CONFLICT, "invalid_state", format!("Task \"{id}\" is not running"))
+        }
+        ErrorKind::CapacityExhausted => {
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_capacity_exhausted", error.message())
+        }
+        ErrorKind::StartFailed => {
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_execution_failed", error.message())
+        }
+        ErrorKind::ShuttingDown => LucidError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "task_creation_failed",
+            "The task runtime is shutting down",
+        ),
+        ErrorKind::DurableStoreRequired => {
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "durable_task_store_required", error.message())
+        }
+        ErrorKind::PaymentRequired => {
+            LucidError::new(StatusCode::PAYMENT_REQUIRED, "payment_required", error.message())
+        }
+        ErrorKind::TaskRunning | ErrorKind::TaskEnded | ErrorKind::AnonymousNotAllowed => {
+            LucidError::new(StatusCode::BAD_REQUEST, "invalid_state", error.message())
+        }
+        _ => {
+            tracing::error!(%error, "task store failure");
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_store_unavailable", "The task store is unavailable")
+        }
+    }
+}
+
+/// Creation reports a store failure as `task_creation_failed`.
+fn creation_error(error: Error) -> LucidError {
+    match error.kind() {
+        ErrorKind::Unavailable | ErrorKind::Internal => {
+            tracing::error!(%error, "task creation failed");
+            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_creation_failed", "The task could not be created")
+        }
+        _ => lucid_error(error),
     }
 }
 
@@ -189,63 +235,60 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
-    let runtime = tasks_of(&state)?;
+    let service = tasks_of(&state)?;
     let bytes = body::read_limited(body, state.config.body_limit).await?;
     let payload: Value = serde_json::from_slice(&bytes).map_err(|_| LucidError::invalid_json())?;
     let request = parse_send_message(&payload)?;
-    let skill = state.agent.skill(&request.skill_id).map_err(|_| {
-        LucidError::new(StatusCode::NOT_FOUND, "skill_not_found", format!("Skill \"{}\" not found", request.skill_id))
-    })?;
-    if !skill.is_invocable() {
-        return Err(LucidError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            format!("Skill \"{}\" has no handler", request.skill_id),
-        ));
-    }
-    let valid = skill.validate_input(message_input(&request.content))?;
-    let priced = payments::priced(state.config.payments.as_ref(), skill, Operation::Task)?;
-    // A paid task's owner must be known before any payment step: the caller supplies the token.
-    let token = access_token(&headers, priced.is_none())?;
-    let mut reservation = Reservation::new(token.owner(), valid);
-    reservation.context_id = request.context_id;
-    reservation.metadata = request.metadata.map(Value::Object);
-    let Some(priced) = priced else {
-        let task = runtime.start(reservation).await.map_err(creation_error)?;
-        return Ok(capability(&task, &token).into_response());
-    };
-    if runtime.durability() != Durability::Durable {
-        return Err(LucidError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "durable_task_store_required",
-            "Paid tasks require a TaskStore with durability=\"durable\" so settlement cannot outlive the task capability.",
-        ));
-    }
+    // A free task without a token gets a fresh one; a paid task's owner must be known before any
+    // payment step, so there the caller must supply it (the payment flow checks).
+    let supplied = supplied_token(&headers)?;
+    let token_supplied = supplied.is_some();
+    let token = supplied.unwrap_or_else(AccessToken::generate);
+    let send =
+        SendRequest::new(Caller::owner(token.owner()), SendInput::Candidates(vec![message_input(&request.content)]))
+            .skill(request.skill_id)
+            .context_id(request.context_id)
+            .metadata(request.metadata.map(Value::Object));
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
-    let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
-    let payment = PaymentRequest {
-        resource: &resource,
-        operation: Operation::Task,
-        price: &priced.price,
-        description: skill.description(),
+    let mut payment = LucidPayment {
+        config: state.config.payments.as_ref(),
         headers: &headers,
-        idempotency_key,
+        resource,
+        token_supplied,
+        priced: None,
+        admission: None,
     };
-    if !priced.rail.has_credential(&headers) {
-        // An initial challenge reserves nothing.
-        return Ok(payments::challenge_response(priced.rail.challenge(&payment)));
-    }
-    paid_create(runtime, &priced, &payment, reservation, &token, state.config.payments.as_ref()).await
-}
-
-fn creation_error(failure: TaskFailure) -> LucidError {
-    match failure {
-        TaskFailure::Store(error) => {
-            tracing::error!(%error, "task creation failed");
-            LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_creation_failed", "The task could not be created")
+    let started = service.send_paid(send, &mut payment).await.map_err(creation_error)?;
+    Ok(match started {
+        PaidStart::Started { task, receipt } => {
+            let mut response = capability(&task, &token).into_response();
+            if let Some(receipt) = receipt {
+                payments::with_receipt(&mut response, &receipt);
+            }
+            response
         }
-        other => other.into(),
-    }
+        PaidStart::ChallengeNeeded => payment.challenge(),
+        PaidStart::Refused(response) => response,
+        PaidStart::EndedAfterPayment { task, receipt } => {
+            let mut response = capability(&task, &token).into_response();
+            payments::with_receipt(&mut response, &receipt);
+            response
+        }
+        PaidStart::Unconfirmed { task_id, receipt } => {
+            let body = serde_json::json!({
+                "error": {
+                    "code": "task_terminalization_failed",
+                    "message": "Payment committed, but the terminal task state could not be confirmed. Retain this capability and query the task again.",
+                },
+                "taskId": task_id.to_string(),
+                "accessToken": token.expose(),
+            });
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+            payments::with_receipt(&mut response, &receipt);
+            response
+        }
+        _ => LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error").into_response(),
+    })
 }
 
 fn capability(task: &Task, token: &AccessToken) -> Json<TaskCapability> {
@@ -256,112 +299,95 @@ fn capability(task: &Task, token: &AccessToken) -> Json<TaskCapability> {
     })
 }
 
-/// A paid task with a credential, in the profile's order: durable reservation with an admission
-/// expiry and a prepared (heartbeated) claim *before* verification; verify; renew the claim;
-/// settle; activate (which starts the handler and its timer). Before the payment commits, every
-/// failure releases the reservation and the admission; after, every failure answers with a
-/// terminal capability and the receipt — or `503 task_terminalization_failed` with the capability
-/// when not even the terminal state can be confirmed. Never a `running` that is not.
-async fn paid_create(
-    runtime: &TaskRuntime,
-    priced: &payments::Priced,
-    payment: &PaymentRequest<'_>,
-    mut reservation: Reservation,
-    token: &AccessToken,
-    config: Option<&crate::PaymentsConfig>,
-) -> Result<Response, LucidError> {
-    reservation.admission_ttl = config.map(|config| config.admission_ttl);
-    let task = runtime.reserve(reservation).await.map_err(creation_error)?;
-    let prepared = match runtime.prepare(&task.id).await {
-        Ok(prepared) => prepared,
-        Err(failure) => {
-            release(runtime, &task.id, token).await;
-            return Err(creation_error(failure));
-        }
-    };
-    let mut admission = match priced.rail.verify(payment).await {
-        Ok(admission) => admission,
-        Err(error) => {
-            prepared.cancel().await;
-            return Ok(payments::payment_error_response(error));
-        }
-    };
-    if let Err(failure) = prepared.renew().await {
-        tracing::warn!(task = %task.id, %failure, "the prepared claim was lost before settlement");
-        admission.abort().await;
-        prepared.cancel().await;
-        return Err(LucidError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "task_execution_failed",
-            "The task could not be started; nothing was charged",
-        ));
-    }
-    let receipt = match admission.finalize().await {
-        Ok(receipt) => receipt,
-        Err(PaymentError::Uncertain { message, receipt }) => {
-            tracing::error!(task = %task.id, %message, "settlement uncertain; the task will not run");
-            drop(prepared);
-            let error = SkillError::new(
-                "settlement_uncertain",
-                "The payment's settlement could not be confirmed; the task was not started. Reconcile with the payment provider.",
-            );
-            return Ok(after_commit(runtime, &task.id, token, &receipt, error).await);
-        }
-        Err(error) => {
-            prepared.cancel().await;
-            return Ok(payments::payment_error_response(error));
-        }
-    };
-    let mut response = match prepared.activate().await {
-        Ok(task) => capability(&task, token).into_response(),
-        Err(failure) => {
-            tracing::error!(task = %task.id, %failure, "a paid task could not be activated after settlement");
-            let error = SkillError::new("task_execution_failed", "The task could not be started after payment");
-            return Ok(after_commit(runtime, &task.id, token, &receipt, error).await);
-        }
-    };
-    payments::with_receipt(&mut response, &receipt);
-    Ok(response)
+/// The Lucid side of a paid start: the rail from the server's payment settings, the credential
+/// in the request's headers, refusals as the profile's responses. The task service decides the
+/// order of the steps.
+struct LucidPayment<'a> {
+    config: Option<&'a crate::PaymentsConfig>,
+    headers: &'a HeaderMap,
+    resource: String,
+    token_supplied: bool,
+    priced: Option<(payments::Priced, Option<String>)>,
+    admission: Option<Box<dyn Admission>>,
 }
 
-/// Releases a reservation that will not be paid for (best effort: an unreleased one is reaped
-/// when its admission expires).
-async fn release(runtime: &TaskRuntime, id: &TaskId, token: &AccessToken) {
-    if let Err(failure) = runtime.cancel(id, &token.owner()).await {
-        tracing::warn!(task = %id, %failure, "could not release a task reservation; it will be reaped");
+impl LucidPayment<'_> {
+    fn request(&self) -> Option<PaymentRequest<'_>> {
+        let (priced, description) = self.priced.as_ref()?;
+        Some(PaymentRequest {
+            resource: &self.resource,
+            operation: Operation::Task,
+            price: &priced.price,
+            description: description.as_deref(),
+            headers: self.headers,
+            idempotency_key: self.headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim),
+        })
+    }
+
+    /// The rail's `402` for this request (an initial challenge reserves nothing).
+    fn challenge(&self) -> Response {
+        match (self.priced.as_ref(), self.request()) {
+            (Some((priced, _)), Some(request)) => payments::challenge_response(priced.rail.challenge(&request)),
+            _ => LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error").into_response(),
+        }
     }
 }
 
-/// After the payment committed and the task could not start: the task ends (failed, or whatever
-/// terminal state it reached first) and the caller gets that terminal capability with the
-/// receipt; when the end cannot be confirmed, `503 task_terminalization_failed` with the
-/// capability and the receipt.
-async fn after_commit(
-    runtime: &TaskRuntime,
-    id: &TaskId,
-    token: &AccessToken,
-    receipt: &accord_payments::Receipt,
-    error: SkillError,
-) -> Response {
-    let mut response = match runtime.fail(id, error).await {
-        Ok(task) if task.state.is_terminal() => capability(&task, token).into_response(),
-        outcome => {
-            if let Err(failure) = &outcome {
-                tracing::error!(task = %id, %failure, "the terminal state of a paid task could not be recorded");
+#[async_trait]
+impl PaymentFlow for LucidPayment<'_> {
+    type Receipt = Receipt;
+    type Refusal = Response;
+
+    fn accept(&mut self, skill: &Skill, _amount: &str) -> Result<(), Response> {
+        let priced = payments::priced(self.config, skill, Operation::Task).map_err(IntoResponse::into_response)?;
+        let Some(priced) = priced else { return Ok(()) };
+        if !self.token_supplied {
+            return Err(token_error(StatusCode::UNAUTHORIZED).into_response());
+        }
+        self.priced = Some((priced, skill.description().map(str::to_owned)));
+        Ok(())
+    }
+
+    fn has_credential(&self) -> bool {
+        self.priced.as_ref().is_some_and(|(priced, _)| priced.rail.has_credential(self.headers))
+    }
+
+    fn admission_ttl(&self) -> Option<std::time::Duration> {
+        self.config.map(|config| config.admission_ttl)
+    }
+
+    async fn verify(&mut self) -> Result<(), Response> {
+        let (Some((priced, _)), Some(request)) = (self.priced.as_ref(), self.request()) else {
+            return Err(payments::payment_error_response(PaymentError::Unavailable {
+                message: "no payment rail".into(),
+            }));
+        };
+        let admission = priced.rail.verify(&request).await.map_err(payments::payment_error_response)?;
+        self.admission = Some(admission);
+        Ok(())
+    }
+
+    async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Response>> {
+        let Some(admission) = self.admission.as_mut() else {
+            return Err(SettleFailure::Refused(payments::payment_error_response(PaymentError::Unavailable {
+                message: "the payment was not verified".into(),
+            })));
+        };
+        match admission.finalize().await {
+            Ok(receipt) => Ok(receipt),
+            Err(PaymentError::Uncertain { message, receipt }) => {
+                tracing::error!(%message, "settlement uncertain");
+                Err(SettleFailure::Uncertain(receipt))
             }
-            let body = serde_json::json!({
-                "error": {
-                    "code": "task_terminalization_failed",
-                    "message": "Payment committed, but the terminal task state could not be confirmed. Retain this capability and query the task again.",
-                },
-                "taskId": id.to_string(),
-                "accessToken": token.expose(),
-            });
-            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+            Err(error) => Err(SettleFailure::Refused(payments::payment_error_response(error))),
         }
-    };
-    payments::with_receipt(&mut response, receipt);
-    response
+    }
+
+    async fn abort(&mut self) {
+        if let Some(admission) = self.admission.as_mut() {
+            admission.abort().await;
+        }
+    }
 }
 
 pub(crate) async fn get_task(
@@ -369,9 +395,8 @@ pub(crate) async fn get_task(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<TaskView>, LucidError> {
-    let runtime = tasks_of(&state)?;
-    let owner = access_token(&headers, false)?.owner();
-    let task = runtime.get(&TaskId::new(id), &owner).await?;
+    let service = tasks_of(&state)?;
+    let task = service.get(&caller(&headers)?, &TaskId::new(id), None).await.map_err(lucid_error)?;
     Ok(Json(view(&task)))
 }
 
@@ -380,9 +405,8 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<TaskView>, LucidError> {
-    let runtime = tasks_of(&state)?;
-    let owner = access_token(&headers, false)?.owner();
-    let task = runtime.cancel(&TaskId::new(id), &owner).await?;
+    let service = tasks_of(&state)?;
+    let task = service.cancel(&caller(&headers)?, &TaskId::new(id)).await.map_err(lucid_error)?;
     Ok(Json(view(&task)))
 }
 
@@ -426,11 +450,11 @@ pub(crate) async fn list(
     headers: HeaderMap,
     query: Result<Query<std::collections::HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<TaskList>, LucidError> {
-    let runtime = tasks_of(&state)?;
-    let owner = access_token(&headers, false)?.owner();
+    let service = tasks_of(&state)?;
+    let caller = caller(&headers)?;
     let Query(params) = query.map_err(|_| invalid_query("Invalid query string"))?;
     let query = list_query(&params)?;
-    let page = runtime.list(&owner, &query).await?;
+    let page = service.list(&caller, &query).await.map_err(lucid_error)?;
     Ok(Json(TaskList {
         tasks: page.tasks.iter().map(view).collect(),
         total: Some(page.total),
@@ -462,16 +486,16 @@ pub(crate) async fn subscribe(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, LucidError> {
-    let runtime = tasks_of(&state)?;
-    let owner: OwnerHash = access_token(&headers, false)?.owner();
+    let service = tasks_of(&state)?;
+    let caller = caller(&headers)?;
     // `Last-Event-ID` resumes after the last event the client saw; otherwise the whole log is
     // replayed, which starts with the task's current status.
-    let after = headers
+    let from = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    let events = runtime.events(&TaskId::new(id), &owner, after).await?;
+        .map_or(SubscribeFrom::Start, SubscribeFrom::After);
+    let events = service.subscribe(&caller, &TaskId::new(id), from).await.map_err(lucid_error)?.events;
     let mut seen = HashSet::new();
     let frames = events
         .filter_map(move |item| {

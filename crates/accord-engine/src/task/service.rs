@@ -1,0 +1,741 @@
+//! [`TaskService`]: the one task API every protocol face calls.
+//!
+//! A face parses its wire into a [`SendRequest`] (or an id, or a [`ListQuery`]), calls the
+//! service, and projects the answer onto its wire. Everything in between lives here, once:
+//! which skill a request runs, how its input is built and validated, follow-ups to waiting tasks,
+//! how long a blocking send waits, where a stream ends, owner and tenant scoping, what anonymous
+//! callers may do, the paid start in the Lucid profile's order, and the classification of every
+//! failure as one [`Error`] with an [`ErrorKind`].
+//!
+//! The service holds no wire types and knows nothing of HTTP: a payment credential, a challenge
+//! or a receipt is the face's business, reached through [`PaymentFlow`].
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::{Stream, StreamExt};
+use serde_json::{Map, Value};
+
+use super::{
+    Durability, ListQuery, OwnerHash, Reservation, Task, TaskEvent, TaskFailure, TaskId, TaskPage, TaskRuntime,
+};
+use crate::error::{Error, ErrorKind, RunError};
+use crate::run::{Message, Part, TaskState};
+use crate::skill::{Skill, SkillError, ValidInput};
+
+/// Who calls: the owner its tasks belong to, and whether it proved who it is.
+///
+/// An anonymous caller still owns what it creates (faces give every anonymous caller of a server
+/// one shared owner, so the random task id is its capability); what it may do beyond that is
+/// [`ServiceConfig::anonymous`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    owner: OwnerHash,
+    anonymous: bool,
+}
+
+impl Caller {
+    /// A caller that holds a token or an authenticated principal standing for `owner`.
+    pub fn owner(owner: OwnerHash) -> Self {
+        Self { owner, anonymous: false }
+    }
+
+    /// An anonymous caller, owning tasks as `owner`.
+    pub fn anonymous(owner: OwnerHash) -> Self {
+        Self { owner, anonymous: true }
+    }
+
+    /// The same caller inside `tenant` (an A2A tenant, say): another owner, so that the tasks of
+    /// one tenant are invisible from another. No tenant, or an empty one, changes nothing.
+    pub fn within(self, tenant: Option<&str>) -> Self {
+        match tenant.filter(|tenant| !tenant.is_empty()) {
+            Some(tenant) => Self { owner: self.owner.within(tenant), ..self },
+            None => self,
+        }
+    }
+
+    /// The owner of the caller's tasks.
+    pub fn owner_hash(&self) -> &OwnerHash {
+        &self.owner
+    }
+
+    /// Whether the caller is anonymous.
+    pub fn is_anonymous(&self) -> bool {
+        self.anonymous
+    }
+}
+
+/// What anonymous callers may do besides creating tasks and using the ids they were given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum AnonymousAccess {
+    /// They may not list tasks: every anonymous caller shares one owner, so a list would show each
+    /// of them the task ids — the capabilities — of all the others. The default.
+    #[default]
+    NoListing,
+    /// They may list the tasks of the shared anonymous owner. Only for agents whose tasks are not
+    /// secret from each other (test and conformance agents).
+    ListShared,
+}
+
+/// Settings of a [`TaskService`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServiceConfig {
+    /// The skill a request runs when it names none (default: the agent's first skill with an
+    /// invoke handler).
+    pub default_skill: Option<String>,
+    /// The longest a blocking send waits for its task to settle before answering with the task
+    /// as it is (default 5 min). A face may ask for less, never more.
+    pub max_wait: Duration,
+    /// What anonymous callers may do (default: no listing).
+    pub anonymous: AnonymousAccess,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self { default_skill: None, max_wait: Duration::from_secs(300), anonymous: AnonymousAccess::default() }
+    }
+}
+
+impl ServiceConfig {
+    /// Sets [`ServiceConfig::default_skill`].
+    pub fn default_skill(mut self, skill: Option<String>) -> Self {
+        self.default_skill = skill;
+        self
+    }
+
+    /// Sets [`ServiceConfig::max_wait`].
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.max_wait = wait;
+        self
+    }
+
+    /// Sets [`ServiceConfig::anonymous`].
+    pub fn anonymous(mut self, access: AnonymousAccess) -> Self {
+        self.anonymous = access;
+        self
+    }
+}
+
+/// Where a send's skill input comes from.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SendInput {
+    /// These candidates, in order: the first that the skill's input schema accepts runs; when
+    /// none does, the first one's issues are the error. A face whose wire carries the input as a
+    /// value sends one candidate.
+    Candidates(Vec<Value>),
+    /// Read from the message's parts: a single data part is the input itself; otherwise the
+    /// text parts, joined with newlines, are tried as JSON, then as `{"text": …}`, then as the
+    /// plain string; a message with neither is `{}`. The first the schema accepts wins.
+    FromMessage,
+}
+
+/// A message for the agent: a new task, or a follow-up to a task that waits for input or
+/// authorization.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SendRequest {
+    /// Who sends it.
+    pub caller: Caller,
+    /// The skill it names (`None`: the default skill).
+    pub skill: Option<String>,
+    /// Where the input comes from.
+    pub input: SendInput,
+    /// The caller's message, kept as the first entry of the task's history (required for
+    /// [`SendInput::FromMessage`] and for follow-ups).
+    pub message: Option<Message>,
+    /// The task it follows up (`None`: a new task).
+    pub task_id: Option<TaskId>,
+    /// The conversation it belongs to. A new task without one gets a fresh context id when
+    /// [`SendRequest::new_context`] is set; a follow-up must name the task's own context or none.
+    pub context_id: Option<String>,
+    /// Whether a new task without a context id gets a fresh one (A2A always has a context).
+    pub new_context: bool,
+    /// The caller's metadata, kept with the task.
+    pub metadata: Option<Value>,
+}
+
+impl SendRequest {
+    /// A new task for `caller` with input from `input`.
+    pub fn new(caller: Caller, input: SendInput) -> Self {
+        Self {
+            caller,
+            skill: None,
+            input,
+            message: None,
+            task_id: None,
+            context_id: None,
+            new_context: false,
+            metadata: None,
+        }
+    }
+
+    /// Names the skill.
+    pub fn skill(mut self, skill: impl Into<String>) -> Self {
+        self.skill = Some(skill.into());
+        self
+    }
+
+    /// Sets the caller's message.
+    pub fn message(mut self, message: Message) -> Self {
+        self.message = Some(message);
+        self
+    }
+
+    /// Makes it a follow-up to `task_id`.
+    pub fn follow_up(mut self, task_id: TaskId) -> Self {
+        self.task_id = Some(task_id);
+        self
+    }
+
+    /// Sets the context id.
+    pub fn context_id(mut self, context_id: Option<String>) -> Self {
+        self.context_id = context_id.filter(|context| !context.is_empty());
+        self
+    }
+
+    /// Gives a new task without a context id a fresh one.
+    pub fn new_context(mut self) -> Self {
+        self.new_context = true;
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn metadata(mut self, metadata: Option<Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
+/// How long a send waits before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Until the task settles — it ends, or waits for input or authorization — or at most this
+    /// long (capped at [`ServiceConfig::max_wait`]); then the task as it is.
+    Settled(Duration),
+    /// Not at all: the task as soon as it is running.
+    Immediately,
+}
+
+/// Where a subscription starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscribeFrom {
+    /// The task as it is now, then what happens next. A task that has ended is refused
+    /// ([`ErrorKind::TaskEnded`]).
+    Snapshot,
+    /// The whole log, from the creation event.
+    Start,
+    /// The log after this sequence number (a reconnecting client's last event).
+    After(u64),
+}
+
+/// The events of a task, lossless and in log order.
+pub type TaskEvents = Pin<Box<dyn Stream<Item = Result<TaskEvent, Error>> + Send>>;
+
+/// What a stream of a task carries: optionally the task as it was when the stream began, and the
+/// log entries after it.
+pub struct TaskUpdates {
+    /// The task when the stream began (`None` when the stream resumes after a sequence number or
+    /// replays the log from the start).
+    pub snapshot: Option<Task>,
+    /// The log entries after the snapshot (or after the requested sequence). A send's stream ends
+    /// after the entry that settles the task; a subscription's after the terminal entry.
+    pub events: TaskEvents,
+}
+
+impl std::fmt::Debug for TaskUpdates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskUpdates").field("snapshot", &self.snapshot).finish_non_exhaustive()
+    }
+}
+
+/// The face's side of a paid start: it knows the rail, the credential and the receipt; the
+/// service decides when each step happens ([`TaskService::send_paid`]).
+#[async_trait]
+pub trait PaymentFlow: Send {
+    /// Evidence of a settled payment, handed back to the face.
+    type Receipt: Send;
+    /// Why a payment step refused, in the face's terms (a challenge to send, a configuration
+    /// error, …). A refusal means nothing was charged.
+    type Refusal: Send;
+
+    /// The skill's task is priced at `amount`: whether this flow can collect it. Called after the
+    /// input has been validated, before anything is reserved.
+    fn accept(&mut self, skill: &Skill, amount: &str) -> Result<(), Self::Refusal>;
+    /// Whether the request carries a credential to verify. Without one the service reserves
+    /// nothing and answers [`PaidStart::ChallengeNeeded`].
+    fn has_credential(&self) -> bool;
+    /// How long the reservation may wait for the payment to settle (default: the runtime's
+    /// admission TTL).
+    fn admission_ttl(&self) -> Option<Duration> {
+        None
+    }
+    /// Verifies the credential. Nothing moves yet.
+    async fn verify(&mut self) -> Result<(), Self::Refusal>;
+    /// Settles the verified payment: the point of no return.
+    async fn settle(&mut self) -> Result<Self::Receipt, SettleFailure<Self::Receipt, Self::Refusal>>;
+    /// Releases a verified payment that will not be settled.
+    async fn abort(&mut self);
+}
+
+/// Why a settlement did not succeed.
+#[derive(Debug)]
+pub enum SettleFailure<R, F> {
+    /// Refused before anything moved: nothing was charged.
+    Refused(F),
+    /// Its outcome is unknown, or money may have moved: the payment counts as committed.
+    Uncertain(R),
+}
+
+/// How a paid start ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PaidStart<R, F> {
+    /// The task runs; `receipt` is the payment's (none when the skill was free).
+    Started {
+        /// The running task.
+        task: Task,
+        /// The settlement's receipt.
+        receipt: Option<R>,
+    },
+    /// The request carries no credential: nothing was reserved; the face answers with its
+    /// challenge.
+    ChallengeNeeded,
+    /// A payment step refused before anything was charged; the reservation, if any, is released.
+    Refused(F),
+    /// The payment committed but the task could not start: it has ended (failed, or whatever
+    /// terminal state it reached first). The receipt must reach the caller.
+    EndedAfterPayment {
+        /// The ended task.
+        task: Task,
+        /// The receipt.
+        receipt: R,
+    },
+    /// The payment committed and not even the task's end could be recorded: the caller keeps
+    /// the task id and the receipt, and reads the task again later.
+    Unconfirmed {
+        /// The task.
+        task_id: TaskId,
+        /// The receipt.
+        receipt: R,
+    },
+}
+
+/// The task service. Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub struct TaskService {
+    runtime: TaskRuntime,
+    config: Arc<ServiceConfig>,
+}
+
+/// The states in which a send has its answer: ended, or waiting for the caller.
+pub fn is_settled(state: TaskState) -> bool {
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+impl TaskService {
+    /// A service over `runtime`.
+    pub fn new(runtime: TaskRuntime, config: ServiceConfig) -> Self {
+        Self { runtime, config: Arc::new(config) }
+    }
+
+    /// The runtime underneath.
+    pub fn runtime(&self) -> &TaskRuntime {
+        &self.runtime
+    }
+
+    /// The agent whose skills run here.
+    pub fn agent(&self) -> &crate::Agent {
+        self.runtime.agent()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
+    }
+
+    /// The skill a request runs: the one it names, else the default (configured, or the agent's
+    /// first invocable skill). It must be able to run as a task.
+    pub fn skill_for(&self, named: Option<&str>) -> Result<&Arc<Skill>, Error> {
+        let agent = self.runtime.agent();
+        let key = match named {
+            Some(key) => key,
+            None => match &self.config.default_skill {
+                Some(key) => key.as_str(),
+                None => {
+                    return agent.skills().iter().find(|skill| skill.is_invocable()).ok_or_else(|| {
+                        Error::new(ErrorKind::NoSkill, "the request names no skill and the agent has no default")
+                    });
+                }
+            },
+        };
+        let skill =
+            agent.skill(key).map_err(|_| Error::new(ErrorKind::UnknownSkill, format!("Skill \"{key}\" not found")))?;
+        if !skill.is_invocable() {
+            return Err(Error::new(ErrorKind::NotInvocable, format!("Skill \"{key}\" has no handler")));
+        }
+        Ok(skill)
+    }
+
+    /// The validated input of a new task.
+    fn input_for(&self, skill: &Arc<Skill>, request: &SendRequest) -> Result<ValidInput, Error> {
+        let candidates = match &request.input {
+            SendInput::Candidates(candidates) => candidates.clone(),
+            SendInput::FromMessage => request.message.as_ref().map(input_candidates).unwrap_or_default(),
+        };
+        let candidates = if candidates.is_empty() { vec![Value::Object(Map::new())] } else { candidates };
+        let mut first_issues = None;
+        for candidate in candidates {
+            match skill.validate_input(candidate) {
+                Ok(valid) => return Ok(valid),
+                Err(RunError::InvalidInput { issues }) => {
+                    first_issues.get_or_insert(issues);
+                }
+                Err(other) => return Err(Error::new(ErrorKind::InvalidInput, other.to_string())),
+            }
+        }
+        let issues = first_issues.unwrap_or_default();
+        let detail = issues.iter().map(|issue| issue.message.as_str()).collect::<Vec<_>>().join("; ");
+        Err(Error::invalid_input(format!("the input is not valid for skill \"{}\": {detail}", skill.key()), issues))
+    }
+
+    fn reservation(&self, request: SendRequest, valid: ValidInput) -> Reservation {
+        let context_id = request.context_id.or_else(|| request.new_context.then(|| TaskId::generate().to_string()));
+        let mut reservation = Reservation::new(request.caller.owner, valid);
+        reservation.context_id = context_id;
+        reservation.metadata = request.metadata;
+        reservation.message = request.message;
+        reservation
+    }
+
+    /// Starts the task a new message asks for, or resumes the one it follows up. A priced skill
+    /// is refused ([`ErrorKind::PaymentRequired`]): paid tasks start through
+    /// [`TaskService::send_paid`].
+    async fn start(&self, request: SendRequest) -> Result<Task, Error> {
+        if let Some(id) = request.task_id.clone() {
+            return self.follow_up(request, &id).await;
+        }
+        let skill = self.skill_for(request.skill.as_deref())?;
+        let valid = self.input_for(skill, &request)?;
+        if skill.pricing().task.is_some() {
+            return Err(Error::new(
+                ErrorKind::PaymentRequired,
+                format!("Skill \"{}\" is priced: its tasks are started with a payment", skill.key()),
+            ));
+        }
+        let reservation = self.reservation(request, valid);
+        Ok(self.runtime.start(reservation).await?)
+    }
+
+    /// A message for an existing task: it must exist for the caller and share its context; a
+    /// task waiting for input or authorization resumes, any other is refused.
+    async fn follow_up(&self, request: SendRequest, id: &TaskId) -> Result<Task, Error> {
+        let owner = request.caller.owner;
+        let task = self.runtime.get(id, &owner).await?;
+        if let Some(context) = request.context_id.as_deref()
+            && task.context_id.as_deref() != Some(context)
+        {
+            return Err(
+                Error::new(ErrorKind::InvalidRequest, "the message's contextId differs from the task's").about(id)
+            );
+        }
+        let Some(message) = request.message else {
+            return Err(Error::new(ErrorKind::InvalidRequest, "a follow-up needs a message").about(id));
+        };
+        self.runtime.resume(id, &owner, message).await.map_err(|failure| match failure {
+            TaskFailure::NotWaiting { state, .. } if state.is_terminal() => Error::new(
+                ErrorKind::TaskEnded,
+                "the task has ended and takes no more messages; send a new message in the same context",
+            )
+            .about(id),
+            TaskFailure::NotWaiting { .. } => Error::new(
+                ErrorKind::TaskRunning,
+                "the task is running; it takes a message only while it waits for input or authorization",
+            )
+            .about(id),
+            other => other.into(),
+        })
+    }
+
+    /// Sends a message: starts a new task or resumes a waiting one, then answers as `wait` says.
+    pub async fn send(&self, request: SendRequest, wait: Wait) -> Result<Task, Error> {
+        let owner = request.caller.owner;
+        let task = self.start(request).await?;
+        match wait {
+            Wait::Immediately => Ok(task),
+            Wait::Settled(limit) => self.until_settled(task, &owner, limit.min(self.config.max_wait)).await,
+        }
+    }
+
+    /// Sends a message and streams the task: its snapshot, then its log until it settles (ends,
+    /// or waits for the caller).
+    pub async fn send_streaming(&self, request: SendRequest) -> Result<TaskUpdates, Error> {
+        let owner = request.caller.owner;
+        let task = self.start(request).await?;
+        let settled = is_settled(task.state);
+        let events = self.runtime.events(&task.id, &owner, after_snapshot(&task)).await?;
+        let events: TaskEvents = if settled {
+            Box::pin(futures_util::stream::empty())
+        } else {
+            Box::pin(until_settled_inclusive(events.map(|event| event.map_err(Error::from))))
+        };
+        Ok(TaskUpdates { snapshot: Some(task), events })
+    }
+
+    /// Waits until `task` settles or `limit` passes, watching the log after the snapshot.
+    async fn until_settled(&self, task: Task, owner: &OwnerHash, limit: Duration) -> Result<Task, Error> {
+        if is_settled(task.state) {
+            return Ok(task);
+        }
+        let id = task.id.clone();
+        let mut events = self.runtime.events(&id, owner, after_snapshot(&task)).await?;
+        let settle = async {
+            while let Some(Ok(event)) = events.next().await {
+                if event.kind.state().is_some_and(is_settled) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, settle).await;
+        Ok(self.runtime.get(&id, owner).await?)
+    }
+
+    /// Starts a task whose skill may be priced, paying through `payment` in the Lucid profile's
+    /// order: the input is validated first; a store that is not durable refuses paid work
+    /// ([`ErrorKind::DurableStoreRequired`]); a request without a credential reserves nothing
+    /// ([`PaidStart::ChallengeNeeded`]); then a durable reservation with an admission expiry and a
+    /// prepared, heartbeated claim *before* verification; verify; renew the claim; settle;
+    /// activate. Before the payment commits, every failure releases the reservation; after it,
+    /// every failure ends the task and keeps the receipt — never a task reported running that is
+    /// not. A free skill starts as with [`TaskService::send`] (without waiting).
+    pub async fn send_paid<P: PaymentFlow>(
+        &self,
+        request: SendRequest,
+        payment: &mut P,
+    ) -> Result<PaidStart<P::Receipt, P::Refusal>, Error> {
+        if request.task_id.is_some() {
+            let task = self.start(request).await?;
+            return Ok(PaidStart::Started { task, receipt: None });
+        }
+        let skill = Arc::clone(self.skill_for(request.skill.as_deref())?);
+        let valid = self.input_for(&skill, &request)?;
+        let Some(amount) = skill.pricing().task.clone() else {
+            let task = self.runtime.start(self.reservation(request, valid)).await?;
+            return Ok(PaidStart::Started { task, receipt: None });
+        };
+        if let Err(refusal) = payment.accept(&skill, &amount) {
+            return Ok(PaidStart::Refused(refusal));
+        }
+        // Refused before any challenge: a caller must not pay for what this store cannot keep.
+        if self.runtime.durability() != Durability::Durable {
+            return Err(Error::new(
+                ErrorKind::DurableStoreRequired,
+                "Paid tasks require a TaskStore with durability=\"durable\" so settlement cannot outlive the task capability.",
+            ));
+        }
+        if !payment.has_credential() {
+            return Ok(PaidStart::ChallengeNeeded);
+        }
+        let owner = request.caller.owner;
+        let mut reservation = self.reservation(request, valid);
+        reservation.admission_ttl = payment.admission_ttl();
+        let task = self.runtime.reserve(reservation).await?;
+        let prepared = match self.runtime.prepare(&task.id).await {
+            Ok(prepared) => prepared,
+            Err(failure) => {
+                self.release(&task.id, &owner).await;
+                return Err(failure.into());
+            }
+        };
+        if let Err(refusal) = payment.verify().await {
+            prepared.cancel().await;
+            return Ok(PaidStart::Refused(refusal));
+        }
+        if let Err(failure) = prepared.renew().await {
+            tracing::warn!(task = %task.id, %failure, "the prepared claim was lost before settlement");
+            payment.abort().await;
+            prepared.cancel().await;
+            return Err(Error::new(ErrorKind::StartFailed, "The task could not be started; nothing was charged")
+                .about(&task.id));
+        }
+        let receipt = match payment.settle().await {
+            Ok(receipt) => receipt,
+            Err(SettleFailure::Refused(refusal)) => {
+                prepared.cancel().await;
+                return Ok(PaidStart::Refused(refusal));
+            }
+            Err(SettleFailure::Uncertain(receipt)) => {
+                tracing::error!(task = %task.id, "settlement uncertain; the task will not run");
+                drop(prepared);
+                let error = SkillError::new(
+                    "settlement_uncertain",
+                    "The payment's settlement could not be confirmed; the task was not started. Reconcile with the payment provider.",
+                );
+                return Ok(self.end_after_payment(&task.id, receipt, error).await);
+            }
+        };
+        match prepared.activate().await {
+            Ok(task) => Ok(PaidStart::Started { task, receipt: Some(receipt) }),
+            Err(failure) => {
+                tracing::error!(task = %task.id, %failure, "a paid task could not be activated after settlement");
+                let error = SkillError::new("task_execution_failed", "The task could not be started after payment");
+                Ok(self.end_after_payment(&task.id, receipt, error).await)
+            }
+        }
+    }
+
+    /// Releases a reservation that will not be paid for (best effort: an unreleased one is
+    /// reaped when its admission expires).
+    async fn release(&self, id: &TaskId, owner: &OwnerHash) {
+        if let Err(failure) = self.runtime.cancel(id, owner).await {
+            tracing::warn!(task = %id, %failure, "could not release a task reservation; it will be reaped");
+        }
+    }
+
+    /// After the payment committed and the task could not start: the task ends.
+    async fn end_after_payment<R, F>(&self, id: &TaskId, receipt: R, error: SkillError) -> PaidStart<R, F> {
+        match self.runtime.fail(id, error).await {
+            Ok(task) if task.state.is_terminal() => PaidStart::EndedAfterPayment { task, receipt },
+            outcome => {
+                if let Err(failure) = &outcome {
+                    tracing::error!(task = %id, %failure, "the terminal state of a paid task could not be recorded");
+                }
+                PaidStart::Unconfirmed { task_id: id.clone(), receipt }
+            }
+        }
+    }
+
+    /// The caller's task, with at most the last `history_length` messages of its history.
+    pub async fn get(&self, caller: &Caller, id: &TaskId, history_length: Option<usize>) -> Result<Task, Error> {
+        let mut task = self.runtime.get(id, &caller.owner).await?;
+        if let Some(keep) = history_length {
+            let skip = task.history.len().saturating_sub(keep);
+            task.history.drain(..skip);
+        }
+        Ok(task)
+    }
+
+    /// The caller's tasks matching `query`, newest first. Anonymous callers may list only when
+    /// [`ServiceConfig::anonymous`] allows it.
+    pub async fn list(&self, caller: &Caller, query: &ListQuery) -> Result<TaskPage, Error> {
+        if caller.anonymous && self.config.anonymous == AnonymousAccess::NoListing {
+            return Err(Error::new(
+                ErrorKind::AnonymousNotAllowed,
+                "listing tasks needs an authenticated caller: anonymous callers share one owner",
+            ));
+        }
+        Ok(self.runtime.list(&caller.owner, query).await?)
+    }
+
+    /// Cancels the caller's task.
+    pub async fn cancel(&self, caller: &Caller, id: &TaskId) -> Result<Task, Error> {
+        Ok(self.runtime.cancel(id, &caller.owner).await?)
+    }
+
+    /// The caller's task's updates, from `from`, open through states that wait for the caller
+    /// and ending after the terminal event.
+    pub async fn subscribe(&self, caller: &Caller, id: &TaskId, from: SubscribeFrom) -> Result<TaskUpdates, Error> {
+        let owner = caller.owner;
+        let (snapshot, after) = match from {
+            SubscribeFrom::Snapshot => {
+                let task = self.runtime.get(id, &owner).await?;
+                if task.state.is_terminal() {
+                    return Err(Error::new(ErrorKind::TaskEnded, "the task has ended; read it instead").about(id));
+                }
+                let after = after_snapshot(&task);
+                (Some(task), after)
+            }
+            SubscribeFrom::Start => (None, 0),
+            SubscribeFrom::After(sequence) => (None, sequence),
+        };
+        let events = self.runtime.events(id, &owner, after).await?;
+        Ok(TaskUpdates { snapshot, events: Box::pin(events.map(|event| event.map_err(Error::from))) })
+    }
+}
+
+/// The log sequence a task record reflects: every logged event is applied to the record but the
+/// creation event, so a record of version `v` reflects the log up to sequence `v + 1`.
+pub fn after_snapshot(task: &Task) -> u64 {
+    task.version + 1
+}
+
+/// Passes events through up to and including the first one that settles the task.
+fn until_settled_inclusive(
+    events: impl Stream<Item = Result<TaskEvent, Error>> + Send + 'static,
+) -> impl Stream<Item = Result<TaskEvent, Error>> + Send + 'static {
+    futures_util::stream::unfold((Box::pin(events), false), |(mut events, done)| async move {
+        if done {
+            return None;
+        }
+        let item = events.next().await?;
+        let settles = match &item {
+            Ok(event) => event.kind.state().is_some_and(is_settled),
+            Err(_) => true,
+        };
+        Some((item, (events, settles)))
+    })
+}
+
+/// The input candidates a message carries (see [`SendInput::FromMessage`]).
+fn input_candidates(message: &Message) -> Vec<Value> {
+    let data: Vec<&Value> = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Data(data) => Some(data),
+            _ => None,
+        })
+        .collect();
+    let text: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut candidates = Vec::new();
+    if let [only] = data.as_slice() {
+        candidates.push((*only).clone());
+    }
+    if !text.is_empty() {
+        let text = text.join("\n");
+        if let Ok(parsed) = serde_json::from_str::<Value>(&text) {
+            candidates.push(parsed);
+        }
+        candidates.push(Value::Object(Map::from_iter([("text".to_owned(), Value::String(text.clone()))])));
+        candidates.push(Value::String(text));
+    }
+    candidates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Role;
+    use serde_json::json;
+
+    #[test]
+    fn a_message_offers_its_data_then_its_text_as_json_object_and_string() {
+        let message = Message::new(Role::User, vec![Part::Text("{\"a\":1}".into())]);
+        assert_eq!(input_candidates(&message), vec![json!({"a": 1}), json!({"text": "{\"a\":1}"}), json!("{\"a\":1}")]);
+        let data = Message::new(Role::User, vec![Part::Data(json!({"n": 2})), Part::Text("hi".into())]);
+        assert_eq!(input_candidates(&data), vec![json!({"n": 2}), json!({"text": "hi"}), json!("hi")]);
+        assert!(input_candidates(&Message::new(Role::User, Vec::new())).is_empty());
+    }
+
+    #[test]
+    fn a_tenant_makes_another_owner() {
+        let owner = crate::task::AccessToken::generate().owner();
+        let caller = Caller::owner(owner);
+        assert_eq!(caller.within(None), caller);
+        assert_eq!(caller.within(Some("")), caller);
+        assert_ne!(caller.within(Some("a")).owner_hash(), caller.owner_hash());
+        assert!(!caller.within(Some("a")).is_anonymous());
+        assert!(Caller::anonymous(owner).within(Some("a")).is_anonymous());
+    }
+}
