@@ -403,12 +403,22 @@ pub struct Message {
     pub role: Role,
     /// What is said.
     pub parts: Vec<Part>,
+    /// Data about the message that is not part of what is said (an extension's fields, such as
+    /// payment requirements); kept and delivered unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 impl Message {
     /// A message with a fresh id.
     pub fn new(role: Role, parts: Vec<Part>) -> Self {
-        Self { message_id: Some(uuid::Uuid::new_v4().to_string()), role, parts }
+        Self { message_id: Some(uuid::Uuid::new_v4().to_string()), role, parts, metadata: None }
+    }
+
+    /// The same message with `metadata`.
+    pub fn with_metadata(mut self, metadata: serde_json::Map<String, Value>) -> Self {
+        self.metadata = Some(metadata);
+        self
     }
 
     /// A message from the agent with one text part.

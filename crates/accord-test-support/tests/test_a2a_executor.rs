@@ -36,6 +36,7 @@ fn agent(release: Arc<Notify>) -> Agent {
                 message_id: Some("question-1".into()),
                 role: Role::Agent,
                 parts: vec![Part::Text("fill the form".into()), Part::Data(json!({"fields": ["name", "age"]}))],
+                metadata: Some(serde_json::Map::from_iter([("form".to_owned(), json!("v1"))])),
             }))
         }))
         .skill(Skill::builder("reply").input_schema(json!({"type": "object"})).invoke(|run: Run| async move {
@@ -471,6 +472,7 @@ async fn an_interrupting_message_reaches_the_caller_whole() {
     assert_eq!(question["role"], "ROLE_AGENT");
     assert_eq!(question["parts"][0]["text"], "fill the form");
     assert_eq!(question["parts"][1]["data"], json!({"fields": ["name", "age"]}), "data parts survive: {question}");
+    assert_eq!(question["metadata"], json!({"form": "v1"}), "metadata survives: {question}");
 
     // The same message is on the REST binding and, once answered, in the history.
     let id = task["id"].as_str().expect("id").to_owned();

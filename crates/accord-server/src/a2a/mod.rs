@@ -333,7 +333,7 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
 fn engine_message(message: &a2a::Message) -> Message {
     let role = if message.role == a2a::Role::Agent { Role::Agent } else { Role::User };
     let parts = message.parts.iter().map(engine_part).collect();
-    Message { message_id: Some(message.message_id.clone()), role, parts }
+    Message { message_id: Some(message.message_id.clone()), role, parts, metadata: message.metadata.clone() }
 }
 
 fn engine_part(part: &a2a::Part) -> Part {
@@ -407,7 +407,7 @@ fn a2a_message(message: &Message, task: &Task, index: usize) -> a2a::Message {
             Role::Agent => a2a::Role::Agent,
         },
         parts: message.parts.iter().filter_map(a2a_part).collect(),
-        metadata: None,
+        metadata: message.metadata.clone(),
         extensions: Vec::new(),
         reference_task_ids: Vec::new(),
     }
@@ -540,7 +540,7 @@ fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<EventId>
         task_id: Some(task_id.clone()),
         role: a2a::Role::Agent,
         parts: message.parts.iter().filter_map(a2a_part).collect(),
-        metadata: None,
+        metadata: message.metadata.clone(),
         extensions: Vec::new(),
         reference_task_ids: Vec::new(),
     };
