@@ -321,7 +321,7 @@ impl Agent {
                     RunEnd { status: EndStatus::Failed, completion: None, error: Some(error), message: None }
                 }
             };
-            sink.send(RunEvent::End(end)).await;
+            sink.send(RunEvent::End(Box::new(end))).await;
         });
         Ok(RunStream { run_id, frames, _cancel_on_drop: cancel.drop_guard() })
     }
@@ -487,12 +487,12 @@ mod tests {
         let sequences: Vec<u64> = frames.iter().map(|frame| frame.sequence).collect();
         assert_eq!(sequences, vec![0, 1, 2]);
         assert_eq!(frames[0].event, RunEvent::RunStart);
-        assert!(matches!(frames[2].event, RunEvent::End(RunEnd { status: EndStatus::Succeeded, .. })));
+        assert!(matches!(&frames[2].event, RunEvent::End(end) if end.status == EndStatus::Succeeded));
 
         let failed: Vec<_> =
             agent.stream(skill.validate_input(json!({"n": -1})).expect("valid")).expect("stream").collect().await;
         assert!(matches!(&failed[1].event, RunEvent::Error(error) if error.code == "negative"));
-        assert!(matches!(&failed[2].event, RunEvent::End(RunEnd { status: EndStatus::Failed, .. })));
+        assert!(matches!(&failed[2].event, RunEvent::End(end) if end.status == EndStatus::Failed));
     }
 
     #[test]

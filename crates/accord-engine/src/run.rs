@@ -304,8 +304,9 @@ pub enum RunEvent {
     /// An error that does not by itself end the run (the engine follows a fatal one with
     /// [`RunEvent::End`]).
     Error(SkillError),
-    /// The run ended. The engine emits this; handlers do not.
-    End(RunEnd),
+    /// The run ended. The engine emits this; handlers do not. (Boxed: it is the largest event by
+    /// far and is sent once per run.)
+    End(Box<RunEnd>),
 }
 
 /// How a run ended.

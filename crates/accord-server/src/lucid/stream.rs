@@ -154,6 +154,7 @@ pub(crate) fn project(event: RunEvent) -> StreamPayload {
             StreamPayload::Error { code: error.code, message: error.message, retryable: error.retryable }
         }
         RunEvent::End(end) => {
+            let end = *end;
             let status = match end.status {
                 EndStatus::Succeeded => RunStatus::Succeeded,
                 EndStatus::Cancelled => RunStatus::Cancelled,
