@@ -28,6 +28,7 @@
 //! ```
 
 mod agent;
+mod direct;
 mod error;
 pub mod idempotency;
 mod run;
@@ -37,6 +38,7 @@ pub mod task;
 pub mod time;
 
 pub use agent::{Agent, AgentBuilder};
+pub use direct::PaidRun;
 pub use error::{BuildError, Error, ErrorKind, RunError};
 pub use run::{
     Artifact, Asset, AssetTransfer, Completion, EndStatus, Invocation, Message, Outcome, Part, Role, Run, RunEnd,

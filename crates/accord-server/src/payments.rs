@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use accord_engine::task::{PaymentFlow, SettleFailure};
 use accord_engine::{Agent, Skill};
 use accord_payments::{
     Admission, Challenge, Operation, PaymentError, PaymentRail, PaymentRequest, Price, RECEIPT_HEADERS, Receipt,
@@ -170,9 +171,123 @@ pub(crate) fn payment_error_response(error: PaymentError) -> Response {
     }
 }
 
-/// Verifies the request's credential: the admission, or the response to send instead.
-pub(crate) async fn verify(priced: &Priced, request: &PaymentRequest<'_>) -> Result<Box<dyn Admission>, Box<Response>> {
-    priced.rail.verify(request).await.map_err(|error| Box::new(payment_error_response(error)))
+/// A face's side of a paid run or task over HTTP: the rail from the server's payment settings,
+/// the credential in the request's headers, refusals as the Lucid profile's responses. The engine
+/// decides the order of the steps ([`accord_engine::task::TaskService::send_paid`],
+/// [`accord_engine::Agent::invoke_paid`], [`accord_engine::Agent::stream_paid`]).
+pub(crate) struct HttpPayment<'a> {
+    config: Option<&'a PaymentsConfig>,
+    headers: &'a HeaderMap,
+    resource: String,
+    operation: Operation,
+    idempotency_key: Option<&'a str>,
+    payer_unknown: Option<LucidError>,
+    priced: Option<(Priced, Option<String>)>,
+    admission: Option<Box<dyn Admission>>,
+}
+
+impl<'a> HttpPayment<'a> {
+    pub(crate) fn new(
+        config: Option<&'a PaymentsConfig>,
+        headers: &'a HeaderMap,
+        resource: String,
+        operation: Operation,
+        idempotency_key: Option<&'a str>,
+    ) -> Self {
+        Self {
+            config,
+            headers,
+            resource,
+            operation,
+            idempotency_key,
+            payer_unknown: None,
+            priced: None,
+            admission: None,
+        }
+    }
+
+    /// Priced work is refused with `error` before any payment step: the payer is not known yet
+    /// (a paid task's owner must be, so that its capability cannot outlive the payment).
+    pub(crate) fn payer_unknown(mut self, error: LucidError) -> Self {
+        self.payer_unknown = Some(error);
+        self
+    }
+
+    fn request(&self) -> Option<PaymentRequest<'_>> {
+        let (priced, description) = self.priced.as_ref()?;
+        Some(PaymentRequest {
+            resource: &self.resource,
+            operation: self.operation,
+            price: &priced.price,
+            description: description.as_deref(),
+            headers: self.headers,
+            idempotency_key: self.idempotency_key,
+        })
+    }
+
+    /// The rail's `402` for this request (an initial challenge reserves nothing).
+    pub(crate) fn challenge(&self) -> Response {
+        match (self.priced.as_ref(), self.request()) {
+            (Some((priced, _)), Some(request)) => challenge_response(priced.rail.challenge(&request)),
+            _ => LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error").into_response(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl PaymentFlow for HttpPayment<'_> {
+    type Receipt = Receipt;
+    type Refusal = Response;
+
+    fn accept(&mut self, skill: &Skill, _amount: &str) -> Result<(), Response> {
+        let Some(priced) = priced(self.config, skill, self.operation).map_err(IntoResponse::into_response)? else {
+            return Ok(());
+        };
+        if let Some(error) = self.payer_unknown.take() {
+            return Err(error.into_response());
+        }
+        self.priced = Some((priced, skill.description().map(str::to_owned)));
+        Ok(())
+    }
+
+    fn has_credential(&self) -> bool {
+        self.priced.as_ref().is_some_and(|(priced, _)| priced.rail.has_credential(self.headers))
+    }
+
+    fn admission_ttl(&self) -> Option<Duration> {
+        self.config.map(|config| config.admission_ttl)
+    }
+
+    async fn verify(&mut self) -> Result<(), Response> {
+        let (Some((priced, _)), Some(request)) = (self.priced.as_ref(), self.request()) else {
+            return Err(payment_error_response(PaymentError::Unavailable { message: "no payment rail".into() }));
+        };
+        let admission = priced.rail.verify(&request).await.map_err(payment_error_response)?;
+        self.admission = Some(admission);
+        Ok(())
+    }
+
+    async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Response>> {
+        let Some(admission) = self.admission.as_mut() else {
+            return Err(SettleFailure::Refused(payment_error_response(PaymentError::Unavailable {
+                message: "the payment was not verified".into(),
+            })));
+        };
+        match admission.finalize().await {
+            Ok(receipt) => Ok(receipt),
+            Err(PaymentError::Uncertain { message, receipt }) => {
+                tracing::error!(%message, "payment settlement uncertain");
+                Err(SettleFailure::Uncertain(receipt))
+            }
+            Err(error) => Err(SettleFailure::Refused(payment_error_response(error))),
+        }
+    }
+
+    async fn abort(&mut self) {
+        if let Some(admission) = self.admission.as_mut() {
+            admission.abort().await;
+        }
+    }
 }
 
 /// Copies the receipt headers onto a response and makes it private to the payer: a response that

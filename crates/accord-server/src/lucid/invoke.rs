@@ -8,11 +8,12 @@ use axum::extract::{OriginalUri, Path};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use accord_payments::{Operation, PaymentError, PaymentRequest};
+use accord_engine::PaidRun;
+use accord_payments::Operation;
 
 use crate::State;
 use crate::error::LucidError;
-use crate::payments;
+use crate::payments::{self, HttpPayment};
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 const REPLAYED: HeaderName = HeaderName::from_static("idempotency-replayed");
@@ -37,22 +38,9 @@ pub(crate) async fn invoke(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
-    let skill = state.agent.skill(&key).map_err(|_| LucidError::entrypoint_not_found())?;
-    if !skill.is_invocable() {
-        return Err(LucidError::code_only(StatusCode::NOT_IMPLEMENTED, "not_implemented"));
-    }
+    let skill = state.agent.invocable(&key)?;
     let checked = super::read_input(&state, skill, body).await?;
     let idempotency_key = idempotency_key(&headers)?;
-    let priced = payments::priced(state.config.payments.as_ref(), skill, Operation::Invoke)?;
-    let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
-    let payment_request = priced.as_ref().map(|priced| PaymentRequest {
-        resource: &resource,
-        operation: Operation::Invoke,
-        price: &priced.price,
-        description: skill.description(),
-        headers: &headers,
-        idempotency_key: idempotency_key.as_deref(),
-    });
     let claim = match &idempotency_key {
         None => None,
         Some(idempotency_key) => {
@@ -100,43 +88,23 @@ pub(crate) async fn invoke(
         }
     };
 
-    // A replay was answered above, free; a first request without a credential is challenged (and
-    // the claim dropped, so the paid retry can take it).
-    if let (Some(priced), Some(request)) = (&priced, &payment_request)
-        && !priced.rail.has_credential(&headers)
-    {
-        return Ok(payments::challenge_response(priced.rail.challenge(request)));
-    }
-    let mut admission = match (&priced, &payment_request) {
-        (Some(priced), Some(request)) => match payments::verify(priced, request).await {
-            Ok(admission) => Some(admission),
-            Err(response) => return Ok(*response),
-        },
-        _ => None,
-    };
-    // A failed run drops the claim, which releases the key for a retry; the payment is released
-    // unsettled.
-    let invocation = match state.agent.invoke(checked.valid).await {
-        Ok(invocation) => invocation,
-        Err(error) => {
-            if let Some(admission) = admission.as_mut() {
-                admission.abort().await;
-            }
-            return Err(error.into());
-        }
-    };
-    // Settled once the output exists; an output whose payment did not settle is not handed out.
-    let receipt = match admission.as_mut() {
-        None => None,
-        Some(admission) => match admission.finalize().await {
-            Ok(receipt) => Some(receipt),
-            // Money may have moved: the caller gets what it may have paid for, and what evidence there is.
-            Err(PaymentError::Uncertain { message, receipt }) => {
-                tracing::error!(skill = %key, %message, "invoke settlement uncertain; answering with the output");
-                Some(receipt)
-            }
-            Err(error) => return Ok(payments::payment_error_response(error)),
-        },
+    // A replay was answered above, free. The engine runs the payment steps in order: a first
+    // request without a credential is challenged (and the claim dropped, so the paid retry can
+    // take it); a failed run drops the claim, which releases the key for a retry, and the payment
+    // is released unsettled; an output whose payment did not settle is not handed out.
+    let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
+    let mut payment = HttpPayment::new(
+        state.config.payments.as_ref(),
+        &headers,
+        resource,
+        Operation::Invoke,
+        idempotency_key.as_deref(),
+    );
+    let (invocation, receipt) = match state.agent.invoke_paid(checked.valid, &mut payment).await? {
+        PaidRun::Ran { output, receipt } => (output, receipt),
+        PaidRun::ChallengeNeeded => return Ok(payment.challenge()),
+        PaidRun::Refused(response) => return Ok(response),
+        _ => return Err(LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error")),
     };
     let completion = invocation.completion;
     let body = InvokeResponse {

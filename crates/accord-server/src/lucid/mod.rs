@@ -44,7 +44,7 @@ pub(crate) struct CheckedBody {
 pub(crate) async fn read_input(state: &AppState, skill: &Arc<Skill>, body: Body) -> Result<CheckedBody, LucidError> {
     let bytes = body::read_limited(body, state.config.body_limit).await?;
     let payload = body::parse_json(&bytes)?;
-    let valid = skill.validate_input(extract_input(&payload))?;
+    let valid = state.agent.check_input(skill, extract_input(&payload))?;
     Ok(CheckedBody { payload, valid })
 }
 

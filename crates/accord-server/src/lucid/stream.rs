@@ -21,13 +21,14 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use accord_payments::{Operation, PaymentError, PaymentRequest};
+use accord_engine::PaidRun;
+use accord_payments::Operation;
 use axum::extract::OriginalUri;
 use axum::http::HeaderMap;
 
 use crate::State;
 use crate::error::{LucidError, incomplete_code};
-use crate::payments;
+use crate::payments::{self, HttpPayment};
 
 pub(crate) async fn stream(
     axum::extract::State(state): State,
@@ -36,41 +37,24 @@ pub(crate) async fn stream(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
-    let skill = state.agent.skill(&key).map_err(|_| LucidError::entrypoint_not_found())?;
-    if !skill.is_streaming() {
-        return Err(accord_engine::RunError::NotStreamable { key }.into());
-    }
+    let skill = state.agent.streamable(&key)?;
     let checked = super::read_input(&state, skill, body).await?;
-    let mut receipt = None;
-    if let Some(priced) = payments::priced(state.config.payments.as_ref(), skill, Operation::Stream)? {
-        let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
-        let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
-        let request = PaymentRequest {
-            resource: &resource,
-            operation: Operation::Stream,
-            price: &priced.price,
-            description: skill.description(),
-            headers: &headers,
-            idempotency_key,
-        };
-        if !priced.rail.has_credential(&headers) {
-            return Ok(payments::challenge_response(priced.rail.challenge(&request)));
+    let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
+    let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
+    let mut payment =
+        HttpPayment::new(state.config.payments.as_ref(), &headers, resource, Operation::Stream, idempotency_key);
+    let (run, receipt) = match state.agent.stream_paid(checked.valid, &mut payment).await? {
+        PaidRun::Ran { output, receipt } => (output, receipt),
+        PaidRun::ChallengeNeeded => return Ok(payment.challenge()),
+        PaidRun::Refused(response) => return Ok(response),
+        _ => {
+            return Err(LucidError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "Internal error",
+            ));
         }
-        let mut admission = match payments::verify(&priced, &request).await {
-            Ok(admission) => admission,
-            Err(response) => return Ok(*response),
-        };
-        receipt = Some(match admission.finalize().await {
-            Ok(receipt) => receipt,
-            // Money may have moved: the caller gets the stream it may have paid for.
-            Err(PaymentError::Uncertain { message, receipt }) => {
-                tracing::error!(skill = %key, %message, "stream settlement uncertain; streaming anyway");
-                receipt
-            }
-            Err(error) => return Ok(payments::payment_error_response(error)),
-        });
-    }
-    let run = state.agent.stream(checked.valid)?;
+    };
     let run_id = run.run_id().to_owned();
     let events = run.map(move |frame| Ok::<_, Infallible>(sse_event(&run_id, frame)));
     let mut response = sse_response(Sse::new(events).keep_alive(KeepAlive::default()));

@@ -10,13 +10,12 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, Caller, ListQuery, PaidStart, PaymentFlow, SendInput, SendRequest, SettleFailure, SubscribeFrom, Task,
-    TaskEvent, TaskEventKind, TaskId, TaskService,
+    AccessToken, Caller, ListQuery, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind,
+    TaskId, TaskService,
 };
-use accord_engine::{Error, ErrorKind, Skill, TaskState, time};
-use accord_payments::{Admission, Operation, PaymentError, PaymentRequest, Receipt};
+use accord_engine::{Error, ErrorKind, TaskState, time};
+use accord_payments::Operation;
 use accord_types::tasks::{TaskCapability, TaskErrorView, TaskList, TaskResultView, TaskStatus, TaskUpdate, TaskView};
-use async_trait::async_trait;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Query};
@@ -29,7 +28,7 @@ use serde_json::{Map, Value};
 use crate::State;
 use crate::body;
 use crate::error::LucidError;
-use crate::payments;
+use crate::payments::{self, HttpPayment};
 
 const TOKEN_HEADER: &str = "task-access-token";
 
@@ -250,14 +249,12 @@ pub(crate) async fn create(
             .context_id(request.context_id)
             .metadata(request.metadata.map(Value::Object));
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
-    let mut payment = LucidPayment {
-        config: state.config.payments.as_ref(),
-        headers: &headers,
-        resource,
-        token_supplied,
-        priced: None,
-        admission: None,
-    };
+    let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
+    let mut payment =
+        HttpPayment::new(state.config.payments.as_ref(), &headers, resource, Operation::Task, idempotency_key);
+    if !token_supplied {
+        payment = payment.payer_unknown(token_error(StatusCode::UNAUTHORIZED));
+    }
     let started = service.send_paid(send, &mut payment).await.map_err(creation_error)?;
     Ok(match started {
         PaidStart::Started { task, receipt } => {
@@ -297,97 +294,6 @@ fn capability(task: &Task, token: &AccessToken) -> Json<TaskCapability> {
         access_token: token.expose().to_owned(),
         status: status_of(task.state),
     })
-}
-
-/// The Lucid side of a paid start: the rail from the server's payment settings, the credential
-/// in the request's headers, refusals as the profile's responses. The task service decides the
-/// order of the steps.
-struct LucidPayment<'a> {
-    config: Option<&'a crate::PaymentsConfig>,
-    headers: &'a HeaderMap,
-    resource: String,
-    token_supplied: bool,
-    priced: Option<(payments::Priced, Option<String>)>,
-    admission: Option<Box<dyn Admission>>,
-}
-
-impl LucidPayment<'_> {
-    fn request(&self) -> Option<PaymentRequest<'_>> {
-        let (priced, description) = self.priced.as_ref()?;
-        Some(PaymentRequest {
-            resource: &self.resource,
-            operation: Operation::Task,
-            price: &priced.price,
-            description: description.as_deref(),
-            headers: self.headers,
-            idempotency_key: self.headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim),
-        })
-    }
-
-    /// The rail's `402` for this request (an initial challenge reserves nothing).
-    fn challenge(&self) -> Response {
-        match (self.priced.as_ref(), self.request()) {
-            (Some((priced, _)), Some(request)) => payments::challenge_response(priced.rail.challenge(&request)),
-            _ => LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error").into_response(),
-        }
-    }
-}
-
-#[async_trait]
-impl PaymentFlow for LucidPayment<'_> {
-    type Receipt = Receipt;
-    type Refusal = Response;
-
-    fn accept(&mut self, skill: &Skill, _amount: &str) -> Result<(), Response> {
-        let priced = payments::priced(self.config, skill, Operation::Task).map_err(IntoResponse::into_response)?;
-        let Some(priced) = priced else { return Ok(()) };
-        if !self.token_supplied {
-            return Err(token_error(StatusCode::UNAUTHORIZED).into_response());
-        }
-        self.priced = Some((priced, skill.description().map(str::to_owned)));
-        Ok(())
-    }
-
-    fn has_credential(&self) -> bool {
-        self.priced.as_ref().is_some_and(|(priced, _)| priced.rail.has_credential(self.headers))
-    }
-
-    fn admission_ttl(&self) -> Option<std::time::Duration> {
-        self.config.map(|config| config.admission_ttl)
-    }
-
-    async fn verify(&mut self) -> Result<(), Response> {
-        let (Some((priced, _)), Some(request)) = (self.priced.as_ref(), self.request()) else {
-            return Err(payments::payment_error_response(PaymentError::Unavailable {
-                message: "no payment rail".into(),
-            }));
-        };
-        let admission = priced.rail.verify(&request).await.map_err(payments::payment_error_response)?;
-        self.admission = Some(admission);
-        Ok(())
-    }
-
-    async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Response>> {
-        let Some(admission) = self.admission.as_mut() else {
-            return Err(SettleFailure::Refused(payments::payment_error_response(PaymentError::Unavailable {
-                message: "the payment was not verified".into(),
-            })));
-        };
-        match admission.finalize().await {
-            Ok(receipt) => Ok(receipt),
-            Err(PaymentError::Uncertain { message, receipt }) => {
-                tracing::error!(%message, "settlement uncertain");
-                Err(SettleFailure::Uncertain(receipt))
-            }
-            Err(error) => Err(SettleFailure::Refused(payments::payment_error_response(error))),
-        }
-    }
-
-    async fn abort(&mut self) {
-        if let Some(admission) = self.admission.as_mut() {
-            admission.abort().await;
-        }
-    }
 }
 
 pub(crate) async fn get_task(
