@@ -58,14 +58,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_types::a2a::card::{PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC, WELL_KNOWN_AGENT_CARD_PATH};
-use accord_types::a2a::jsonrpc::{JSONRPC_VERSION, methods};
+use accord_types::a2a::jsonrpc::methods;
 use accord_types::a2a::{
     A2aError, A2aErrorKind, AgentCard, AgentInterface, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
-    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest, JsonRpcError, JsonRpcOutcome,
-    JsonRpcRequest, JsonRpcResponse, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
-    ListTasksRequest, ListTasksResponse, Message, Part, RestErrorBody, Role, SendMessageRequest, SendMessageResponse,
-    StreamResponse, SubscribeToTaskRequest, Task, TaskPushNotificationConfig,
+    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest, JsonRpcError,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, ListTasksRequest,
+    ListTasksResponse, Message, Part, RestErrorBody, Role, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskPushNotificationConfig,
 };
+use accord_types::jsonrpc::{self, ResponseError};
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
@@ -704,7 +705,7 @@ impl A2aClient {
         match self.binding {
             Binding::JsonRpc => {
                 let id = Value::String(random_hex());
-                let request = JsonRpcRequest::new(id.clone(), method, params);
+                let request = jsonrpc::Request::new(id.clone(), method, params);
                 Ok(Call {
                     method: Method::POST,
                     url: self.endpoint.clone(),
@@ -1060,34 +1061,27 @@ fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse
     serde_json::from_value(value).map_err(|error| invalid(format!("stream event: {error}")))
 }
 
-/// Reads a JSON-RPC response body: its `result`, or the error it carries.
+/// Reads a JSON-RPC response body: its `result`, or the error it carries. The envelope checks
+/// (version, exactly one of result and error, the id echo) are [`jsonrpc::Response`]'s.
 fn rpc_result(url: &str, status: StatusCode, body: &[u8], rpc_id: Option<&Value>) -> Result<Value, A2aClientError> {
-    let invalid = |reason: String| A2aClientError::InvalidResponse { url: url.to_owned(), reason };
-    let parsed = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|value| serde_json::from_value::<JsonRpcResponse<Value>>(value).ok());
-    let Some(response) = parsed else {
-        if !status.is_success() {
+    let invalid =
+        |error: ResponseError| A2aClientError::InvalidResponse { url: url.to_owned(), reason: error.to_string() };
+    let response = match jsonrpc::Response::<Value>::parse(body) {
+        Ok(response) => response,
+        // A well-formed response of another version is refused as such, whatever the status.
+        Err(error @ ResponseError::Version(_)) => return Err(invalid(error)),
+        Err(_) if !status.is_success() => {
             return Err(A2aClientError::Status { url: url.to_owned(), status: status.as_u16(), body: excerpt(body) });
         }
-        return Err(invalid("not a JSON-RPC 2.0 response".into()));
+        Err(error) => return Err(invalid(error)),
     };
-    if response.jsonrpc != JSONRPC_VERSION {
-        return Err(invalid(format!("jsonrpc is {:?}, not \"2.0\"", response.jsonrpc)));
+    if let Some(id) = rpc_id {
+        response.check_id(id).map_err(invalid)?;
     }
-    let is_error = matches!(response.outcome, JsonRpcOutcome::Error(_));
-    // An error the server could not tie to a request carries a null id.
-    let id_ok = rpc_id.is_none_or(|id| response.id == *id || (is_error && response.id.is_null()));
-    if !id_ok {
-        return Err(invalid(format!("the response id {} is not the request's", response.id)));
-    }
-    match response.outcome {
-        JsonRpcOutcome::Result(result) => Ok(result),
-        JsonRpcOutcome::Error(error) => Err(match A2aError::from_jsonrpc_error(&error) {
-            Some(a2a) => A2aClientError::A2a { http_status: None, error: a2a },
-            None => A2aClientError::JsonRpc { error },
-        }),
-    }
+    response.into_result().map_err(|error| match A2aError::from_jsonrpc_error(&error) {
+        Some(a2a) => A2aClientError::A2a { http_status: None, error: a2a },
+        None => A2aClientError::JsonRpc { error },
+    })
 }
 
 /// Reads a REST error: the A2A error of its `google.rpc.Status` body, else the status and body.
@@ -1352,6 +1346,8 @@ mod tests {
         let body = call.body.expect("body");
         assert_eq!((body["jsonrpc"].clone(), body["method"].clone()), (json!("2.0"), json!("GetTask")));
         assert_eq!(Some(&body["id"]), call.rpc_id.as_ref());
+        let request = jsonrpc::Request::from_value(body).expect("a request the servers read");
+        assert_eq!((request.method.as_str(), request.params), ("GetTask", Some(json!({"id": "x"}))));
     }
 
     #[test]
@@ -1389,6 +1385,17 @@ mod tests {
             Some(&id),
         );
         assert!(matches!(custom, Err(A2aClientError::JsonRpc { error }) if error.code == -31000));
+        for (status, body) in [
+            (StatusCode::OK, r#"{"jsonrpc":"1.0","id":"abc","result":{}}"#),
+            (StatusCode::BAD_GATEWAY, r#"{"jsonrpc":"1.0","id":"abc","result":{}}"#),
+            (StatusCode::OK, r#"{"jsonrpc":"2.0","id":"abc","result":{},"error":{"code":1,"message":"x"}}"#),
+            (StatusCode::OK, r#"{"jsonrpc":"2.0","id":"abc"}"#),
+        ] {
+            let read = rpc_result("u", status, body.as_bytes(), Some(&id));
+            assert!(matches!(read, Err(A2aClientError::InvalidResponse { .. })), "{status} {body}");
+        }
+        let http = rpc_result("u", StatusCode::BAD_GATEWAY, br#"{"jsonrpc":"2.0","id":"abc"}"#, Some(&id));
+        assert!(matches!(http, Err(A2aClientError::Status { status: 502, .. })), "no response: the status tells");
     }
 
     #[test]

@@ -4,10 +4,15 @@
 //! Every argument is checked before anything is sent: the peer URL must be https (plain http only
 //! to a loopback host, and only when [`RpcOptions::allow_loopback_http`] says so), the skill key and
 //! the task id must match the protocol's patterns. Responses larger than 8 MiB are refused.
+//!
+//! The envelope is [`accord_types::jsonrpc`]'s: requests are built with it, and an answer must be a
+//! JSON-RPC 2.0 response with exactly one of `result` and `error` that echoes the request's id (an
+//! error may carry `null` when the server could not read it).
 
 use std::net::IpAddr;
 use std::time::Duration;
 
+use accord_types::jsonrpc;
 use futures_util::StreamExt;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
@@ -197,8 +202,10 @@ impl Client {
         options: RpcOptions,
         default_timeout: Duration,
     ) -> Result<Value, RpcClientError> {
-        let id = uuid_like();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let id = Value::String(uuid_like());
+        let request = jsonrpc::Request::new(id.clone(), method, params);
+        let body = serde_json::to_string(&request)
+            .map_err(|error| RpcClientError::BadResponse { method, reason: format!("request: {error}") })?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static("application/json"));
@@ -207,7 +214,7 @@ impl Client {
             .http
             .post(url)
             .headers(headers)
-            .body(body.to_string())
+            .body(body)
             .timeout(options.timeout.unwrap_or(default_timeout))
             .send()
             .await
@@ -225,26 +232,21 @@ impl Client {
             }
             bytes.extend_from_slice(&chunk);
         }
-        let parsed: Value = serde_json::from_slice(&bytes).map_err(|error| RpcClientError::BadResponse {
-            method,
-            reason: format!("response not valid JSON: {error}"),
-        })?;
-        if parsed.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(RpcClientError::BadResponse {
-                method,
-                reason: "response is not a JSON-RPC 2.0 envelope".into(),
-            });
-        }
-        if let Some(error) = parsed.get("error") {
-            return Err(RpcClientError::Rpc {
-                method,
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                message: error.get("message").and_then(Value::as_str).unwrap_or("rpc error").to_owned(),
-                data: error.get("data").cloned(),
-            });
-        }
-        Ok(parsed.get("result").cloned().unwrap_or(Value::Null))
+        read_answer(method, &bytes, &id)
     }
+}
+
+/// Reads the answer to the request whose id was `id`: its result, or the error it carries.
+fn read_answer(method: &'static str, body: &[u8], id: &Value) -> Result<Value, RpcClientError> {
+    let bad = |error: jsonrpc::ResponseError| RpcClientError::BadResponse { method, reason: error.to_string() };
+    let response = jsonrpc::Response::<Value>::parse(body).map_err(bad)?;
+    response.check_id(id).map_err(bad)?;
+    response.into_result().map_err(|error| RpcClientError::Rpc {
+        method,
+        code: error.code,
+        message: error.message,
+        data: error.data,
+    })
 }
 
 /// A random request id (128 bits, hex).
@@ -272,6 +274,36 @@ mod tests {
         assert!(matches!(check_peer_url("http://localhost.evil/a2a", true), Err(RpcClientError::BadPeerUrl { .. })));
         assert!(matches!(check_peer_url("ftp://x/", true), Err(RpcClientError::BadPeerUrl { .. })));
         assert!(matches!(check_peer_url("not a url", true), Err(RpcClientError::BadPeerUrl { .. })));
+    }
+
+    #[test]
+    fn answers_are_checked_for_version_id_and_outcome() {
+        let id = json!("abc");
+        let read = |body: &str| read_answer("tasks/get", body.as_bytes(), &id);
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":"abc","result":{"taskId":"t"}}"#).expect("ok"),
+            json!({"taskId": "t"})
+        );
+        match read(r#"{"jsonrpc":"2.0","id":"abc","error":{"code":-32002,"message":"task not found","data":[1]}}"#) {
+            Err(RpcClientError::Rpc { method, code, message, data }) => {
+                assert_eq!(
+                    (method, code, message.as_str(), data),
+                    ("tasks/get", -32002, "task not found", Some(json!([1])))
+                );
+            }
+            other => panic!("expected an RPC error, got {other:?}"),
+        }
+        let unreadable = read(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"invalid JSON body"}}"#);
+        assert!(matches!(unreadable, Err(RpcClientError::Rpc { code: -32700, .. })), "{unreadable:?}");
+        for body in [
+            "<html>",
+            r#"{"jsonrpc":"2.0","id":"other","result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":"abc","result":{}}"#,
+            r#"{"id":"abc","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"abc"}"#,
+        ] {
+            assert!(matches!(read(body), Err(RpcClientError::BadResponse { .. })), "{body}");
+        }
     }
 
     #[test]

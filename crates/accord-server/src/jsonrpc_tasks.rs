@@ -10,7 +10,10 @@
 //! over the cap (400, -32700, the rest is not read); unparsable JSON (400, -32700); not a JSON-RPC
 //! 2.0 envelope (400, -32600); unknown method (200, -32601); invalid params (200, -32602); scope not
 //! granted (200, -32001); then the handler (200, with its result, or its error code, or -32603).
-//! The response `id` echoes the request's, or is `null` when it could not be read.
+//! The response `id` echoes the request's, or is `null` when it could not be read. A JSON array is
+//! a batch, which this face does not serve: it is refused as not an envelope (400, -32600, "batch
+//! requests are not supported", `id: null`). The envelope is read and written by
+//! [`accord_types::jsonrpc`], leniently: any id is echoed, and params are judged by the method.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -22,6 +25,7 @@ use accord_engine::task::{
     Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEventKind, TaskId, TaskService, Wait,
 };
 use accord_engine::{Error, ErrorKind, TaskState};
+use accord_types::jsonrpc::{self, ErrorObject, ParseErrorKind};
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::Request;
@@ -50,15 +54,15 @@ pub struct RpcError {
 
 impl RpcError {
     /// Invalid JSON (-32700).
-    pub const PARSE_ERROR: i64 = -32700;
+    pub const PARSE_ERROR: i64 = jsonrpc::PARSE_ERROR;
     /// Not a valid request (-32600).
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub const INVALID_REQUEST: i64 = jsonrpc::INVALID_REQUEST;
     /// Unknown method (-32601).
-    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const METHOD_NOT_FOUND: i64 = jsonrpc::METHOD_NOT_FOUND;
     /// Invalid params (-32602).
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INVALID_PARAMS: i64 = jsonrpc::INVALID_PARAMS;
     /// A handler failure (-32603).
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub const INTERNAL_ERROR: i64 = jsonrpc::INTERNAL_ERROR;
     /// A scope the skill requires is not granted (-32001).
     pub const SCOPE_REQUIRED: i64 = -32001;
     /// No such task (-32002).
@@ -76,13 +80,17 @@ impl RpcError {
         self.data = Some(data);
         self
     }
+}
 
-    fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
+impl From<RpcError> for ErrorObject {
+    fn from(error: RpcError) -> Self {
+        Self { code: error.code, message: error.message, data: error.data }
+    }
+}
+
+impl From<ErrorObject> for RpcError {
+    fn from(error: ErrorObject) -> Self {
+        Self { code: error.code, message: error.message, data: error.data }
     }
 }
 
@@ -219,34 +227,28 @@ impl TasksEndpoint {
                 Err(RpcError::new(RpcError::PARSE_ERROR, message)),
             );
         };
-        let Ok(envelope) = serde_json::from_slice::<Value>(&bytes) else {
-            audit_rejected(400, RpcError::PARSE_ERROR);
-            return rpc_response(
-                StatusCode::BAD_REQUEST,
-                Some(Value::Null),
-                Err(RpcError::new(RpcError::PARSE_ERROR, "invalid JSON body")),
-            );
-        };
-        let id = envelope.get("id").cloned();
-        let method = match (envelope.get("jsonrpc"), envelope.get("method")) {
-            (Some(Value::String(version)), Some(Value::String(method))) if version == "2.0" => method.clone(),
-            _ => {
-                audit_rejected(400, RpcError::INVALID_REQUEST);
-                let error = RpcError::new(
-                    RpcError::INVALID_REQUEST,
-                    "expected JSON-RPC 2.0 envelope { jsonrpc, id?, method, params? }",
-                );
-                return rpc_response(StatusCode::BAD_REQUEST, id, Err(error));
+        let envelope = match jsonrpc::Request::parse_lenient(&bytes) {
+            Ok(envelope) => envelope,
+            Err(error) => {
+                let (id, message) = match error.kind {
+                    ParseErrorKind::NotJson => (Some(Value::Null), "invalid JSON body"),
+                    ParseErrorKind::Batch => (Some(Value::Null), error.kind.reason()),
+                    // The request's id as sent; none at all leaves the member out.
+                    _ => (error.id.clone(), "expected JSON-RPC 2.0 envelope { jsonrpc, id?, method, params? }"),
+                };
+                audit_rejected(400, error.code());
+                return rpc_response(StatusCode::BAD_REQUEST, id, Err(RpcError::new(error.code(), message)));
             }
         };
-        let id = id.unwrap_or(Value::Null);
+        let id = envelope.response_id();
+        let method = envelope.method.clone();
         if !METHODS.contains(&method.as_str()) {
             audit_rejected(200, RpcError::METHOD_NOT_FOUND);
             let error =
                 RpcError::new(RpcError::METHOD_NOT_FOUND, format!("method '{method}' not in [{}]", METHODS.join(", ")));
             return rpc_response(StatusCode::OK, Some(id), Err(error));
         }
-        let params = envelope.get("params").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        let params = envelope.params_or_empty();
         let context = RpcContext { principal: parts.extensions.get::<Principal>().cloned(), headers: parts.headers };
         let subject = context.principal.as_ref().map_or("anonymous", |principal| principal.subject.as_str()).to_owned();
         let call = match parse_call(&method, &params) {
@@ -348,25 +350,23 @@ fn parse_call(method: &str, params: &Value) -> Result<Call, RpcError> {
 
 /// A JSON-RPC response; `id: None` omits the member (for envelopes whose id was absent).
 fn rpc_response(status: StatusCode, id: Option<Value>, result: Result<Value, RpcError>) -> Response {
-    let mut body = json!({"jsonrpc": "2.0"});
-    if let Some(id) = id {
-        body["id"] = id;
-    }
-    match result {
-        Ok(result) => body["result"] = result,
-        Err(error) => body["error"] = error.to_json(),
-    }
-    (status, axum::Json(body)).into_response()
+    let Some(id) = id else {
+        let mut body = serde_json::to_value(jsonrpc::Response::from_result(Value::Null, result)).unwrap_or_default();
+        // This face documents an ill-formed envelope without id as answered without the member.
+        if let Some(body) = body.as_object_mut() {
+            body.remove("id");
+        }
+        return (status, axum::Json(body)).into_response();
+    };
+    (status, axum::Json(jsonrpc::Response::from_result(id, result))).into_response()
 }
 
 fn subscribe_response(id: Value, stream: RpcStream) -> Response {
     let events = stream.map(move |item| {
-        let body = match item {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
-        };
-        let mut event = Event::default().data(body.to_string());
-        if let Some(sequence) = body.pointer("/result/sequence").and_then(Value::as_u64) {
+        let sequence = item.as_ref().ok().and_then(|result| result.get("sequence")).and_then(Value::as_u64);
+        let body = jsonrpc::Response::from_result(id.clone(), item);
+        let mut event = Event::default().data(serde_json::to_string(&body).unwrap_or_default());
+        if let Some(sequence) = sequence {
             event = event.id(sequence.to_string());
         }
         Ok::<_, Infallible>(event)

@@ -87,6 +87,21 @@ async fn protocol_errors_and_version_negotiation() {
     let (_, not_envelope) = post(&s, "/a2a/jsonrpc", r#"{"jsonrpc":"1.0","id":3,"method":"GetTask"}"#, &V1).await;
     assert_eq!((not_envelope["error"]["code"].clone(), not_envelope["id"].clone()), (json!(-32600), json!(3)));
 
+    // A batch is refused whole, as a JSON-RPC error (HTTP 200 like every other), before the version.
+    let batch = format!("[{body}, {body}]");
+    for batch in [batch.as_str(), "[]"] {
+        let (status, refused) = post(&s, "/a2a/jsonrpc", batch, &[("content-type", "application/json")]).await;
+        assert_eq!(
+            (status, refused),
+            (
+                200,
+                json!({"jsonrpc": "2.0", "id": null, "error": {
+                    "code": -32600, "message": "Request payload validation error: batch requests are not supported"
+                }})
+            )
+        );
+    }
+
     for version in [None, Some("99.0"), Some("0.3"), Some("")] {
         let mut headers = vec![("content-type", "application/json")];
         if let Some(version) = version {

@@ -397,3 +397,47 @@ async fn the_client_sends_gets_and_cancels_and_types_its_errors() {
         "{not_rpc:?}"
     );
 }
+
+#[tokio::test]
+async fn a_batch_is_refused_whole_as_not_an_envelope() {
+    let f = fixture().await;
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "t"}},
+        {"jsonrpc": "2.0", "method": "tasks/send", "params": {"task": {"skill": "echo"}}}
+    ])
+    .to_string();
+    for path in ["/a2a/tasks", "/custom/rpc"] {
+        for body in [batch.as_str(), "[]"] {
+            let (status, _, body) = call(&f, path, body, JSON, None).await;
+            assert_eq!(
+                (status, body),
+                (
+                    400,
+                    json!({"jsonrpc": "2.0", "id": null,
+                           "error": {"code": -32600, "message": "batch requests are not supported"}})
+                ),
+                "{path}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn any_id_is_echoed_and_params_are_judged_by_the_method() {
+    let f = fixture().await;
+    let body = r#"{"jsonrpc":"2.0","id":{"k":[1]},"method":"tasks/get","params":{"taskId":"t"}}"#;
+    let (status, _, body) = call(&f, "/custom/rpc", body, JSON, None).await;
+    assert_eq!((status, body["id"].clone(), body["result"]["taskId"].clone()), (200, json!({"k": [1]}), json!("t")));
+    let body = r#"{"jsonrpc":"2.0","id":true,"method":"tasks/get","params":null}"#;
+    let (status, _, body) = call(&f, "/custom/rpc", body, JSON, None).await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"jsonrpc": "2.0", "id": true,
+                     "error": {"code": -32602, "message": "tasks/get: params must be an object"}})
+        )
+    );
+    let (status, _, body) = call(&f, "/custom/rpc", "5", JSON, None).await;
+    assert_eq!((status, body.get("id"), body["error"]["code"].clone()), (400, None, json!(-32600)));
+}

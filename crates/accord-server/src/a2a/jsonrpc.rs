@@ -2,17 +2,20 @@
 //! the eleven methods, SSE for the two streaming ones.
 //!
 //! Checks, in order: content type (`-32005` unless it is `application/json` or
-//! `application/a2a+json`), body size, JSON (`-32700`), envelope (`-32600`), `A2A-Version`
-//! (`-32009`), method (`-32601`), params (`-32602`). Every error carries a `google.rpc.ErrorInfo`
-//! in `data` when the spec names a reason. Errors before a stream's first event are plain
-//! JSON-RPC responses; a stream's events are `data: {"jsonrpc":"2.0","id":…,"result":…}` with the
-//! task log's sequence as the SSE `id`.
+//! `application/a2a+json`), body size, JSON (`-32700`), envelope (`-32600`; a JSON array is a
+//! batch, which is not supported: refused whole, `id: null`), `A2A-Version` (`-32009`), method
+//! (`-32601`), params (`-32602`). Every error carries a `google.rpc.ErrorInfo` in `data` when the
+//! spec names a reason. Errors before a stream's first event are plain JSON-RPC responses; a
+//! stream's events are `data: {"jsonrpc":"2.0","id":…,"result":…}` with the task log's sequence as
+//! the SSE `id`. The envelope is read and written by [`accord_types::jsonrpc`], strictly as the
+//! specification says.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use accord_types::a2a::jsonrpc::methods;
-use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, JsonRpcResponse, Validate};
+use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
+use accord_types::jsonrpc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -33,13 +36,13 @@ pub(crate) struct JsonRpcState {
 }
 
 fn rpc_error(id: Value, error: &A2aError) -> Response {
-    let body = JsonRpcResponse::<Value>::failure(id, error);
+    let body = jsonrpc::Response::<Value>::failure(id, error);
     (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response()
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
     match serde_json::to_value(result) {
-        Ok(result) => (StatusCode::OK, axum::Json(JsonRpcResponse::success(id, result))).into_response(),
+        Ok(result) => (StatusCode::OK, axum::Json(jsonrpc::Response::success(id, result))).into_response(),
         Err(error) => {
             tracing::error!(%error, "A2A result does not serialize");
             rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
@@ -161,7 +164,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
 
 fn sse(id: Value, stream: super::A2aStream) -> Response {
     let events = stream.map(move |(sequence, response)| {
-        let body = JsonRpcResponse::success(id.clone(), response);
+        let body = jsonrpc::Response::success(id.clone(), response);
         let data = serde_json::to_string(&body).unwrap_or_default();
         let event = Event::default().data(data);
         Ok::<_, Infallible>(match sequence {

@@ -556,7 +556,7 @@ impl A2aError {
             // Serializing these types into a `Value` cannot fail: every map key is a string.
             Some(Value::Array(details.iter().filter_map(|detail| serde_json::to_value(detail).ok()).collect()))
         };
-        JsonRpcError { code: self.code(), message: self.message.clone(), data }
+        JsonRpcError { code: i64::from(self.code()), message: self.message.clone(), data }
     }
 
     /// The HTTP status of the REST binding.
@@ -583,7 +583,7 @@ impl A2aError {
 
     /// Reads a JSON-RPC `error` object back (client side), when its code is in the catalogue.
     pub fn from_jsonrpc_error(error: &JsonRpcError) -> Option<Self> {
-        let kind = A2aErrorKind::from_code(error.code)?;
+        let kind = error.kind()?;
         let details: Vec<ErrorDetail> = match &error.data {
             Some(Value::Array(items)) => {
                 items.iter().filter_map(|item| serde_json::from_value(item.clone()).ok()).collect()

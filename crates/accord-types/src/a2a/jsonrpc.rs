@@ -1,18 +1,23 @@
-//! The JSON-RPC 2.0 envelope of the A2A JSON-RPC binding (spec §9): requests, responses, error
-//! objects, and the v1.0 method names.
+//! The JSON-RPC 2.0 envelope of the A2A JSON-RPC binding (spec §9): the v1.0 method names, and
+//! the shared envelope of [`crate::jsonrpc`] seen through A2A errors.
+//!
+//! The response, outcome and error-object types are the shared ones under their A2A names;
+//! [`JsonRpcRequest`] wraps the shared [`Request`] so that reading one answers with an
+//! [`A2aError`] (its catalogue messages) and its params decode into A2A request messages.
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::de::present_value;
 use super::errors::{A2aError, A2aErrorKind};
 use super::validate::Validate;
-
-/// The `jsonrpc` member of every request and response.
-pub const JSONRPC_VERSION: &str = "2.0";
+pub use crate::jsonrpc::{
+    ErrorObject as JsonRpcError, Outcome as JsonRpcOutcome, Response as JsonRpcResponse, VERSION as JSONRPC_VERSION,
+};
+use crate::jsonrpc::{ErrorObject, ParseError, ParseErrorKind, Request};
 
 /// The JSON-RPC method names of A2A v1.0 (equal to the gRPC RPC names).
 pub mod methods {
@@ -55,20 +60,11 @@ pub mod methods {
     ];
 }
 
-/// A JSON-RPC 2.0 request.
+/// A JSON-RPC 2.0 request: the shared [`Request`] (its fields and methods are reachable through
+/// it), read with A2A errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcRequest {
-    /// Always `"2.0"`.
-    pub jsonrpc: String,
-    /// The id: a string, a number or `null`; `None` when absent (a notification).
-    #[serde(default, deserialize_with = "present_value", skip_serializing_if = "Option::is_none")]
-    pub id: Option<Value>,
-    /// The method, e.g. `SendMessage`.
-    pub method: String,
-    /// The parameters: the ProtoJSON request message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<Value>,
-}
+#[serde(transparent)]
+pub struct JsonRpcRequest(pub Request);
 
 /// Why a body is not a JSON-RPC request, with the id to answer with (`null` when unknown).
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +73,20 @@ pub struct RequestParseError {
     pub id: Value,
     /// [`A2aErrorKind::JsonParse`] or [`A2aErrorKind::InvalidRequest`].
     pub error: A2aError,
+}
+
+impl From<ParseError> for RequestParseError {
+    fn from(error: ParseError) -> Self {
+        let a2a = match error.kind {
+            ParseErrorKind::NotJson => A2aError::new(A2aErrorKind::JsonParse),
+            kind => A2aError::new(A2aErrorKind::InvalidRequest).with_message(format!(
+                "{}: {}",
+                A2aErrorKind::InvalidRequest.default_message(),
+                kind.reason()
+            )),
+        };
+        Self { id: error.response_id(), error: a2a }
+    }
 }
 
 impl fmt::Display for RequestParseError {
@@ -90,62 +100,29 @@ impl std::error::Error for RequestParseError {}
 impl JsonRpcRequest {
     /// A request with an id.
     pub fn new(id: impl Into<Value>, method: impl Into<String>, params: Value) -> Self {
-        Self { jsonrpc: JSONRPC_VERSION.to_owned(), id: Some(id.into()), method: method.into(), params: Some(params) }
+        Self(Request::new(id, method, params))
     }
 
-    /// Reads a request body: not JSON → -32700; JSON that is not a single request object with
-    /// `jsonrpc: "2.0"`, a string `method`, an id that is a string, number or null, and object or
-    /// array `params` when present → -32600.
+    /// Reads a request body with the checks of [`Request::parse`]: not JSON → -32700; a batch or
+    /// JSON that is not a single request object with `jsonrpc: "2.0"`, a string `method`, an id
+    /// that is a string, number or null, and object or array `params` when present → -32600.
     pub fn parse(body: &[u8]) -> Result<Self, RequestParseError> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|_| RequestParseError { id: Value::Null, error: A2aError::new(A2aErrorKind::JsonParse) })?;
-        Self::from_value(value)
+        Request::parse(body).map(Self).map_err(RequestParseError::from)
     }
 
     /// Reads a request already parsed as JSON, with the checks of [`JsonRpcRequest::parse`].
     pub fn from_value(value: Value) -> Result<Self, RequestParseError> {
-        let invalid = |id: Value, why: &str| RequestParseError {
-            id,
-            error: A2aError::new(A2aErrorKind::InvalidRequest)
-                .with_message(format!("{}: {why}", A2aErrorKind::InvalidRequest.default_message())),
-        };
-        let Value::Object(mut object) = value else {
-            return Err(invalid(Value::Null, "the body must be a JSON-RPC request object"));
-        };
-        let id = object.remove("id");
-        let response_id = match &id {
-            Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
-            Some(_) => return Err(invalid(Value::Null, "id must be a string, a number or null")),
-            None => Value::Null,
-        };
-        if object.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC_VERSION) {
-            return Err(invalid(response_id, "jsonrpc must be \"2.0\""));
-        }
-        let Some(Value::String(method)) = object.remove("method") else {
-            return Err(invalid(response_id, "method must be a string"));
-        };
-        let params = match object.remove("params") {
-            None | Some(Value::Null) => None,
-            Some(params @ (Value::Object(_) | Value::Array(_))) => Some(params),
-            Some(_) => return Err(invalid(response_id, "params must be an object or an array")),
-        };
-        Ok(Self { jsonrpc: JSONRPC_VERSION.to_owned(), id, method, params })
+        Request::from_value(value).map(Self).map_err(RequestParseError::from)
     }
 
-    /// Whether the request has no id (a notification, which gets no response).
-    pub fn is_notification(&self) -> bool {
-        self.id.is_none()
-    }
-
-    /// The id to answer with (`null` for a notification).
-    pub fn response_id(&self) -> Value {
-        self.id.clone().unwrap_or(Value::Null)
+    /// The shared request.
+    pub fn into_inner(self) -> Request {
+        self.0
     }
 
     /// Decodes the params as `T`; absent params read as `{}`. Failure → -32602 naming the problem.
     pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, A2aError> {
-        let params = self.params.clone().unwrap_or_else(|| Value::Object(serde_json::Map::new()));
-        serde_json::from_value(params).map_err(|error| {
+        serde_json::from_value(self.params_or_empty()).map_err(|error| {
             A2aError::new(A2aErrorKind::InvalidParams)
                 .with_message(format!("{}: {error}", A2aErrorKind::InvalidParams.default_message()))
         })
@@ -159,74 +136,80 @@ impl JsonRpcRequest {
     }
 }
 
-/// A JSON-RPC error object: `{code, message, data?}`. Build one for an A2A error with
-/// [`A2aError::to_jsonrpc_error`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcError {
-    /// The error code.
-    pub code: i32,
-    /// A short description.
-    pub message: String,
-    /// Details; for A2A errors, an array holding a `google.rpc.ErrorInfo`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+impl Deref for JsonRpcRequest {
+    type Target = Request;
+
+    fn deref(&self) -> &Request {
+        &self.0
+    }
 }
 
-impl JsonRpcError {
-    /// The catalogue entry of this code, if any.
+impl DerefMut for JsonRpcRequest {
+    fn deref_mut(&mut self) -> &mut Request {
+        &mut self.0
+    }
+}
+
+impl From<Request> for JsonRpcRequest {
+    fn from(request: Request) -> Self {
+        Self(request)
+    }
+}
+
+impl From<&A2aError> for ErrorObject {
+    /// The A2A rendering, [`A2aError::to_jsonrpc_error`]: `data` holds the `ErrorInfo`.
+    fn from(error: &A2aError) -> Self {
+        error.to_jsonrpc_error()
+    }
+}
+
+impl ErrorObject {
+    /// The A2A catalogue entry of this code, if any (A2A binding).
     pub fn kind(&self) -> Option<A2aErrorKind> {
-        A2aErrorKind::from_code(self.code)
+        i32::try_from(self.code).ok().and_then(A2aErrorKind::from_code)
     }
 }
 
-impl fmt::Display for JsonRpcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JSON-RPC error {}: {}", self.code, self.message)
-    }
-}
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
 
-impl std::error::Error for JsonRpcError {}
+    use super::*;
+    use crate::jsonrpc;
 
-/// The outcome of a call: exactly one of `result` and `error`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JsonRpcOutcome<T> {
-    /// `result`: the method's result.
-    Result(T),
-    /// `error`: why it failed.
-    Error(JsonRpcError),
-}
-
-/// A JSON-RPC 2.0 response, `{"jsonrpc":"2.0","id":…,"result":…}` or `{…,"error":{…}}`. `T` is the
-/// result type (a [`serde_json::Value`] by default; `StreamResponse` for a stream's events).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcResponse<T = Value> {
-    /// Always `"2.0"`.
-    pub jsonrpc: String,
-    /// The request's id (`null` when it could not be read).
-    #[serde(default)]
-    pub id: Value,
-    /// The result or the error.
-    #[serde(flatten)]
-    pub outcome: JsonRpcOutcome<T>,
-}
-
-impl<T> JsonRpcResponse<T> {
-    /// A success.
-    pub fn success(id: Value, result: T) -> Self {
-        Self { jsonrpc: JSONRPC_VERSION.to_owned(), id, outcome: JsonRpcOutcome::Result(result) }
-    }
-
-    /// A failure carrying `error` (with its `ErrorInfo` in `data` for A2A errors).
-    pub fn failure(id: Value, error: &A2aError) -> Self {
-        Self { jsonrpc: JSONRPC_VERSION.to_owned(), id, outcome: JsonRpcOutcome::Error(error.to_jsonrpc_error()) }
-    }
-
-    /// The result, or the error object.
-    pub fn into_result(self) -> Result<T, JsonRpcError> {
-        match self.outcome {
-            JsonRpcOutcome::Result(result) => Ok(result),
-            JsonRpcOutcome::Error(error) => Err(error),
+    #[test]
+    fn the_catalogue_uses_the_standard_codes() {
+        for (kind, code) in [
+            (A2aErrorKind::JsonParse, jsonrpc::PARSE_ERROR),
+            (A2aErrorKind::InvalidRequest, jsonrpc::INVALID_REQUEST),
+            (A2aErrorKind::MethodNotFound, jsonrpc::METHOD_NOT_FOUND),
+            (A2aErrorKind::InvalidParams, jsonrpc::INVALID_PARAMS),
+            (A2aErrorKind::Internal, jsonrpc::INTERNAL_ERROR),
+        ] {
+            assert_eq!(i64::from(kind.code()), code, "{kind}");
+            assert_eq!(JsonRpcError::new(code, "x").kind(), Some(kind));
         }
+        assert_eq!(JsonRpcError::new(i64::from(i32::MAX) + 1, "x").kind(), None);
+    }
+
+    #[test]
+    fn a_batch_is_an_invalid_request_answered_with_id_null() {
+        let error = JsonRpcRequest::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#).expect_err("batch");
+        assert_eq!((error.id.clone(), error.error.kind), (Value::Null, A2aErrorKind::InvalidRequest));
+        assert_eq!(error.error.message, "Request payload validation error: batch requests are not supported");
+        assert_eq!(
+            serde_json::to_value(JsonRpcResponse::<Value>::failure(error.id, &error.error)).expect("json"),
+            json!({"jsonrpc": "2.0", "id": null,
+                   "error": {"code": -32600, "message": "Request payload validation error: batch requests are not supported"}})
+        );
+    }
+
+    #[test]
+    fn the_wrapper_reads_and_writes_as_the_shared_request() {
+        let request = JsonRpcRequest::new("r", methods::GET_TASK, json!({"id": "t"}));
+        let wire = serde_json::to_value(&request).expect("json");
+        assert_eq!(wire, serde_json::to_value(&request.0).expect("json"));
+        assert_eq!(serde_json::from_value::<JsonRpcRequest>(wire).expect("serde"), request);
+        assert_eq!((request.method.as_str(), request.response_id()), (methods::GET_TASK, json!("r")));
     }
 }

@@ -21,11 +21,12 @@
 //!   and produced by [`time`].
 //!
 //! [`errors`] holds the A2A error catalogue and its JSON-RPC and REST renderings, [`jsonrpc`] the
-//! JSON-RPC 2.0 envelope. The module owns shapes only: no I/O, no task rules, no routing.
+//! A2A view of the shared JSON-RPC 2.0 envelope ([`crate::jsonrpc`]). The module owns shapes
+//! only: no I/O, no task rules, no routing.
 
 #[macro_use]
 mod oneof;
-mod de;
+pub(crate) mod de;
 
 pub mod card;
 pub mod errors;
