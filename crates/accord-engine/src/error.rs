@@ -235,7 +235,8 @@ impl From<crate::task::TaskFailure> for Error {
             | TaskFailure::NotCancellable { id, .. }
             | TaskFailure::CancelRace { id }
             | TaskFailure::ClaimLost { id }
-            | TaskFailure::NotWaiting { id, .. } => Some(id.clone()),
+            | TaskFailure::NotWaiting { id, .. }
+            | TaskFailure::NotAdmitted { id } => Some(id.clone()),
             _ => None,
         };
         let kind = match failure {
@@ -246,6 +247,7 @@ impl From<crate::task::TaskFailure> for Error {
             TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
             TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
             TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,
+            TaskFailure::NotAdmitted { .. } => ErrorKind::PaymentRequired,
             TaskFailure::Closed => ErrorKind::ShuttingDown,
             TaskFailure::Store(_) => ErrorKind::Unavailable,
         };

@@ -514,8 +514,9 @@ async fn only_receipt_headers_are_copied_and_the_response_is_private() {
 }
 
 #[tokio::test]
-async fn the_other_faces_refuse_a_priced_task_instead_of_running_it_free() {
+async fn the_other_faces_never_run_a_priced_task_for_free() {
     let paid = paid(Setup::default()).await;
+    // The A2A faces ask for the payment through the x402 extension (see `paid_a2a.rs`).
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m", "role": "ROLE_USER", "parts": [{"data": {}}], "metadata": {"skillId": "work"}}}});
     let response = reqwest::Client::new()
@@ -526,7 +527,10 @@ async fn the_other_faces_refuse_a_priced_task_instead_of_running_it_free() {
         .await
         .expect("a2a");
     let answer: Value = response.json().await.expect("json");
-    assert_eq!(answer["error"]["code"], -32004, "{answer}");
+    let status = &answer["result"]["task"]["status"];
+    assert_eq!(status["state"], "TASK_STATE_INPUT_REQUIRED", "{answer}");
+    assert_eq!(status["message"]["metadata"]["x402.payment.status"], "payment-required", "{answer}");
+    // The JSON-RPC tasks face has no payment step: it refuses.
     let rpc = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/send", "params": {"skill": "work", "input": {}}});
     let answer: Value = reqwest::Client::new()
         .post(paid.server.url("/a2a/tasks"))
@@ -538,7 +542,7 @@ async fn the_other_faces_refuse_a_priced_task_instead_of_running_it_free() {
         .await
         .expect("json");
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    assert!(paid.tasks().await.is_empty());
+    assert!(paid.tasks().await.is_empty(), "no task of this owner");
     assert_eq!(paid.settled().await, 0);
 }
 

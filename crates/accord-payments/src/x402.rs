@@ -416,6 +416,35 @@ pub fn settlement_receipt(response: &SettleResponse, legacy: bool) -> Receipt {
     Receipt::new(headers)
 }
 
+/// The `PaymentRequired` an x402 challenge carries in its `PAYMENT-REQUIRED` header, for a
+/// transport that carries it elsewhere (the A2A x402 extension puts it in message metadata).
+/// `None` when the challenge has no such header (it is not an x402 challenge).
+pub fn challenge_payment_required(challenge: &Challenge) -> Option<PaymentRequired> {
+    let header = challenge.headers.get(PAYMENT_REQUIRED)?.to_str().ok()?;
+    serde_json::from_value(b64_json_decode(header)?).ok()
+}
+
+/// Request headers carrying `payload` — an x402 `PaymentPayload` (v2, or v1) received by another
+/// transport — as an HTTP client sends it (`PAYMENT-SIGNATURE`), so that a rail reads it exactly
+/// like a credential that came in a header.
+pub fn credential_headers(payload: &Value) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(PAYMENT_SIGNATURE, b64_json_header(payload));
+    headers
+}
+
+/// The `SettleResponse`s a receipt carries (its `PAYMENT-RESPONSE` headers), decoded.
+pub fn receipt_settlements(receipt: &Receipt) -> Vec<SettleResponse> {
+    receipt
+        .headers
+        .get_all(PAYMENT_RESPONSE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .filter_map(b64_json_decode)
+        .filter_map(|json| serde_json::from_value(json).ok())
+        .collect()
+}
+
 /// The x402 v1 form of v2 requirements for `request`.
 pub fn requirements_v1(requirements: &PaymentRequirements, request: &PaymentRequest<'_>) -> PaymentRequirementsV1 {
     PaymentRequirementsV1 {
@@ -987,6 +1016,41 @@ mod tests {
         headers.insert(PAYMENT_SIGNATURE, b64_json_header(&payload));
         let error = rail.verify(&request(&price, &headers)).await.expect_err("no facilitator");
         assert!(matches!(error, PaymentError::Unavailable { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn the_challenge_credential_and_receipt_travel_outside_headers_unchanged() {
+        let rail = X402Rail::new("http://127.0.0.1:9").expect("rail");
+        let price = price();
+        let headers = HeaderMap::new();
+        let challenge = rail.challenge(&request(&price, &headers));
+        let required = challenge_payment_required(&challenge).expect("a PaymentRequired");
+        assert_eq!(required.accepts, vec![rail.requirements(&price)]);
+        assert_eq!(required.resource.url, "https://agent.example/entrypoints/echo/invoke");
+        assert!(challenge_payment_required(&Challenge { headers: HeaderMap::new(), body: json!({}) }).is_none());
+
+        let payload = PaymentPayload {
+            x402_version: 2,
+            resource: Some(required.resource),
+            accepted: rail.requirements(&price),
+            payload: json!({"signed": true}),
+            extensions: None,
+        };
+        let carried = credential_headers(&serde_json::to_value(&payload).expect("json"));
+        match read_credential(&carried) {
+            Some((Ok(Credential::V2(read)), false)) => assert_eq!(*read, payload),
+            other => panic!("{other:?}"),
+        }
+
+        let answer = SettleResponse {
+            success: true,
+            error_reason: None,
+            payer: Some("p".into()),
+            transaction: "t".into(),
+            network: "accord:local".into(),
+        };
+        assert_eq!(receipt_settlements(&settlement_receipt(&answer, true)), vec![answer]);
+        assert!(receipt_settlements(&Receipt::default()).is_empty());
     }
 
     #[test]

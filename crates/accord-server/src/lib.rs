@@ -253,6 +253,8 @@ pub fn router(agent: &Agent) -> Router {
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
+    // Declared before anything reads the extensions: the A2A core and the card get the same list.
+    let config = a2a::x402::declare(agent, config);
     // One task service behind every face: the faces translate, the service decides.
     let service = config.tasks.as_ref().map(|runtime| {
         let mut service_config = config.task_service.clone();
@@ -276,7 +278,11 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
     };
     let a2a_jsonrpc = match (&service, &config.a2a) {
         (Some(service), Some(a2a_config)) => {
-            let core = a2a::A2aCore { service: service.clone(), extensions: a2a_config.extensions.clone().into() };
+            let core = a2a::A2aCore {
+                service: service.clone(),
+                extensions: a2a_config.extensions.clone().into(),
+                payments: config.payments.clone(),
+            };
             let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
                 core: core.clone(),
                 body_limit: config.body_limit,

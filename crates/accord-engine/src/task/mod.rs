@@ -23,8 +23,8 @@ pub mod token;
 pub use memory::{MemoryStore, MemoryStoreConfig};
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
 pub use service::{
-    AnonymousAccess, Caller, PaidStart, PaymentFlow, SendInput, SendRequest, ServiceConfig, SettleFailure,
-    SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
+    AnonymousAccess, Caller, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest, ServiceConfig,
+    SettleFailure, SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
 };
 pub use store::{Durability, ListQuery, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event};
 pub use token::{AccessToken, InvalidToken, OwnerHash};

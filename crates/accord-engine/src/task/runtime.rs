@@ -137,6 +137,12 @@ pub enum TaskFailure {
         /// Its state.
         state: TaskState,
     },
+    /// A follow-up message reached a task that waits for its admission (a paid task waiting for
+    /// its payment): only the message that pays for it continues it.
+    NotAdmitted {
+        /// The id.
+        id: TaskId,
+    },
     /// The runtime is closed.
     Closed,
     /// The store failed.
@@ -157,6 +163,7 @@ impl std::fmt::Display for TaskFailure {
                 write!(f, "Task \"{id}\" has ended and takes no more messages")
             }
             Self::NotWaiting { id, .. } => write!(f, "Task \"{id}\" is not waiting for a message"),
+            Self::NotAdmitted { id } => write!(f, "Task \"{id}\" waits for its payment"),
             Self::Closed => f.write_str("the task runtime is closed"),
             Self::Store(error) => write!(f, "{error}"),
         }
@@ -375,34 +382,82 @@ impl TaskRuntime {
         prepared.activate().await
     }
 
+    /// Reserves a task that waits for its caller before it may run at all (a paid task waiting
+    /// for its payment): reserved as by [`TaskRuntime::reserve`], then `input-required` with the
+    /// agent's `message` as its status message, unclaimed. It is admitted only by
+    /// [`TaskRuntime::take_turn`] followed by [`TaskRuntime::prepare`]; until then
+    /// [`TaskRuntime::resume`] refuses it, and once its admission expires the store cancels it.
+    pub async fn reserve_awaiting(&self, reservation: Reservation, message: Message) -> Result<Task, TaskFailure> {
+        let task = self.reserve(reservation).await?;
+        let message = Message { role: crate::run::Role::Agent, ..message };
+        let waiting = TaskEventKind::Status { state: TaskState::InputRequired, message: Some(message) };
+        let record =
+            self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], waiting, None, now_ms()).await?;
+        Ok(record.map_or(task, |record| record.task))
+    }
+
+    /// The owner's task when it waits for its caller and was never admitted — reserved by
+    /// [`TaskRuntime::reserve_awaiting`] and not claimed since (a paid task waiting for its
+    /// payment); `None` for any other task of the owner.
+    pub async fn awaiting_admission(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Task>, TaskFailure> {
+        match self.inner.store.get(id).await? {
+            Some(record) if record.owner == *owner => {
+                // A claim clears the admission expiry, so a waiting task that still has one never ran.
+                let awaiting = WAITING_STATES.contains(&record.task.state)
+                    && record.admission_expires_at.is_some()
+                    && record.lease.is_none();
+                Ok(awaiting.then_some(record.task))
+            }
+            _ => Err(TaskFailure::NotFound { id: id.clone() }),
+        }
+    }
+
+    /// Takes the turn on the owner's task that waits for input or authorization, without
+    /// starting its handler: the agent's pending question (its status message) and then the
+    /// caller's `message` join the history, and the task turns `working`. Returns the task as it
+    /// is then. Of two callers racing for one waiting task, one takes the turn and the other is
+    /// refused with [`TaskFailure::NotWaiting`], as is a caller reaching a task that is running
+    /// or has ended.
+    pub async fn take_turn(&self, id: &TaskId, owner: &OwnerHash, message: Message) -> Result<Task, TaskFailure> {
+        self.ensure_open()?;
+        let task = self.get(id, owner).await?;
+        if !WAITING_STATES.contains(&task.state) {
+            return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
+        }
+        let store = &self.inner.store;
+        // The turn is taken by whoever moves the task to `working` first; the history is written
+        // after that, by the winner only, before anything runs.
+        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
+        let Some(mut record) = store.compare_and_set(id, WAITING_STATES, working, None, now_ms()).await? else {
+            let state = self.get(id, owner).await?.state;
+            return Err(TaskFailure::NotWaiting { id: id.clone(), state });
+        };
+        for message in task.status_message.into_iter().chain([message]) {
+            let event = TaskEventKind::Message { message };
+            if let Some(written) = store.compare_and_set(id, &[TaskState::Working], event, None, now_ms()).await? {
+                record = written;
+            }
+        }
+        Ok(record.task)
+    }
+
     /// Resumes the owner's task that waits for input or authorization with the caller's
-    /// follow-up `message`: the agent's pending question (its status message) and then `message`
-    /// join the history, the task turns `working`, and the skill's handler runs again on this
-    /// worker — with the task's original input, and the task (history included) as
-    /// [`Run::task`](crate::Run::task), so [`Run::message`](crate::Run::message) is `message`.
+    /// follow-up `message`: the turn is taken ([`TaskRuntime::take_turn`]), and the skill's
+    /// handler runs again on this worker — with the task's original input, and the task (history
+    /// included) as [`Run::task`](crate::Run::task), so [`Run::message`](crate::Run::message) is
+    /// `message`.
     ///
-    /// A task that is running or has ended is refused with [`TaskFailure::NotWaiting`]. Crash
+    /// A task that is running or has ended is refused with [`TaskFailure::NotWaiting`]; a task
+    /// that was never admitted (waiting for its payment) with [`TaskFailure::NotAdmitted`]. Crash
     /// safety is that of any run: once `working`, a lapsed lease makes the task a recovery
     /// candidate, and a recovered run sees the same history. Of two follow-ups racing for one
     /// waiting task, one resumes it and the other is refused.
     pub async fn resume(&self, id: &TaskId, owner: &OwnerHash, message: Message) -> Result<Task, TaskFailure> {
         self.ensure_open()?;
-        let task = self.get(id, owner).await?;
-        if !matches!(task.state, TaskState::InputRequired | TaskState::AuthRequired) {
-            return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
+        if self.awaiting_admission(id, owner).await?.is_some() {
+            return Err(TaskFailure::NotAdmitted { id: id.clone() });
         }
-        let store = &self.inner.store;
-        // The turn is taken by whoever moves the task to `working` first; the history is written
-        // after that, by the winner only, before the handler starts.
-        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
-        if store.compare_and_set(id, WAITING_STATES, working, None, now_ms()).await?.is_none() {
-            let state = self.get(id, owner).await?.state;
-            return Err(TaskFailure::NotWaiting { id: id.clone(), state });
-        }
-        for message in task.status_message.into_iter().chain([message]) {
-            let event = TaskEventKind::Message { message };
-            store.compare_and_set(id, &[TaskState::Working], event, None, now_ms()).await?;
-        }
+        self.take_turn(id, owner, message).await?;
         match self.prepare(id).await {
             Ok(prepared) => prepared.activate().await,
             // Another worker's recovery took the task over between the two steps: it runs there.
@@ -417,7 +472,19 @@ impl TaskRuntime {
     /// terminal state it reached first. A task still active in the answer means the end could not
     /// be recorded; the caller must not report it as running.
     pub async fn fail(&self, id: &TaskId, error: SkillError) -> Result<Task, TaskFailure> {
-        let event = TaskEventKind::Error { state: TaskState::Failed, error };
+        self.end(id, TaskEventKind::Error { state: TaskState::Failed, error }).await
+    }
+
+    /// Ends a task as `failed` with the agent's `message` as its status message (the message says
+    /// why; no error record is kept), unless it already ended — as [`TaskRuntime::fail`] does, for
+    /// callers whose wire carries the reasons in a message (a payment's outcome, say).
+    pub async fn fail_with_message(&self, id: &TaskId, message: Message) -> Result<Task, TaskFailure> {
+        let message = Message { role: crate::run::Role::Agent, ..message };
+        self.end(id, TaskEventKind::Status { state: TaskState::Failed, message: Some(message) }).await
+    }
+
+    /// Records a terminal `event` on a task that has not ended, and stops its local handler.
+    async fn end(&self, id: &TaskId, event: TaskEventKind) -> Result<Task, TaskFailure> {
         if let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? {
             if let Some(token) = self.inner.local().get(id) {
                 token.cancel();
@@ -555,6 +622,16 @@ impl PreparedExecution {
     /// Activates the claim and starts the handler and its `max_run` timer. Returns the task as it
     /// is once running (or failed, when its stored input no longer fits the skill).
     pub async fn activate(self) -> Result<Task, TaskFailure> {
+        self.activate_with(None).await
+    }
+
+    /// [`PreparedExecution::activate`], the task turning `working` with the agent's `status` as
+    /// its status message when one is given (evidence gathered before the run, such as a
+    /// payment's receipts). The run carries that message's metadata onto the message it closes
+    /// with (the skill's own keys win), and closes with the message itself when the skill gives
+    /// none — so the evidence stays on the task's final status, also when another worker
+    /// recovers the run.
+    pub async fn activate_with(self, status: Option<Message>) -> Result<Task, TaskFailure> {
         let PreparedExecution { runtime, id, heartbeat } = self;
         drop(heartbeat);
         let inner = Arc::clone(&runtime.inner);
@@ -577,13 +654,17 @@ impl PreparedExecution {
                 return failed.map(|record| record.task).ok_or(TaskFailure::ClaimLost { id });
             }
         };
-        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
-        let task =
-            match inner.store.compare_and_set(&id, &[TaskState::Submitted], working, Some(&worker), now_ms()).await? {
-                Some(record) => record.task,
-                // Already working: a recovered task keeps its state.
-                None => record.task,
-            };
+        // Without a status message only a `submitted` task changes: a recovered one keeps its
+        // state and status message. With one, a task already `working` (its turn taken by a
+        // follow-up) takes the message too.
+        let expected: &[TaskState] =
+            if status.is_some() { &[TaskState::Submitted, TaskState::Working] } else { &[TaskState::Submitted] };
+        let status = status.map(|message| Message { role: crate::run::Role::Agent, ..message });
+        let working = TaskEventKind::Status { state: TaskState::Working, message: status };
+        let task = match inner.store.compare_and_set(&id, expected, working, Some(&worker), now_ms()).await? {
+            Some(record) => record.task,
+            None => record.task,
+        };
         let cancel = CancellationToken::new();
         inner.local().insert(id.clone(), cancel.clone());
         tokio::spawn(execute(inner, task.clone(), valid, cancel));
@@ -640,6 +721,9 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     let drain = CancellationToken::new();
     let forwarder = tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone()));
 
+    // The status message the run starts under (set at activation, else none) stays on the
+    // message it closes with.
+    let started_under = task.status_message.clone();
     let run = inner.agent.run_for_task(valid, task, cancel.clone(), Some(sink));
     let outcome = tokio::time::timeout(inner.config.max_run, run).await;
     stop_heartbeat.cancel();
@@ -671,7 +755,7 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
                     output: completion.output,
                     usage: completion.usage,
                     model: completion.model,
-                    message: completion.message,
+                    message: carry(completion.message, started_under.as_ref()),
                     reply: completion.reply,
                 },
             })
@@ -679,7 +763,11 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         Ok(Err(RunError::Cancelled)) => None,
         Ok(Err(RunError::Incomplete { status, message })) => {
             // The agent's message travels whole (all parts, its id) into the log.
-            let message = message.map(|message| Message { role: crate::run::Role::Agent, ..message });
+            let message = message.map(|message| Message {
+                role: crate::run::Role::Agent,
+                metadata: merged_metadata(message.metadata, started_under.as_ref()),
+                ..message
+            });
             match status {
                 EndStatus::InputRequired => {
                     release_lease = true;
@@ -707,6 +795,30 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         let _ = inner.store.renew_execution_claim(&id, &worker, now, now).await;
     }
     inner.local().remove(&id);
+}
+
+/// The message a run closes with: the skill's, with the metadata of the status message the run
+/// started under added beneath the skill's own keys; or, when the skill gives none, that status
+/// message itself.
+fn carry(closing: Option<Message>, started_under: Option<&Message>) -> Option<Message> {
+    match closing {
+        Some(mut message) => {
+            message.metadata = merged_metadata(message.metadata.take(), started_under);
+            Some(message)
+        }
+        None => started_under.cloned(),
+    }
+}
+
+/// `own` over the metadata of `started_under`.
+fn merged_metadata(
+    own: Option<serde_json::Map<String, Value>>,
+    started_under: Option<&Message>,
+) -> Option<serde_json::Map<String, Value>> {
+    let Some(inherited) = started_under.and_then(|message| message.metadata.clone()) else { return own };
+    let mut merged = inherited;
+    merged.extend(own.unwrap_or_default());
+    Some(merged)
 }
 
 /// A fenced write whose refusal is expected (the task was cancelled or taken over) and whose

@@ -116,16 +116,19 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         Err(error) => return rpc_error(id, &error),
     };
     let owner = caller_of(parts.extensions.get::<Principal>());
+    let resource = super::resource_of(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
     let last_event_id =
         parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
     let outcome = match request.method.as_str() {
         methods::SEND_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
-            Ok(params) => core.send_message(params, owner).await.map(|response| rpc_result(id.clone(), response)),
+            Ok(params) => {
+                core.send_message(params, owner, resource).await.map(|response| rpc_result(id.clone(), response))
+            }
             Err(error) => Err(error),
         },
         methods::SEND_STREAMING_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
-            Ok(params) => core.send_streaming(params, owner).await.map(|stream| sse(id.clone(), stream)),
+            Ok(params) => core.send_streaming(params, owner, resource).await.map(|stream| sse(id.clone(), stream)),
             Err(error) => Err(error),
         },
         methods::GET_TASK => match params::<a2a::GetTaskRequest>(&request) {

@@ -21,6 +21,9 @@
 //! return that Message instead of the task (which is still recorded, completed, so the exchange
 //! stays listable). Streams and `returnImmediately` see the task.
 //!
+//! **Paid tasks.** A priced skill is paid through the x402 extension (see [`x402`]) when the
+//! server collects with an x402 rail; otherwise it is refused (`UnsupportedOperationError`).
+//!
 //! **Tenants.** A request's `tenant` (the REST path prefix, or the field in JSON-RPC params)
 //! scopes the caller: the same caller under another tenant is another owner and sees none of the
 //! first one's tasks.
@@ -29,8 +32,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use accord_engine::task::{
-    Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskService, TaskUpdates,
-    Wait,
+    Caller, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskService,
+    TaskUpdates, Wait,
 };
 use accord_engine::{Error, ErrorKind, Message, Part, Role, TaskState};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamResponse};
@@ -39,6 +42,7 @@ use serde_json::Value;
 
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
+pub(crate) mod x402;
 
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE
 /// `id`, for `Last-Event-ID`).
@@ -85,6 +89,16 @@ pub(crate) struct A2aCore {
     pub(crate) service: TaskService,
     /// The extensions the agent declares (see [`negotiate_extensions`]).
     pub(crate) extensions: std::sync::Arc<[a2a::AgentExtension]>,
+    /// How priced skills are paid (see [`x402`]).
+    pub(crate) payments: Option<crate::PaymentsConfig>,
+}
+
+/// The URL a request was made at, without its query: what a payment request names as the paid
+/// resource.
+pub(crate) fn resource_of(headers: &http::HeaderMap, uri: &http::Uri, extensions: &http::Extensions) -> String {
+    // Nested routers see their own part of the path; the original URI has all of it.
+    let uri = extensions.get::<axum::extract::OriginalUri>().map_or(uri, |original| &original.0);
+    format!("{}{}", crate::card::origin(headers, uri), uri.path())
 }
 
 /// The `A2A-Extensions` service parameter (spec §3.2.6): the comma-separated URIs of the
@@ -168,11 +182,12 @@ impl A2aCore {
     }
 
     /// `SendMessage`: the task once it ends or waits for the caller (or at once with
-    /// `returnImmediately`).
+    /// `returnImmediately`). `resource` is the URL the request was made at.
     pub(crate) async fn send_message(
         &self,
         request: a2a::SendMessageRequest,
         caller: Caller,
+        resource: String,
     ) -> Result<a2a::SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let wait = if configuration.return_immediately == Some(true) {
@@ -180,7 +195,10 @@ impl A2aCore {
         } else {
             Wait::Settled(BLOCKING_WAIT)
         };
-        let task = self.service.send(Self::send_request(request, caller)?, wait).await.map_err(a2a_error)?;
+        let send = Self::send_request(request, caller)?;
+        let caller = send.caller;
+        let task = self.start(send, resource).await?;
+        let task = self.service.wait_for(&caller, task, wait).await.map_err(a2a_error)?;
         if let Some(reply) = direct_reply(&task) {
             return Ok(a2a::SendMessageResponse::Message(reply));
         }
@@ -192,9 +210,40 @@ impl A2aCore {
         &self,
         request: a2a::SendMessageRequest,
         caller: Caller,
+        resource: String,
     ) -> Result<A2aStream, A2aError> {
-        let updates = self.service.send_streaming(Self::send_request(request, caller)?).await.map_err(a2a_error)?;
+        let send = Self::send_request(request, caller)?;
+        let caller = send.caller;
+        let task = self.start(send, resource).await?;
+        let updates = self.service.follow(&caller, task).await.map_err(a2a_error)?;
         Ok(project(updates, String::new(), None))
+    }
+
+    /// Starts or continues the task a message asks for, paying for a priced skill through the
+    /// x402 extension: the task as it is then (running, waiting for its payment, or ended by its
+    /// payment's failure).
+    async fn start(&self, send: SendRequest, resource: String) -> Result<Task, A2aError> {
+        let follow_up = send.task_id.is_some();
+        let mut payment = x402::X402Payment::new(self.payments.as_ref(), resource, send.message.as_ref(), follow_up);
+        let started = self.service.send_paid(send, &mut payment).await.map_err(a2a_error)?;
+        match started {
+            PaidStart::Started { task, .. }
+            | PaidStart::AwaitingPayment { task }
+            | PaidStart::PaymentFailed { task, .. }
+            | PaidStart::EndedAfterPayment { task, .. } => Ok(task),
+            PaidStart::Refused(x402::Refusal::Unpayable(error)) => Err(error),
+            PaidStart::Unconfirmed { task_id, receipt } => {
+                // The payment committed: the caller keeps the task id and the evidence.
+                let receipts = accord_payments::x402::receipt_settlements(&receipt);
+                Err(A2aError::new(A2aErrorKind::Internal)
+                    .with_message("The payment committed but the task's end could not be recorded; read the task again")
+                    .with_metadata("taskId", task_id.to_string())
+                    .with_metadata(x402::RECEIPTS, serde_json::to_string(&receipts).unwrap_or_default()))
+            }
+            // A new message never carries a payment, so nothing else is refused or challenged.
+            _ => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+                .with_message("the payment could not be requested for this skill")),
+        }
     }
 
     /// `SubscribeToTask`: the current task, then its updates (or, with `Last-Event-ID`, the
@@ -313,7 +362,10 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         ErrorKind::TaskNotFound => A2aError::task_not_found(&id),
         ErrorKind::NotCancelable | ErrorKind::CancelConflict => A2aError::new(A2aErrorKind::TaskNotCancelable)
             .with_message(format!("Task \"{id}\" has ended and cannot be canceled")),
-        ErrorKind::TaskRunning | ErrorKind::TaskEnded | ErrorKind::PaymentRequired => {
+        ErrorKind::TaskRunning
+        | ErrorKind::TaskEnded
+        | ErrorKind::PaymentRequired
+        | ErrorKind::DurableStoreRequired => {
             A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(error.message())
         }
         ErrorKind::NoSkill
@@ -444,12 +496,20 @@ fn a2a_artifact(artifact: &accord_engine::Artifact) -> a2a::Artifact {
 }
 
 fn a2a_status(task: &Task) -> a2a::TaskStatus {
+    let failed = matches!(task.state, TaskState::Failed | TaskState::Rejected);
     let message = match (&task.status_message, &task.error) {
-        (Some(message), _) => Some(a2a_message(message, task, usize::MAX)),
-        (None, Some(error)) if matches!(task.state, TaskState::Failed | TaskState::Rejected) => {
+        // A run that failed after starting under a status message (a paid run, whose message
+        // holds the receipts): the error says what happened, the metadata stays.
+        (status, Some(error)) if failed => {
             let message = Message::agent_text(format!("{}: {}", error.code, error.message));
-            Some(a2a_message(&Message { message_id: Some(format!("{}-status", task.id)), ..message }, task, 0))
+            let message = Message {
+                message_id: Some(format!("{}-status", task.id)),
+                metadata: status.as_ref().and_then(|status| status.metadata.clone()),
+                ..message
+            };
+            Some(a2a_message(&message, task, 0))
         }
+        (Some(message), _) => Some(a2a_message(message, task, usize::MAX)),
         _ => None,
     };
     a2a::TaskStatus {

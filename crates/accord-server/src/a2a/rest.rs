@@ -154,10 +154,11 @@ fn from_query<T: DeserializeOwned + Validate>(
 
 async fn send(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
+    let resource = super::resource_of(request.headers(), request.uri(), request.extensions());
     let result = async {
         let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
         body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
-        state.core.send_message(body, owner).await
+        state.core.send_message(body, owner, resource).await
     };
     match result.await {
         Ok(response) => ok(response),
@@ -167,10 +168,11 @@ async fn send(State(state): Shared, params: Params, request: Request) -> Respons
 
 async fn stream(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
+    let resource = super::resource_of(request.headers(), request.uri(), request.extensions());
     let result = async {
         let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
         body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
-        state.core.send_streaming(body, owner).await
+        state.core.send_streaming(body, owner, resource).await
     };
     match result.await {
         Ok(stream) => sse(stream),
