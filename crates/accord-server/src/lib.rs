@@ -214,6 +214,8 @@ pub(crate) struct AppState {
     pub(crate) agent: Agent,
     pub(crate) config: ServerConfig,
     pub(crate) idempotency: IdempotencyStore,
+    /// The one builder of the card every card route serves.
+    pub(crate) card: card::CardBuilder,
 }
 
 pub(crate) type State = axum::extract::State<Arc<AppState>>;
@@ -278,8 +280,12 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
         _ => None,
     };
     let signed = config.signed_card.clone();
-    let state =
-        Arc::new(AppState { agent: agent.clone(), idempotency: IdempotencyStore::new(config.idempotency), config });
+    let state = Arc::new(AppState {
+        agent: agent.clone(),
+        idempotency: IdempotencyStore::new(config.idempotency),
+        card: card::CardBuilder::from_config(agent, &config),
+        config,
+    });
     let router = Router::new().route(card::CARD_PATH, get(card::card));
     let router = match &signed {
         Some(signed) if signed.serves_at_legacy_path() => router,

@@ -46,23 +46,52 @@ async fn both_card_paths_serve_the_same_card_with_caching_headers() {
     assert_eq!(card, legacy);
 
     let base = format!("{}/", server.origin);
-    assert_eq!(card["protocolVersion"], "1.0");
     assert_eq!(card["name"], "card-test");
     assert_eq!(card["version"], "2.3.4");
-    assert_eq!(card["url"], base);
     assert_eq!(
         card["supportedInterfaces"],
         json!([{"url": base, "protocolBinding": "urn:accord:binding:lucid-http", "protocolVersion": "1.0"}])
     );
+    // No v0.3 face is listed, so none of the v0.3 members is written.
+    for member in ["url", "protocolVersion", "supportsAuthenticatedExtendedCard", "preferredTransport"] {
+        assert!(card.get(member).is_none(), "{member}: {card}");
+    }
+    assert!(card["capabilities"].get("stateTransitionHistory").is_none());
     assert_eq!(card["capabilities"]["streaming"], true);
     assert_eq!(card["skills"][0]["id"], "echo");
     assert_eq!(card["skills"][0]["tags"], json!(["demo"]));
-    assert_eq!(card["skills"][0]["x_input_schema"], json!({"type": "object"}));
-    assert_eq!(card["skills"][1]["streaming"], false);
+    // Skills carry only the A2A members; schemas are the params of Accord's skill extension.
+    let skill_members = |index: usize| {
+        let mut names: Vec<String> = card["skills"][index].as_object().expect("skill").keys().cloned().collect();
+        names.sort();
+        names
+    };
+    assert_eq!(skill_members(0), ["description", "id", "inputModes", "name", "outputModes", "tags"]);
+    assert_eq!(skill_members(1), ["description", "id", "inputModes", "name", "outputModes", "tags"]);
+    let extension = skill_extension(&card);
+    assert!(extension.get("required").is_none(), "informational: {extension}");
+    assert_eq!(extension["params"]["skills"]["echo"]["inputSchema"], json!({"type": "object"}));
+    assert_eq!(extension["params"]["skills"]["quiet"]["inputSchema"], json!({}), "no schema: anything goes");
+    assert!(extension["params"]["skills"]["echo"].get("pricing").is_none(), "free");
+    // The Lucid face is on: its entrypoints say which skills stream, with their schemas too.
     assert_eq!(card["entrypoints"]["echo"]["streaming"], true);
+    assert_eq!(card["entrypoints"]["echo"]["input_schema"], json!({"type": "object"}));
     assert_eq!(card["entrypoints"]["quiet"]["streaming"], false);
     assert_eq!(card["provider"]["organization"], "Accord", "fields added by the agent are published");
     assert_eq!(card["x-custom"], json!([1, 2]));
+
+    // Accord's client reads schemas from the extension.
+    let fetched = Client::new().fetch_card(&server.origin).await.expect("card");
+    assert_eq!(fetched.skill_input_schema("echo"), Some(&json!({"type": "object"})));
+    assert_eq!(fetched.skill_output_schema("echo"), None);
+}
+
+/// Accord's skill extension in a card.
+fn skill_extension(card: &Value) -> &Value {
+    card["capabilities"]["extensions"]
+        .as_array()
+        .and_then(|extensions| extensions.iter().find(|e| e["uri"] == accord_types::card::SKILL_EXTENSION))
+        .unwrap_or_else(|| panic!("no skill extension: {card}"))
 }
 
 #[tokio::test]
@@ -92,7 +121,6 @@ async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
     let url = server.url("/api/agent/.well-known/agent-card.json");
 
     let direct: Value = get(&url, &[]).await.json().await.expect("json");
-    assert_eq!(direct["url"], format!("{}/api/agent/", server.origin));
     assert_eq!(direct["supportedInterfaces"][0]["url"], format!("{}/api/agent/", server.origin));
 
     let proxied: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "agent.example.com")])
@@ -100,21 +128,25 @@ async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
         .json()
         .await
         .expect("json");
-    assert_eq!(proxied["url"], "https://agent.example.com/api/agent/");
+    assert_eq!(proxied["supportedInterfaces"][0]["url"], "https://agent.example.com/api/agent/");
 
     let bad_proto: Value = get(&url, &[("x-forwarded-proto", "ftp"), ("x-forwarded-host", "agent.example.com")])
         .await
         .json()
         .await
         .expect("json");
-    assert_eq!(bad_proto["url"], "http://agent.example.com/api/agent/");
+    assert_eq!(bad_proto["supportedInterfaces"][0]["url"], "http://agent.example.com/api/agent/");
 
     let loopback: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "localhost:9999")])
         .await
         .json()
         .await
         .expect("json");
-    assert_eq!(loopback["url"], format!("{}/api/agent/", server.origin), "a loopback forwarded host is ignored");
+    assert_eq!(
+        loopback["supportedInterfaces"][0]["url"],
+        format!("{}/api/agent/", server.origin),
+        "a loopback forwarded host is ignored"
+    );
 
     // The client follows the base path for discovery and for calls.
     let client = Client::new();
