@@ -74,7 +74,10 @@ impl DeclaredInterface {
 /// clients take the first binding containing `HTTP`), then the official bindings, then the
 /// JSON-RPC tasks face.
 pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterface> {
-    let mut interfaces = vec![DeclaredInterface::new("", LUCID_BINDING, PROTOCOL_VERSION)];
+    let mut interfaces = Vec::new();
+    if config.lucid {
+        interfaces.push(DeclaredInterface::new("", LUCID_BINDING, PROTOCOL_VERSION));
+    }
     if config.tasks.is_some() {
         if let Some(a2a) = &config.a2a {
             interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));

@@ -115,6 +115,43 @@ async fn if_none_match_gives_304_and_a_changed_origin_a_new_tag() {
 }
 
 #[tokio::test]
+async fn without_the_lucid_face_the_card_has_no_lucid_members() {
+    use std::sync::Arc;
+
+    use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+    use accord_server::ServerConfig;
+
+    let agent = agent();
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let server = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).lucid(false))).await;
+    let card: Value = get(&server.url("/.well-known/agent-card.json"), &[]).await.json().await.expect("json");
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .filter_map(|interface| interface["protocolBinding"].as_str())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
+    assert!(card.get("entrypoints").is_none() && card.get("payments").is_none(), "{card}");
+    assert_eq!(skill_extension(&card)["params"]["skills"]["echo"]["inputSchema"], json!({"type": "object"}));
+
+    // The Lucid routes are gone; health and the other faces stay.
+    assert_eq!(get(&server.url("/health"), &[]).await.status(), 200);
+    assert_eq!(get(&server.url("/entrypoints"), &[]).await.status(), 404);
+    let http = reqwest::Client::new();
+    let invoke = http.post(server.url("/entrypoints/echo/invoke")).json(&json!({})).send().await.expect("response");
+    assert_eq!(invoke.status(), 404);
+    let lucid_task = http.post(server.url("/tasks")).json(&json!({})).send().await.expect("response");
+    assert_eq!(lucid_task.status(), 404);
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "{}"}]}}});
+    let sent =
+        http.post(server.url("/a2a/jsonrpc")).header("a2a-version", "1.0").json(&rpc).send().await.expect("response");
+    let sent: Value = sent.json().await.expect("json");
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+}
+
+#[tokio::test]
 async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
     let app = axum::Router::new().nest("/api/agent", agent().router());
     let server = TestServer::start(app).await;
