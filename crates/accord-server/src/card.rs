@@ -1,7 +1,8 @@
 //! The agent card: one [`CardBuilder`], made when the router is built from the agent and the
 //! server's configuration, renders the card for the origin and base path a request used; every
 //! card route (the plain card here, the signed envelope in `signed_card`) serves that value. The
-//! plain card carries an entity tag so that caches and pollers can revalidate cheaply.
+//! plain card carries an entity tag and a `Last-Modified` date so that caches and pollers can
+//! revalidate cheaply.
 //!
 //! What the card says follows from the faces it lists:
 //! - every mounted face is one `supportedInterfaces` entry, with the protocol version it speaks;
@@ -14,6 +15,7 @@
 //!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use accord_engine::Agent;
 use accord_types::a2a::card::{PROTOCOL_BINDING_GRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC};
@@ -97,6 +99,8 @@ pub(crate) struct CardBuilder {
     /// The card without `supportedInterfaces` and the v0.3 `url`.
     template: AgentCard,
     interfaces: Vec<DeclaredInterface>,
+    /// When the template was made, to the second (what `Last-Modified` says).
+    built_at: SystemTime,
 }
 
 impl CardBuilder {
@@ -171,7 +175,8 @@ impl CardBuilder {
             entrypoints: if lucid { entrypoints(agent, payments) } else { BTreeMap::new() },
             extra,
         };
-        Self { template, interfaces }
+        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Self { template, interfaces, built_at: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()) }
     }
 
     /// The card as served from `base_url` (the public origin plus the base path, no trailing `/`).
@@ -189,6 +194,11 @@ impl CardBuilder {
             .collect();
         card.url = self.interfaces.iter().find(|interface| interface.is_v0()).map(|v0| v0.url(base_url));
         card
+    }
+
+    /// When the card last changed: when the builder was made.
+    pub(crate) fn last_modified(&self) -> SystemTime {
+        self.built_at
     }
 }
 
@@ -276,8 +286,15 @@ pub(crate) async fn card(
         }
     };
     let etag = entity_tag(&body);
+    let last_modified = state.card.last_modified();
     let cache_control = format!("public, max-age={}", state.config.card_max_age.as_secs());
-    let mut response = if if_none_match(&headers, &etag) {
+    // RFC 9110 §13.1.3: `If-Modified-Since` counts only when `If-None-Match` is absent.
+    let unchanged = if headers.contains_key(header::IF_NONE_MATCH) {
+        if_none_match(&headers, &etag)
+    } else {
+        not_modified_since(&headers, last_modified)
+    };
+    let mut response = if unchanged {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         ([(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -285,6 +302,9 @@ pub(crate) async fn card(
     let response_headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response_headers.insert(header::ETAG, value);
+    }
+    if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(last_modified)) {
+        response_headers.insert(header::LAST_MODIFIED, value);
     }
     if let Ok(value) = HeaderValue::from_str(&cache_control) {
         response_headers.insert(header::CACHE_CONTROL, value);
@@ -339,6 +359,16 @@ fn entity_tag(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
     let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
     format!("\"{hex}\"")
+}
+
+/// Whether `If-Modified-Since` is a valid date no earlier than `last_modified` (an invalid one is
+/// ignored, as RFC 9110 asks).
+fn not_modified_since(headers: &HeaderMap, last_modified: SystemTime) -> bool {
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| httpdate::parse_http_date(value.trim()).ok())
+        .is_some_and(|since| last_modified <= since)
 }
 
 /// Whether `If-None-Match` matches (weak comparison, as RFC 9110 asks for this header).
@@ -407,6 +437,17 @@ mod tests {
             extension["params"]["skills"]["echo"],
             json!({"inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}})
         );
+    }
+
+    #[test]
+    fn if_modified_since_compares_to_the_second() {
+        let built = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let since = |value: &str| not_modified_since(&headers(&[("if-modified-since", value)]), built);
+        assert!(since("Sun, 06 Nov 1994 08:49:37 GMT"));
+        assert!(since("Sun, 06 Nov 1994 08:49:38 GMT"));
+        assert!(!since("Sun, 06 Nov 1994 08:49:36 GMT"));
+        assert!(!since("not a date"));
+        assert!(!not_modified_since(&HeaderMap::new(), built));
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -41,6 +41,8 @@ async fn both_card_paths_serve_the_same_card_with_caching_headers() {
     assert_eq!(card.headers()["cache-control"], "public, max-age=300");
     let etag = card.headers()["etag"].to_str().expect("etag").to_owned();
     assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34, "{etag}");
+    let last_modified = card.headers()["last-modified"].to_str().expect("date").to_owned();
+    assert!(last_modified.ends_with(" GMT") && last_modified.len() == 29, "an HTTP-date: {last_modified}");
     let card: Value = card.json().await.expect("json");
     let legacy: Value = get(&server.url("/.well-known/agent.json"), &[]).await.json().await.expect("json");
     assert_eq!(card, legacy);
@@ -112,6 +114,31 @@ async fn if_none_match_gives_304_and_a_changed_origin_a_new_tag() {
     let proxied = get(&url, &[("x-forwarded-host", "agent.example.com"), ("if-none-match", &etag)]).await;
     assert_eq!(proxied.status(), 200, "another origin is another card");
     assert_ne!(proxied.headers()["etag"].to_str().expect("etag"), etag);
+}
+
+#[tokio::test]
+async fn if_modified_since_gives_304_unless_an_entity_tag_is_asked_for() {
+    let server = TestServer::agent(&agent()).await;
+    let url = server.url("/.well-known/agent-card.json");
+    let first = get(&url, &[]).await;
+    let last_modified = first.headers()["last-modified"].to_str().expect("date").to_owned();
+    let etag = first.headers()["etag"].to_str().expect("etag").to_owned();
+
+    let unchanged = get(&url, &[("if-modified-since", &last_modified)]).await;
+    assert_eq!(unchanged.status(), 304);
+    assert_eq!(unchanged.headers()["last-modified"].to_str().expect("date"), last_modified);
+    assert_eq!(unchanged.headers()["etag"].to_str().expect("etag"), etag);
+    assert!(unchanged.bytes().await.expect("body").is_empty());
+    let later = get(&url, &[("if-modified-since", "Fri, 01 Jan 2100 00:00:00 GMT")]).await;
+    assert_eq!(later.status(), 304);
+
+    let earlier = get(&url, &[("if-modified-since", "Sun, 06 Nov 1994 08:49:37 GMT")]).await;
+    assert_eq!(earlier.status(), 200, "built after that date");
+    let invalid = get(&url, &[("if-modified-since", "yesterday")]).await;
+    assert_eq!(invalid.status(), 200, "an invalid date is ignored");
+    // If-None-Match wins over If-Modified-Since (RFC 9110 §13.1.3).
+    let tagged = get(&url, &[("if-none-match", "\"stale\""), ("if-modified-since", &last_modified)]).await;
+    assert_eq!(tagged.status(), 200);
 }
 
 #[tokio::test]
