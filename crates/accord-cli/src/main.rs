@@ -490,6 +490,10 @@ async fn serve(
     };
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
     config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, ..a2a });
+    if kind == AgentKind::Conformance {
+        // The conformance kit drives every interface on the card: only the official A2A faces.
+        config = config.lucid(false).jsonrpc_tasks(None);
+    }
     if demo_prices {
         let payments = accord_cli::demo::local_payments();
         payments.check(&agent).map_err(|reason| Failure { code: EXIT_FAILED, message: reason })?;
