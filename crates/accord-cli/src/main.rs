@@ -500,6 +500,10 @@ async fn serve(
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
+    if kind == AgentKind::Conformance {
+        // The conformance kit drives every interface on the card: only the official A2A faces.
+        config = config.lucid(false).jsonrpc_tasks(None);
+    }
     if demo_prices {
         let payments = accord_cli::demo::local_payments();
         payments.check(&agent).map_err(|reason| Failure { code: EXIT_FAILED, message: reason })?;

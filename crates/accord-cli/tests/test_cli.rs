@@ -163,7 +163,7 @@ fn a_base_path_is_kept_in_the_card_and_the_calls() {
     let served = Served::start(&["--base-path", "/agents/demo/"]);
     assert!(served.url.ends_with("/agents/demo/"), "{}", served.url);
     let card = stdout_json(&accord(&["card", "show", &served.url]));
-    assert_eq!(card["url"], served.url);
+    assert_eq!(card["supportedInterfaces"][0]["url"], served.url, "the Lucid profile, under the base path");
     let echoed = stdout_json(&accord(&["invoke", &served.url, "echo", r#"{"text":"nested"}"#]));
     assert_eq!(echoed, json!({"text": "nested"}));
 }

@@ -4,9 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_types::card::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor, LUCID_BINDING, PROTOCOL_VERSION,
-};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -44,24 +41,25 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// Card fields the engine writes itself; [`AgentBuilder::card_field`] cannot set them.
+/// Card fields the card builder writes itself (some only when a face asks for them);
+/// [`AgentBuilder::card_field`] cannot set them.
 const CARD_FIELDS: &[&str] = &[
     "protocolVersion",
     "name",
     "description",
     "url",
+    "preferredTransport",
     "supportedInterfaces",
     "version",
     "capabilities",
     "defaultInputModes",
     "defaultOutputModes",
     "skills",
+    "signatures",
     "supportsAuthenticatedExtendedCard",
     "entrypoints",
+    "payments",
 ];
-
-const JSON: &str = "application/json";
-const TEXT: &str = "text/plain";
 
 /// Builds an [`Agent`].
 #[must_use]
@@ -128,7 +126,7 @@ impl AgentBuilder {
         }
         if let Some(field) = self.card_fields.keys().find(|field| CARD_FIELDS.contains(&field.as_str())) {
             return Err(BuildError::InvalidAgent {
-                reason: format!("card field {field:?} is written by the engine and cannot be set"),
+                reason: format!("card field {field:?} is written by the card builder and cannot be set"),
             });
         }
         let mut skills = Vec::with_capacity(self.skills.len());
@@ -198,66 +196,9 @@ impl Agent {
             .ok_or_else(|| RunError::UnknownSkill { key: key.to_owned() })
     }
 
-    /// The agent's card as served from `base_url` (an origin plus base path; a trailing `/` is
-    /// added). The Lucid profile is the one interface listed, under [`LUCID_BINDING`].
-    pub fn card(&self, base_url: &str) -> AgentCard {
-        let url = if base_url.ends_with('/') { base_url.to_owned() } else { format!("{base_url}/") };
-        let skills = self.skills();
-        AgentCard {
-            protocol_version: Some(PROTOCOL_VERSION.into()),
-            name: self.inner.name.clone(),
-            // A2A v1.0 requires a description; the name stands in for a missing one.
-            description: Some(self.inner.description.clone().unwrap_or_else(|| self.inner.name.clone())),
-            url: Some(url.clone()),
-            supported_interfaces: vec![AgentInterface {
-                url,
-                protocol_binding: LUCID_BINDING.into(),
-                protocol_version: Some(PROTOCOL_VERSION.into()),
-                extra: Map::new(),
-            }],
-            version: Some(self.inner.version.clone()),
-            capabilities: Some(AgentCapabilities {
-                streaming: skills.iter().any(|skill| skill.is_streaming()),
-                push_notifications: false,
-                state_transition_history: false,
-                extra: Map::new(),
-            }),
-            default_input_modes: vec![JSON.into()],
-            default_output_modes: vec![JSON.into(), TEXT.into()],
-            skills: skills
-                .iter()
-                .map(|skill| AgentSkill {
-                    id: skill.key().to_owned(),
-                    name: skill.key().to_owned(),
-                    // A2A v1.0 requires a description and tags on every skill.
-                    description: Some(
-                        skill.description.clone().unwrap_or_else(|| format!("The {} skill.", skill.key())),
-                    ),
-                    input_modes: vec![JSON.into()],
-                    output_modes: vec![JSON.into(), TEXT.into()],
-                    streaming: skill.is_streaming(),
-                    tags: if skill.tags.is_empty() { vec![skill.key().to_owned()] } else { skill.tags.clone() },
-                    input_schema: Some(skill.input_schema().clone()),
-                    output_schema: skill.output_schema().cloned(),
-                    extra: Map::new(),
-                })
-                .collect(),
-            supports_authenticated_extended_card: Some(false),
-            entrypoints: skills
-                .iter()
-                .map(|skill| {
-                    let descriptor = EntrypointDescriptor {
-                        description: skill.description.clone(),
-                        streaming: skill.is_streaming(),
-                        input_schema: Some(skill.input_schema().clone()),
-                        output_schema: skill.output_schema().cloned(),
-                        extra: Map::new(),
-                    };
-                    (skill.key().to_owned(), descriptor)
-                })
-                .collect(),
-            extra: self.inner.card_fields.clone(),
-        }
+    /// The fields added with [`AgentBuilder::card_field`], published on the card as given.
+    pub fn card_fields(&self) -> &Map<String, Value> {
+        &self.inner.card_fields
     }
 
     /// Runs a skill directly and waits for its output.

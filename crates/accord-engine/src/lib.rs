@@ -1,7 +1,7 @@
 //! The Accord engine.
 //!
 //! The engine owns agents, their skills and the runs of those skills. It knows nothing of HTTP,
-//! databases or wire formats beyond the card it builds: protocol faces (the `accord-server` crate)
+//! databases or wire formats (the card included): protocol faces (the `accord-server` crate)
 //! parse requests, call the engine and project its results and its one event model,
 //! [`RunEvent`], onto their own wire.
 //!

@@ -229,6 +229,17 @@ async fn the_card_advertises_prices_and_the_rail() {
     assert_eq!(work["network"], "accord:local");
     assert!(card["entrypoints"]["hold"].get("pricing").is_none());
     assert_eq!(card["payments"].as_array().map(Vec::len), Some(1), "{card}");
+    // The prices are also in Accord's skill extension, beside the schemas.
+    let extension = card["capabilities"]["extensions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|e| e["uri"] == accord_types::card::SKILL_EXTENSION))
+        .expect("skill extension");
+    assert_eq!(
+        extension["params"]["skills"]["work"]["pricing"],
+        json!({"invoke": PRICE, "stream": PRICE, "task": PRICE})
+    );
+    assert!(extension["params"]["skills"]["hold"].get("pricing").is_none());
+    assert_eq!(paid.card.skill_pricing("work"), Some(&json!({"invoke": PRICE, "stream": PRICE, "task": PRICE})));
 }
 
 #[tokio::test]

@@ -1,12 +1,37 @@
-//! The card routes: the card built for the origin and base path the caller used, with an
-//! entity tag so that caches and pollers can revalidate cheaply.
+//! The agent card: one [`CardBuilder`], made when the router is built from the agent and the
+//! server's configuration, renders the card for the origin and base path a request used; every
+//! card route (the plain card here, the signed envelope in `signed_card`) serves that value. The
+//! plain card carries an entity tag and a `Last-Modified` date so that caches and pollers can
+//! revalidate cheaply.
+//!
+//! What the card says follows from the faces it lists:
+//! - every mounted face is one `supportedInterfaces` entry, with the protocol version it speaks;
+//! - the Lucid members (`entrypoints`, with per-entrypoint `pricing`, and `payments`) appear only
+//!   when the Lucid face is listed;
+//! - the v0.3 members (`url`, `preferredTransport`, `protocolVersion`,
+//!   `supportsAuthenticatedExtendedCard`, `capabilities.stateTransitionHistory`) appear only when a
+//!   v0.3 face is listed, so a v1.0 card has none of them;
+//! - skill schemas and prices, which the A2A `AgentSkill` has no member for, are the params of
+//!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`.
 
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use accord_engine::Agent;
+use accord_types::a2a::card::{PROTOCOL_BINDING_GRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC};
+use accord_types::card::{
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill, EntrypointDescriptor, LUCID_BINDING,
+    PROTOCOL_VERSION, SKILL_EXTENSION,
+};
 use axum::extract::OriginalUri;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::State;
+use crate::payments::{PaymentsConfig, priced_operations};
+use crate::signed_card::SIGNED_CARD_PATH;
+use crate::{JSONRPC_TASKS_BINDING, ServerConfig, State};
 
 pub(crate) const CARD_PATH: &str = "/.well-known/agent-card.json";
 pub(crate) const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
@@ -14,48 +39,244 @@ pub(crate) const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 /// The card's URL depends on these request headers, so shared caches must key on them.
 const VARY: &str = "host, x-forwarded-host, x-forwarded-proto";
 
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain";
+
+/// One face the card lists in `supportedInterfaces`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeclaredInterface {
+    /// Where the face is, relative to the agent's base URL; `""` is the base URL itself, which is
+    /// written with a trailing `/`.
+    pub(crate) path: String,
+    /// The binding: `JSONRPC`, `HTTP+JSON`, or a URI for a custom one.
+    pub(crate) binding: String,
+    /// The A2A version spoken there (`"1.0"`; `"0.3"` brings the v0.3 card members).
+    pub(crate) protocol_version: String,
+}
+
+impl DeclaredInterface {
+    pub(crate) fn new(path: &str, binding: &str, protocol_version: &str) -> Self {
+        Self { path: path.to_owned(), binding: binding.to_owned(), protocol_version: protocol_version.to_owned() }
+    }
+
+    fn url(&self, base_url: &str) -> String {
+        if self.path.is_empty() { format!("{base_url}/") } else { format!("{base_url}{}", self.path) }
+    }
+
+    fn is_v0(&self) -> bool {
+        self.protocol_version.starts_with("0.")
+    }
+
+    fn is_official(&self) -> bool {
+        [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_GRPC].contains(&self.binding.as_str())
+    }
+}
+
+/// The faces `config` mounts, in the order the card lists them: the Lucid profile first (Lucid
+/// clients take the first binding containing `HTTP`), then the official bindings, then the
+/// JSON-RPC tasks face.
+pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterface> {
+    let mut interfaces = Vec::new();
+    if config.lucid {
+        interfaces.push(DeclaredInterface::new("", LUCID_BINDING, PROTOCOL_VERSION));
+    }
+    if config.tasks.is_some() {
+        if let Some(a2a) = &config.a2a {
+            interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
+            interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+        }
+        if let Some(jsonrpc) = &config.jsonrpc_tasks {
+            interfaces.push(DeclaredInterface::new(&jsonrpc.path, JSONRPC_TASKS_BINDING, PROTOCOL_VERSION));
+        }
+    }
+    interfaces
+}
+
+/// Builds the agent's card. Everything but the URLs is decided once, when the builder is made;
+/// [`CardBuilder::build`] adds the URLs of one origin and base path.
+#[derive(Debug)]
+pub(crate) struct CardBuilder {
+    /// The card without `supportedInterfaces` and the v0.3 `url`.
+    template: AgentCard,
+    interfaces: Vec<DeclaredInterface>,
+    /// When the template was made, to the second (what `Last-Modified` says).
+    built_at: SystemTime,
+}
+
+impl CardBuilder {
+    /// The card of `agent` as served with `config`.
+    pub(crate) fn from_config(agent: &Agent, config: &ServerConfig) -> Self {
+        let extensions = match (&config.tasks, &config.a2a) {
+            (Some(_), Some(a2a)) => a2a.extensions.clone(),
+            _ => Vec::new(),
+        };
+        Self::new(agent, declared_interfaces(config), config.tasks.is_some(), extensions, config.payments.as_ref())
+    }
+
+    /// The card of `agent` listing `interfaces`. `tasks` says whether tasks are served,
+    /// `extensions` are declared as given, and `payments` describes how priced skills are paid.
+    pub(crate) fn new(
+        agent: &Agent,
+        interfaces: Vec<DeclaredInterface>,
+        tasks: bool,
+        mut extensions: Vec<AgentExtension>,
+        payments: Option<&PaymentsConfig>,
+    ) -> Self {
+        let lucid = interfaces.iter().any(|interface| interface.binding == LUCID_BINDING);
+        let v0 = interfaces.iter().find(|interface| interface.is_v0());
+        let skills = agent.skills();
+        if let Some(extension) = skill_extension(agent) {
+            extensions.push(extension);
+        }
+        let mut extra = agent.card_fields().clone();
+        if let Some(v0) = v0 {
+            // A v0.3 client that reads `url` assumes JSON-RPC unless told otherwise.
+            extra.insert("preferredTransport".into(), Value::String(v0.binding.clone()));
+        }
+        if lucid && let Some(payments) = payments.filter(|_| skills.iter().any(|skill| skill.pricing().is_priced())) {
+            extra.insert("payments".into(), Value::Array(vec![payments.rail.card_entry()]));
+        }
+        let template = AgentCard {
+            protocol_version: v0.map(|v0| v0.protocol_version.clone()),
+            name: agent.name().to_owned(),
+            // A2A v1.0 requires a description; the name stands in for a missing one.
+            description: Some(agent.description().unwrap_or(agent.name()).to_owned()),
+            url: None,
+            supported_interfaces: Vec::new(),
+            version: Some(agent.version().to_owned()),
+            capabilities: Some(AgentCapabilities {
+                // The official faces always stream (SendStreamingMessage, SubscribeToTask); the
+                // Lucid face streams the skills that have a stream handler.
+                streaming: interfaces.iter().any(DeclaredInterface::is_official)
+                    || (lucid && skills.iter().any(|skill| skill.is_streaming())),
+                push_notifications: false,
+                state_transition_history: v0.map(|_| tasks),
+                extensions,
+                extra: Map::new(),
+            }),
+            default_input_modes: vec![JSON.into()],
+            default_output_modes: vec![JSON.into(), TEXT.into()],
+            skills: skills
+                .iter()
+                .map(|skill| AgentSkill {
+                    id: skill.key().to_owned(),
+                    name: skill.key().to_owned(),
+                    // A2A v1.0 requires a description and tags on every skill.
+                    description: Some(
+                        skill.description().map_or_else(|| format!("The {} skill.", skill.key()), str::to_owned),
+                    ),
+                    input_modes: vec![JSON.into()],
+                    output_modes: vec![JSON.into(), TEXT.into()],
+                    tags: if skill.tags().is_empty() { vec![skill.key().to_owned()] } else { skill.tags().to_vec() },
+                    extra: Map::new(),
+                })
+                .collect(),
+            supports_authenticated_extended_card: v0.map(|_| false),
+            entrypoints: if lucid { entrypoints(agent, payments) } else { BTreeMap::new() },
+            extra,
+        };
+        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Self { template, interfaces, built_at: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()) }
+    }
+
+    /// The card as served from `base_url` (the public origin plus the base path, no trailing `/`).
+    pub(crate) fn build(&self, base_url: &str) -> AgentCard {
+        let mut card = self.template.clone();
+        card.supported_interfaces = self
+            .interfaces
+            .iter()
+            .map(|interface| AgentInterface {
+                url: interface.url(base_url),
+                protocol_binding: interface.binding.clone(),
+                protocol_version: Some(interface.protocol_version.clone()),
+                extra: Map::new(),
+            })
+            .collect();
+        card.url = self.interfaces.iter().find(|interface| interface.is_v0()).map(|v0| v0.url(base_url));
+        card
+    }
+
+    /// When the card last changed: when the builder was made.
+    pub(crate) fn last_modified(&self) -> SystemTime {
+        self.built_at
+    }
+}
+
+/// Accord's skill extension: each skill's schemas and prices, keyed by skill id.
+fn skill_extension(agent: &Agent) -> Option<AgentExtension> {
+    if agent.skills().is_empty() {
+        return None;
+    }
+    let skills: Map<String, Value> = agent
+        .skills()
+        .iter()
+        .map(|skill| {
+            let mut details = Map::new();
+            details.insert("inputSchema".into(), skill.input_schema().clone());
+            if let Some(output) = skill.output_schema() {
+                details.insert("outputSchema".into(), output.clone());
+            }
+            if let Some(pricing) = pricing(skill) {
+                details.insert("pricing".into(), Value::Object(pricing));
+            }
+            (skill.key().to_owned(), Value::Object(details))
+        })
+        .collect();
+    let mut params = Map::new();
+    params.insert("skills".into(), Value::Object(skills));
+    Some(AgentExtension {
+        uri: Some(SKILL_EXTENSION.into()),
+        description: Some("JSON Schemas of each skill's input and output, and the prices of priced skills".into()),
+        // Informational: nothing for a client to activate, so never required.
+        required: None,
+        params: Some(params),
+    })
+}
+
+/// A skill's priced operations and their amounts, if any.
+fn pricing(skill: &accord_engine::Skill) -> Option<Map<String, Value>> {
+    let operations = priced_operations(skill);
+    (!operations.is_empty()).then(|| {
+        operations
+            .iter()
+            .map(|(operation, amount)| (operation.as_str().to_owned(), Value::String((*amount).to_owned())))
+            .collect()
+    })
+}
+
+/// The Lucid profile's entrypoint descriptors; a priced one carries its `pricing`, and the rail's
+/// `payment_protocol` and `network` when payments are configured.
+fn entrypoints(agent: &Agent, payments: Option<&PaymentsConfig>) -> BTreeMap<String, EntrypointDescriptor> {
+    agent
+        .skills()
+        .iter()
+        .map(|skill| {
+            let mut extra = Map::new();
+            if let Some(pricing) = pricing(skill) {
+                extra.insert("pricing".into(), Value::Object(pricing));
+                if let Some(payments) = payments {
+                    extra.insert("payment_protocol".into(), payments.rail.protocol().into());
+                    extra.insert("network".into(), payments.network.clone().into());
+                }
+            }
+            let descriptor = EntrypointDescriptor {
+                description: skill.description().map(str::to_owned),
+                streaming: skill.is_streaming(),
+                input_schema: Some(skill.input_schema().clone()),
+                output_schema: skill.output_schema().cloned(),
+                extra,
+            };
+            (skill.key().to_owned(), descriptor)
+        })
+        .collect()
+}
+
 pub(crate) async fn card(
     axum::extract::State(state): State,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Response {
-    let base_path = base_path(uri.path());
-    let base_url = format!("{}{}", origin(&headers, &uri), base_path);
-    let mut card = state.agent.card(&base_url);
-    crate::payments::decorate_card(&mut card, &state.agent, state.config.payments.as_ref());
-    if state.config.tasks.is_some() {
-        if let Some(capabilities) = card.capabilities.as_mut() {
-            capabilities.state_transition_history = true;
-        }
-        if let Some(a2a) = &state.config.a2a {
-            if let Some(capabilities) = card.capabilities.as_mut() {
-                // The A2A faces always stream (SendStreamingMessage, SubscribeToTask).
-                capabilities.streaming = true;
-                if !a2a.extensions.is_empty() {
-                    capabilities.extra.insert(
-                        "extensions".into(),
-                        serde_json::to_value(&a2a.extensions).unwrap_or(serde_json::Value::Null),
-                    );
-                }
-            }
-            for (path, binding) in [(&a2a.jsonrpc_path, "JSONRPC"), (&a2a.rest_path, "HTTP+JSON")] {
-                card.supported_interfaces.push(accord_types::card::AgentInterface {
-                    url: format!("{base_url}{path}"),
-                    protocol_binding: binding.into(),
-                    protocol_version: Some("1.0".into()),
-                    extra: serde_json::Map::new(),
-                });
-            }
-        }
-        if let Some(jsonrpc) = &state.config.jsonrpc_tasks {
-            card.supported_interfaces.push(accord_types::card::AgentInterface {
-                url: format!("{base_url}{}", jsonrpc.path),
-                protocol_binding: crate::JSONRPC_TASKS_BINDING.into(),
-                protocol_version: Some("1.0".into()),
-                extra: serde_json::Map::new(),
-            });
-        }
-    }
+    let card = state.card.build(&base_url(&headers, &uri));
     let body = match serde_json::to_vec(&card) {
         Ok(body) => body,
         Err(error) => {
@@ -65,8 +286,15 @@ pub(crate) async fn card(
         }
     };
     let etag = entity_tag(&body);
+    let last_modified = state.card.last_modified();
     let cache_control = format!("public, max-age={}", state.config.card_max_age.as_secs());
-    let mut response = if if_none_match(&headers, &etag) {
+    // RFC 9110 §13.1.3: `If-Modified-Since` counts only when `If-None-Match` is absent.
+    let unchanged = if headers.contains_key(header::IF_NONE_MATCH) {
+        if_none_match(&headers, &etag)
+    } else {
+        not_modified_since(&headers, last_modified)
+    };
+    let mut response = if unchanged {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         ([(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -75,6 +303,9 @@ pub(crate) async fn card(
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response_headers.insert(header::ETAG, value);
     }
+    if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(last_modified)) {
+        response_headers.insert(header::LAST_MODIFIED, value);
+    }
     if let Ok(value) = HeaderValue::from_str(&cache_control) {
         response_headers.insert(header::CACHE_CONTROL, value);
     }
@@ -82,9 +313,19 @@ pub(crate) async fn card(
     response
 }
 
+/// The agent's public base URL for this request: the origin plus the path the router is mounted
+/// under, without a trailing `/`.
+pub(crate) fn base_url(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
+    format!("{}{}", origin(headers, uri), base_path(uri.path()))
+}
+
 /// The path under which the router is mounted: the request path without the card route.
 fn base_path(path: &str) -> &str {
-    path.strip_suffix(CARD_PATH).or_else(|| path.strip_suffix(LEGACY_CARD_PATH)).unwrap_or("").trim_end_matches('/')
+    [CARD_PATH, LEGACY_CARD_PATH, SIGNED_CARD_PATH]
+        .into_iter()
+        .find_map(|route| path.strip_suffix(route))
+        .unwrap_or("")
+        .trim_end_matches('/')
 }
 
 /// The public origin. `X-Forwarded-Proto` (`http` or `https` only) and `X-Forwarded-Host` are
@@ -120,6 +361,16 @@ fn entity_tag(body: &[u8]) -> String {
     format!("\"{hex}\"")
 }
 
+/// Whether `If-Modified-Since` is a valid date no earlier than `last_modified` (an invalid one is
+/// ignored, as RFC 9110 asks).
+fn not_modified_since(headers: &HeaderMap, last_modified: SystemTime) -> bool {
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| httpdate::parse_http_date(value.trim()).ok())
+        .is_some_and(|since| last_modified <= since)
+}
+
 /// Whether `If-None-Match` matches (weak comparison, as RFC 9110 asks for this header).
 fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
     headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
@@ -129,7 +380,75 @@ fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use accord_engine::{Completion, Outcome, Run, Skill};
+    use serde_json::json;
+
     use super::*;
+
+    fn agent() -> Agent {
+        Agent::builder("t")
+            .skill(
+                Skill::builder("echo")
+                    .input_schema(json!({"type": "object"}))
+                    .output_schema(json!({"type": "object"}))
+                    .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+            )
+            .build()
+            .expect("agent")
+    }
+
+    fn card(interfaces: Vec<DeclaredInterface>) -> Value {
+        let card = CardBuilder::new(&agent(), interfaces, true, Vec::new(), None).build("https://a.example/x");
+        serde_json::to_value(card).expect("json")
+    }
+
+    #[test]
+    fn a_v0_3_interface_brings_the_v0_3_members() {
+        let v1 = DeclaredInterface::new("/a2a/jsonrpc", PROTOCOL_BINDING_JSONRPC, "1.0");
+        let v0 = DeclaredInterface::new("/a2a/v0.3/rest", PROTOCOL_BINDING_HTTP_JSON, "0.3");
+        let without = card(vec![v1.clone()]);
+        for member in ["url", "preferredTransport", "protocolVersion", "supportsAuthenticatedExtendedCard"] {
+            assert!(without.get(member).is_none(), "{member}: {without}");
+        }
+        assert!(without["capabilities"].get("stateTransitionHistory").is_none());
+
+        let with = card(vec![v1, v0]);
+        assert_eq!(with["url"], "https://a.example/x/a2a/v0.3/rest");
+        assert_eq!(with["preferredTransport"], "HTTP+JSON");
+        assert_eq!(with["protocolVersion"], "0.3");
+        assert_eq!(with["supportsAuthenticatedExtendedCard"], false);
+        assert_eq!(with["capabilities"]["stateTransitionHistory"], true);
+        assert_eq!(with["supportedInterfaces"][1]["protocolVersion"], "0.3");
+    }
+
+    #[test]
+    fn lucid_members_follow_the_lucid_interface() {
+        let lucid = card(vec![DeclaredInterface::new("", LUCID_BINDING, "1.0")]);
+        assert_eq!(lucid["supportedInterfaces"][0]["url"], "https://a.example/x/");
+        assert_eq!(lucid["entrypoints"]["echo"]["input_schema"], json!({"type": "object"}));
+        assert_eq!(lucid["capabilities"]["streaming"], false, "no skill streams on the Lucid face");
+
+        let official = card(vec![DeclaredInterface::new("/a2a/rest", PROTOCOL_BINDING_HTTP_JSON, "1.0")]);
+        assert!(official.get("entrypoints").is_none(), "{official}");
+        assert_eq!(official["capabilities"]["streaming"], true, "the official faces stream");
+        let extension = &official["capabilities"]["extensions"][0];
+        assert_eq!(extension["uri"], SKILL_EXTENSION);
+        assert_eq!(
+            extension["params"]["skills"]["echo"],
+            json!({"inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}})
+        );
+    }
+
+    #[test]
+    fn if_modified_since_compares_to_the_second() {
+        let built = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let since = |value: &str| not_modified_since(&headers(&[("if-modified-since", value)]), built);
+        assert!(since("Sun, 06 Nov 1994 08:49:37 GMT"));
+        assert!(since("Sun, 06 Nov 1994 08:49:38 GMT"));
+        assert!(!since("Sun, 06 Nov 1994 08:49:36 GMT"));
+        assert!(!since("not a date"));
+        assert!(!not_modified_since(&HeaderMap::new(), built));
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -160,6 +479,7 @@ mod tests {
     fn base_path_is_what_precedes_the_card_route() {
         assert_eq!(base_path("/.well-known/agent-card.json"), "");
         assert_eq!(base_path("/api/agent/.well-known/agent.json"), "/api/agent");
+        assert_eq!(base_path("/a/.well-known/agent-card.signed.json"), "/a");
     }
 
     #[test]

@@ -75,6 +75,10 @@ pub struct ServerConfig {
     /// Settings of the task service behind every face: the longest blocking wait, and what
     /// anonymous callers may do (by default they may not list tasks).
     pub task_service: ServiceConfig,
+    /// Whether the Lucid HTTP profile is served (default `true`): `/entrypoints…` and, with a
+    /// task runtime, the Lucid `/tasks…` routes, listed on the card with the Lucid members
+    /// (`entrypoints`, `payments`). `false` leaves them out; `/health` stays.
+    pub lucid: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -153,6 +157,7 @@ impl Default for ServerConfig {
             signed_card: None,
             payments: None,
             task_service: ServiceConfig::default(),
+            lucid: true,
         }
     }
 }
@@ -212,6 +217,12 @@ impl ServerConfig {
         self
     }
 
+    /// Serves the Lucid HTTP profile or leaves it out ([`ServerConfig::lucid`]).
+    pub fn lucid(mut self, enabled: bool) -> Self {
+        self.lucid = enabled;
+        self
+    }
+
     /// Publishes the signed card ([`ServerConfig::signed_card`]).
     pub fn signed_card(mut self, config: SignedCardConfig) -> Self {
         self.signed_card = Some(config);
@@ -226,6 +237,8 @@ pub(crate) struct AppState {
     pub(crate) tasks: Option<TaskService>,
     pub(crate) config: ServerConfig,
     pub(crate) idempotency: IdempotencyStore,
+    /// The one builder of the card every card route serves.
+    pub(crate) card: card::CardBuilder,
 }
 
 pub(crate) type State = axum::extract::State<Arc<AppState>>;
@@ -242,7 +255,7 @@ pub fn router(agent: &Agent) -> Router {
 /// | GET | `/.well-known/agent-card.json`, `/.well-known/agent.json` | the card |
 /// | GET | `/.well-known/agent-card.signed.json` | the signed card envelope (when configured; also at `/.well-known/agent.json` when opted in) |
 /// | GET | `/health` | `{"ok":true,"version":…}` |
-/// | GET | `/entrypoints` | the skills |
+/// | GET | `/entrypoints` | the skills (this row and the next four: the Lucid face, unless turned off) |
 /// | POST | `/entrypoints/{key}/invoke` | run a skill, answer with its output |
 /// | POST | `/entrypoints/{key}/stream` | run a skill, answer with a server-sent event stream |
 /// | POST, GET | `/tasks` | create a task; list the caller's tasks (when tasks are enabled) |
@@ -299,10 +312,12 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
         _ => None,
     };
     let signed = config.signed_card.clone();
+    let lucid_face = config.lucid;
     let state = Arc::new(AppState {
         agent: agent.clone(),
         idempotency: IdempotencyStore::new(config.idempotency),
         tasks: service,
+        card: card::CardBuilder::from_config(agent, &config),
         config,
     });
     let router = Router::new().route(card::CARD_PATH, get(card::card));
@@ -310,12 +325,16 @@ pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
         Some(signed) if signed.serves_at_legacy_path() => router,
         _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
     };
-    let router = router
-        .route("/health", get(lucid::health))
-        .route("/entrypoints", get(lucid::entrypoints))
-        .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
-        .route("/entrypoints/{key}/stream", post(lucid::stream::stream));
-    let router = if tasks_enabled {
+    let router = router.route("/health", get(lucid::health));
+    let router = if lucid_face {
+        router
+            .route("/entrypoints", get(lucid::entrypoints))
+            .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
+            .route("/entrypoints/{key}/stream", post(lucid::stream::stream))
+    } else {
+        router
+    };
+    let router = if lucid_face && tasks_enabled {
         router
             .route("/tasks", post(lucid::tasks::create).get(lucid::tasks::list))
             .route("/tasks/{id}", get(lucid::tasks::get_task))

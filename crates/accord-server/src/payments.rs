@@ -326,36 +326,6 @@ fn private_cache_control(headers: &mut HeaderMap) {
     }
 }
 
-/// The card's additions for priced skills: `pricing`, `payment_protocol` and `network` on each
-/// priced entrypoint, and the rail's entry in `payments[]`.
-pub(crate) fn decorate_card(
-    card: &mut accord_types::card::AgentCard,
-    agent: &Agent,
-    payments: Option<&PaymentsConfig>,
-) {
-    let mut any = false;
-    for skill in agent.skills() {
-        let operations = priced_operations(skill);
-        if operations.is_empty() {
-            continue;
-        }
-        any = true;
-        let Some(entry) = card.entrypoints.get_mut(skill.key()) else { continue };
-        let pricing: serde_json::Map<String, serde_json::Value> = operations
-            .iter()
-            .map(|(operation, amount)| (operation.as_str().to_owned(), serde_json::Value::String((*amount).to_owned())))
-            .collect();
-        entry.extra.insert("pricing".into(), serde_json::Value::Object(pricing));
-        if let Some(payments) = payments {
-            entry.extra.insert("payment_protocol".into(), payments.rail.protocol().into());
-            entry.extra.insert("network".into(), payments.network.clone().into());
-        }
-    }
-    if let (true, Some(payments)) = (any, payments) {
-        card.extra.insert("payments".into(), serde_json::Value::Array(vec![payments.rail.card_entry()]));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

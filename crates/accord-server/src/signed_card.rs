@@ -2,8 +2,8 @@
 //! `{card, signedAt, expiresAt, signature}`, served at [`SIGNED_CARD_PATH`] and, when the operator
 //! opts in, at `/.well-known/agent.json` in place of the plain card.
 //!
-//! The identity card is derived from exactly the card the plain card route serves for the same
-//! request (same origin, base path and interfaces): its capabilities are the skill ids and its
+//! The identity card is derived from the card value the plain card route serves for the same
+//! request (one builder, same origin and base path): its capabilities are the skill ids and its
 //! endpoints the interface URLs. An origin the card schema refuses (plain `http` on a host that is
 //! not loopback, such as `http://0.0.0.0:8787`) gets a 503 `card_signing_unavailable`, never a
 //! 500, and the reason is logged.
@@ -18,7 +18,7 @@
 //! [`MAX_CACHED_ORIGINS`] base URLs are remembered (the least recently served one is forgotten).
 //!
 //! This module owns the envelope routes and their cache; the card itself is built by the card
-//! route, and the signing by `accord-card`.
+//! builder (`card.rs`), and the signing done by `accord-card`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,16 +27,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use accord_card::{
     Card, CardError, CardOptions, PrivateKey, SignOptions, SigningInput, card_from_agent_card, create_card, sign_card,
 };
-use accord_types::card::AgentCard;
 use axum::Router;
 use axum::extract::OriginalUri;
-use axum::http::uri::PathAndQuery;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use bytes::Bytes;
 
-use crate::card::{CARD_PATH, LEGACY_CARD_PATH};
+use crate::card::LEGACY_CARD_PATH;
 use crate::{AppState, LucidError};
 
 /// Where the signed envelope is served, relative to the agent's base path.
@@ -346,10 +344,10 @@ async fn signed_card(
     if method != Method::GET {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, HeaderValue::from_static("GET"))]).into_response();
     }
-    let Some(agent_card) = plain_card(&state.app, &uri, headers).await else {
-        return unavailable("The agent card could not be built, so it cannot be signed".into());
-    };
-    let base_url = agent_card.url.clone().unwrap_or_default();
+    let base_url = crate::card::base_url(&headers, &uri);
+    let agent_card = state.app.card.build(&base_url);
+    // Named as the agent's URL, with a trailing `/`, in logs, messages and the cache.
+    let base_url = format!("{base_url}/");
     let identity = match card_from_agent_card(&agent_card, &state.config.issuer, &state.config.agent_id) {
         Ok(identity) => identity,
         Err(error) => {
@@ -378,24 +376,6 @@ async fn signed_card(
             unavailable(format!("The card could not be signed: {failure}"))
         }
     }
-}
-
-/// The plain card the card route serves for this request. It is asked of the card route itself
-/// so that both always describe the agent at the same origin, base path and interfaces.
-async fn plain_card(app: &Arc<AppState>, uri: &Uri, mut headers: HeaderMap) -> Option<AgentCard> {
-    let path = uri.path();
-    let base_path = path.strip_suffix(SIGNED_CARD_PATH).or_else(|| path.strip_suffix(LEGACY_CARD_PATH)).unwrap_or("");
-    let mut parts = uri.clone().into_parts();
-    parts.path_and_query = Some(PathAndQuery::try_from(format!("{base_path}{CARD_PATH}")).ok()?);
-    let card_uri = Uri::from_parts(parts).ok()?;
-    // A conditional request must not turn the card into an empty 304.
-    headers.remove(header::IF_NONE_MATCH);
-    let response = crate::card::card(axum::extract::State(Arc::clone(app)), OriginalUri(card_uri), headers).await;
-    if response.status() != StatusCode::OK {
-        return None;
-    }
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.ok()?;
-    serde_json::from_slice(&body).ok()
 }
 
 fn unavailable(message: String) -> Response {

@@ -321,9 +321,11 @@ async fn required_extensions_must_be_activated_on_both_bindings() {
     let card: Value =
         reqwest::get(s.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
     let declared = card["capabilities"]["extensions"].as_array().cloned().unwrap_or_default();
-    assert_eq!(declared.len(), 2, "{card}");
+    assert_eq!(declared.len(), 3, "the configured two, then Accord's skill extension: {card}");
     assert_eq!(declared[0]["uri"], "urn:test:required");
     assert_eq!(declared[0]["required"], true);
+    assert_eq!(declared[1]["uri"], "urn:test:optional");
+    assert_eq!(declared[2]["uri"], accord_types::card::SKILL_EXTENSION);
 
     let send = |extensions: Option<&'static str>, version: &'static str, rest: bool| {
         let url = if rest { s.url("/a2a/rest/message:send") } else { s.url("/a2a/jsonrpc") };

@@ -41,28 +41,59 @@ async fn both_card_paths_serve_the_same_card_with_caching_headers() {
     assert_eq!(card.headers()["cache-control"], "public, max-age=300");
     let etag = card.headers()["etag"].to_str().expect("etag").to_owned();
     assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34, "{etag}");
+    let last_modified = card.headers()["last-modified"].to_str().expect("date").to_owned();
+    assert!(last_modified.ends_with(" GMT") && last_modified.len() == 29, "an HTTP-date: {last_modified}");
     let card: Value = card.json().await.expect("json");
     let legacy: Value = get(&server.url("/.well-known/agent.json"), &[]).await.json().await.expect("json");
     assert_eq!(card, legacy);
 
     let base = format!("{}/", server.origin);
-    assert_eq!(card["protocolVersion"], "1.0");
     assert_eq!(card["name"], "card-test");
     assert_eq!(card["version"], "2.3.4");
-    assert_eq!(card["url"], base);
     assert_eq!(
         card["supportedInterfaces"],
         json!([{"url": base, "protocolBinding": "urn:accord:binding:lucid-http", "protocolVersion": "1.0"}])
     );
+    // No v0.3 face is listed, so none of the v0.3 members is written.
+    for member in ["url", "protocolVersion", "supportsAuthenticatedExtendedCard", "preferredTransport"] {
+        assert!(card.get(member).is_none(), "{member}: {card}");
+    }
+    assert!(card["capabilities"].get("stateTransitionHistory").is_none());
     assert_eq!(card["capabilities"]["streaming"], true);
     assert_eq!(card["skills"][0]["id"], "echo");
     assert_eq!(card["skills"][0]["tags"], json!(["demo"]));
-    assert_eq!(card["skills"][0]["x_input_schema"], json!({"type": "object"}));
-    assert_eq!(card["skills"][1]["streaming"], false);
+    // Skills carry only the A2A members; schemas are the params of Accord's skill extension.
+    let skill_members = |index: usize| {
+        let mut names: Vec<String> = card["skills"][index].as_object().expect("skill").keys().cloned().collect();
+        names.sort();
+        names
+    };
+    assert_eq!(skill_members(0), ["description", "id", "inputModes", "name", "outputModes", "tags"]);
+    assert_eq!(skill_members(1), ["description", "id", "inputModes", "name", "outputModes", "tags"]);
+    let extension = skill_extension(&card);
+    assert!(extension.get("required").is_none(), "informational: {extension}");
+    assert_eq!(extension["params"]["skills"]["echo"]["inputSchema"], json!({"type": "object"}));
+    assert_eq!(extension["params"]["skills"]["quiet"]["inputSchema"], json!({}), "no schema: anything goes");
+    assert!(extension["params"]["skills"]["echo"].get("pricing").is_none(), "free");
+    // The Lucid face is on: its entrypoints say which skills stream, with their schemas too.
     assert_eq!(card["entrypoints"]["echo"]["streaming"], true);
+    assert_eq!(card["entrypoints"]["echo"]["input_schema"], json!({"type": "object"}));
     assert_eq!(card["entrypoints"]["quiet"]["streaming"], false);
     assert_eq!(card["provider"]["organization"], "Accord", "fields added by the agent are published");
     assert_eq!(card["x-custom"], json!([1, 2]));
+
+    // Accord's client reads schemas from the extension.
+    let fetched = Client::new().fetch_card(&server.origin).await.expect("card");
+    assert_eq!(fetched.skill_input_schema("echo"), Some(&json!({"type": "object"})));
+    assert_eq!(fetched.skill_output_schema("echo"), None);
+}
+
+/// Accord's skill extension in a card.
+fn skill_extension(card: &Value) -> &Value {
+    card["capabilities"]["extensions"]
+        .as_array()
+        .and_then(|extensions| extensions.iter().find(|e| e["uri"] == accord_types::card::SKILL_EXTENSION))
+        .unwrap_or_else(|| panic!("no skill extension: {card}"))
 }
 
 #[tokio::test]
@@ -86,13 +117,74 @@ async fn if_none_match_gives_304_and_a_changed_origin_a_new_tag() {
 }
 
 #[tokio::test]
+async fn if_modified_since_gives_304_unless_an_entity_tag_is_asked_for() {
+    let server = TestServer::agent(&agent()).await;
+    let url = server.url("/.well-known/agent-card.json");
+    let first = get(&url, &[]).await;
+    let last_modified = first.headers()["last-modified"].to_str().expect("date").to_owned();
+    let etag = first.headers()["etag"].to_str().expect("etag").to_owned();
+
+    let unchanged = get(&url, &[("if-modified-since", &last_modified)]).await;
+    assert_eq!(unchanged.status(), 304);
+    assert_eq!(unchanged.headers()["last-modified"].to_str().expect("date"), last_modified);
+    assert_eq!(unchanged.headers()["etag"].to_str().expect("etag"), etag);
+    assert!(unchanged.bytes().await.expect("body").is_empty());
+    let later = get(&url, &[("if-modified-since", "Fri, 01 Jan 2100 00:00:00 GMT")]).await;
+    assert_eq!(later.status(), 304);
+
+    let earlier = get(&url, &[("if-modified-since", "Sun, 06 Nov 1994 08:49:37 GMT")]).await;
+    assert_eq!(earlier.status(), 200, "built after that date");
+    let invalid = get(&url, &[("if-modified-since", "yesterday")]).await;
+    assert_eq!(invalid.status(), 200, "an invalid date is ignored");
+    // If-None-Match wins over If-Modified-Since (RFC 9110 §13.1.3).
+    let tagged = get(&url, &[("if-none-match", "\"stale\""), ("if-modified-since", &last_modified)]).await;
+    assert_eq!(tagged.status(), 200);
+}
+
+#[tokio::test]
+async fn without_the_lucid_face_the_card_has_no_lucid_members() {
+    use std::sync::Arc;
+
+    use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
+    use accord_server::ServerConfig;
+
+    let agent = agent();
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let server = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).lucid(false))).await;
+    let card: Value = get(&server.url("/.well-known/agent-card.json"), &[]).await.json().await.expect("json");
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .filter_map(|interface| interface["protocolBinding"].as_str())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
+    assert!(card.get("entrypoints").is_none() && card.get("payments").is_none(), "{card}");
+    assert_eq!(skill_extension(&card)["params"]["skills"]["echo"]["inputSchema"], json!({"type": "object"}));
+
+    // The Lucid routes are gone; health and the other faces stay.
+    assert_eq!(get(&server.url("/health"), &[]).await.status(), 200);
+    assert_eq!(get(&server.url("/entrypoints"), &[]).await.status(), 404);
+    let http = reqwest::Client::new();
+    let invoke = http.post(server.url("/entrypoints/echo/invoke")).json(&json!({})).send().await.expect("response");
+    assert_eq!(invoke.status(), 404);
+    let lucid_task = http.post(server.url("/tasks")).json(&json!({})).send().await.expect("response");
+    assert_eq!(lucid_task.status(), 404);
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "{}"}]}}});
+    let sent =
+        http.post(server.url("/a2a/jsonrpc")).header("a2a-version", "1.0").json(&rpc).send().await.expect("response");
+    let sent: Value = sent.json().await.expect("json");
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+}
+
+#[tokio::test]
 async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
     let app = axum::Router::new().nest("/api/agent", agent().router());
     let server = TestServer::start(app).await;
     let url = server.url("/api/agent/.well-known/agent-card.json");
 
     let direct: Value = get(&url, &[]).await.json().await.expect("json");
-    assert_eq!(direct["url"], format!("{}/api/agent/", server.origin));
     assert_eq!(direct["supportedInterfaces"][0]["url"], format!("{}/api/agent/", server.origin));
 
     let proxied: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "agent.example.com")])
@@ -100,21 +192,25 @@ async fn forwarded_headers_and_the_base_path_shape_the_card_urls() {
         .json()
         .await
         .expect("json");
-    assert_eq!(proxied["url"], "https://agent.example.com/api/agent/");
+    assert_eq!(proxied["supportedInterfaces"][0]["url"], "https://agent.example.com/api/agent/");
 
     let bad_proto: Value = get(&url, &[("x-forwarded-proto", "ftp"), ("x-forwarded-host", "agent.example.com")])
         .await
         .json()
         .await
         .expect("json");
-    assert_eq!(bad_proto["url"], "http://agent.example.com/api/agent/");
+    assert_eq!(bad_proto["supportedInterfaces"][0]["url"], "http://agent.example.com/api/agent/");
 
     let loopback: Value = get(&url, &[("x-forwarded-proto", "https"), ("x-forwarded-host", "localhost:9999")])
         .await
         .json()
         .await
         .expect("json");
-    assert_eq!(loopback["url"], format!("{}/api/agent/", server.origin), "a loopback forwarded host is ignored");
+    assert_eq!(
+        loopback["supportedInterfaces"][0]["url"],
+        format!("{}/api/agent/", server.origin),
+        "a loopback forwarded host is ignored"
+    );
 
     // The client follows the base path for discovery and for calls.
     let client = Client::new();

@@ -130,8 +130,10 @@ async fn a_task_runs_to_completion_and_is_read_with_its_token() {
         request(reqwest::Method::GET, &f.server.url(&format!("/tasks/{id}")), Some(TOKEN), None).await;
     assert_eq!((status, json_of(&body)), (200, task));
 
-    // The card advertises tasks.
-    assert_eq!(f.card.capabilities.as_ref().map(|c| c.state_transition_history), Some(true));
+    // The card lists the task faces beside the Lucid profile, and no v0.3 members.
+    let bindings: Vec<&str> = f.card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
+    assert_eq!(bindings, ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
+    assert_eq!(f.card.capabilities.as_ref().map(|c| c.state_transition_history), Some(None));
 }
 
 #[tokio::test]
@@ -502,5 +504,7 @@ async fn without_a_runtime_no_task_routes_exist() {
     assert_eq!(status, 404);
     let card: Value =
         reqwest::get(server.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
-    assert_eq!(card["capabilities"]["stateTransitionHistory"], false);
+    assert!(card["capabilities"].get("stateTransitionHistory").is_none(), "{card}");
+    let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
+    assert_eq!(interfaces.len(), 1, "only the Lucid profile, without task faces: {card}");
 }

@@ -1,18 +1,26 @@
 //! The agent card: the document an agent publishes at `/.well-known/agent-card.json`.
 //!
-//! The shape is the union of what the Lucid profile emits and what the official A2A card carries.
-//! Decoding follows the Lucid rules: only `name` is required, a known field of the wrong type
-//! reads as absent, and unknown fields are kept in [`AgentCard::extra`] and written back out.
+//! The shape is the union of what the Lucid profile emits, what the official A2A card carries and
+//! the v0.3 members older peers still read. Decoding follows the Lucid rules: only `name` is
+//! required, a known field of the wrong type reads as absent, and unknown fields are kept in
+//! [`AgentCard::extra`] and written back out.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::a2a::AgentExtension;
 use crate::lenient;
 
 /// The protocol version this card format speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The URI of Accord's skill extension, declared in `capabilities.extensions`. Its
+/// `params.skills` maps each skill id to what the A2A `AgentSkill` has no member for:
+/// `inputSchema` and `outputSchema` (JSON Schemas) and `pricing` (`{"invoke"|"stream"|"task":
+/// amount}`, priced operations only).
+pub const SKILL_EXTENSION: &str = "urn:accord:ext:skills:v1";
 
 /// The binding name under which an Accord card lists the Lucid HTTP profile: a URI (A2A §5.8)
 /// that contains `HTTP`, so Lucid clients (which take the first binding containing `HTTP`) find it,
@@ -23,7 +31,8 @@ pub const LUCID_BINDING: &str = "urn:accord:binding:lucid-http";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
-    /// The protocol version of the card (`"1.0"`).
+    /// The protocol version of the card: a v0.3 member, written only when a v0.3 interface is
+    /// listed.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
     pub protocol_version: Option<String>,
     /// The agent's name; the one required field.
@@ -31,7 +40,7 @@ pub struct AgentCard {
     /// What the agent does.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
     pub description: Option<String>,
-    /// The agent's base URL, with a trailing `/`.
+    /// The preferred endpoint: a v0.3 member (older Accord cards put the Lucid base URL here).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
     pub url: Option<String>,
     /// The interfaces the agent serves, in order of preference.
@@ -52,7 +61,8 @@ pub struct AgentCard {
     /// The agent's skills.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub skills: Vec<AgentSkill>,
-    /// Whether an authenticated caller can fetch a richer card.
+    /// Whether an authenticated caller can fetch a richer card: a v0.3 member (v1.0 says
+    /// `capabilities.extendedAgentCard`).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
     pub supports_authenticated_extended_card: Option<bool>,
     /// The Lucid profile's per-skill entrypoint descriptors, keyed by skill key.
@@ -67,6 +77,48 @@ impl AgentCard {
     /// Finds a skill by its id.
     pub fn skill(&self, id: &str) -> Option<&AgentSkill> {
         self.skills.iter().find(|skill| skill.id == id)
+    }
+
+    /// A protocol extension declared in `capabilities.extensions`, by URI.
+    pub fn extension(&self, uri: &str) -> Option<&AgentExtension> {
+        self.capabilities.as_ref()?.extensions.iter().find(|extension| extension.uri.as_deref() == Some(uri))
+    }
+
+    /// What Accord's skill extension ([`SKILL_EXTENSION`]) says about a skill.
+    pub fn skill_details(&self, id: &str) -> Option<&Map<String, Value>> {
+        self.extension(SKILL_EXTENSION)?.params.as_ref()?.get("skills")?.get(id)?.as_object()
+    }
+
+    /// The JSON Schema of a skill's input: from [`SKILL_EXTENSION`], else the Lucid entrypoint,
+    /// else the `x_input_schema` member older Accord cards put on the skill.
+    pub fn skill_input_schema(&self, id: &str) -> Option<&Value> {
+        self.skill_member(id, "inputSchema", |entry| entry.input_schema.as_ref(), "x_input_schema")
+    }
+
+    /// The JSON Schema of a skill's output, looked up as [`AgentCard::skill_input_schema`] does.
+    pub fn skill_output_schema(&self, id: &str) -> Option<&Value> {
+        self.skill_member(id, "outputSchema", |entry| entry.output_schema.as_ref(), "x_output_schema")
+    }
+
+    /// A skill's prices (`{"invoke": "1000", …}`): from [`SKILL_EXTENSION`], else the Lucid
+    /// entrypoint's `pricing`.
+    pub fn skill_pricing(&self, id: &str) -> Option<&Value> {
+        self.skill_details(id)
+            .and_then(|details| details.get("pricing"))
+            .or_else(|| self.entrypoints.get(id)?.extra.get("pricing"))
+    }
+
+    fn skill_member(
+        &self,
+        id: &str,
+        name: &str,
+        from_entrypoint: impl Fn(&EntrypointDescriptor) -> Option<&Value>,
+        legacy: &str,
+    ) -> Option<&Value> {
+        self.skill_details(id)
+            .and_then(|details| details.get(name))
+            .or_else(|| self.entrypoints.get(id).and_then(from_entrypoint))
+            .or_else(|| self.skill(id)?.extra.get(legacy))
     }
 
     /// The base URL a Lucid-profile client talks to: the first interface whose binding contains
@@ -106,9 +158,12 @@ pub struct AgentCapabilities {
     /// Whether the agent can push task updates to a webhook.
     #[serde(default)]
     pub push_notifications: bool,
-    /// Whether the agent keeps a task's state history.
-    #[serde(default)]
-    pub state_transition_history: bool,
+    /// Whether the agent keeps a task's state history: a v0.3 member, gone from v1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::option")]
+    pub state_transition_history: Option<bool>,
+    /// The protocol extensions the agent supports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "lenient::or_default")]
+    pub extensions: Vec<AgentExtension>,
     /// Every field this type does not name, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -132,19 +187,11 @@ pub struct AgentSkill {
     /// Media types the skill produces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_modes: Vec<String>,
-    /// Whether the skill can stream.
-    #[serde(default)]
-    pub streaming: bool,
     /// Free-form tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// The JSON Schema of the skill's input.
-    #[serde(default, rename = "x_input_schema", skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Value>,
-    /// The JSON Schema of the skill's output.
-    #[serde(default, rename = "x_output_schema", skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// Every field this type does not name, kept as received.
+    /// Every field this type does not name, kept as received. Schemas and prices are not skill
+    /// members: see [`SKILL_EXTENSION`] and [`AgentCard::skill_input_schema`].
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -198,6 +245,48 @@ mod tests {
             expected["skills"] = json!([]);
             expected
         });
+    }
+
+    #[test]
+    fn skill_schemas_come_from_the_extension_then_the_entrypoint_then_the_skill() {
+        let card: AgentCard = serde_json::from_value(json!({
+            "name": "x",
+            "capabilities": {"extensions": [
+                {"uri": "urn:other"},
+                {"uri": SKILL_EXTENSION, "params": {"skills": {
+                    "a": {"inputSchema": {"title": "ext"}, "pricing": {"invoke": "5"}}
+                }}}
+            ]},
+            "skills": [
+                {"id": "a", "name": "a", "x_input_schema": {"title": "old"}},
+                {"id": "b", "name": "b", "x_input_schema": {"title": "old"}, "x_output_schema": {"title": "old out"}},
+                {"id": "c", "name": "c", "x_input_schema": {"title": "old"}}
+            ],
+            "entrypoints": {
+                "a": {"input_schema": {"title": "lucid"}, "output_schema": {"title": "lucid out"}},
+                "c": {"input_schema": {"title": "lucid"}, "pricing": {"task": "7"}}
+            }
+        }))
+        .expect("card");
+        assert_eq!(card.extension("urn:other").and_then(|e| e.uri.as_deref()), Some("urn:other"));
+        assert_eq!(card.skill_input_schema("a"), Some(&json!({"title": "ext"})));
+        assert_eq!(card.skill_output_schema("a"), Some(&json!({"title": "lucid out"})));
+        assert_eq!(card.skill_pricing("a"), Some(&json!({"invoke": "5"})));
+        assert_eq!(card.skill_input_schema("b"), Some(&json!({"title": "old"})));
+        assert_eq!(card.skill_output_schema("b"), Some(&json!({"title": "old out"})));
+        assert_eq!(card.skill_pricing("b"), None);
+        assert_eq!(card.skill_input_schema("c"), Some(&json!({"title": "lucid"})));
+        assert_eq!(card.skill_pricing("c"), Some(&json!({"task": "7"})));
+        assert_eq!(card.skill_input_schema("nope"), None);
+    }
+
+    #[test]
+    fn v0_3_members_are_written_only_when_set() {
+        let card: AgentCard =
+            serde_json::from_value(json!({"name": "x", "capabilities": {"streaming": true}})).expect("card");
+        let written = serde_json::to_value(&card).expect("json");
+        assert_eq!(written["capabilities"], json!({"streaming": true, "pushNotifications": false}));
+        assert!(written.get("url").is_none() && written.get("protocolVersion").is_none());
     }
 
     #[test]
