@@ -266,98 +266,158 @@ pub fn router(agent: &Agent) -> Router {
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
-    // Declared before anything reads the extensions: the A2A core and the card get the same list.
-    let config = a2a::x402::declare(agent, config);
-    // One task service behind every face: the faces translate, the service decides.
-    let service = config.tasks.as_ref().map(|runtime| {
-        let mut service_config = config.task_service.clone();
-        if let Some(a2a) = &config.a2a
-            && a2a.default_skill.is_some()
-        {
-            service_config.default_skill.clone_from(&a2a.default_skill);
-        }
-        TaskService::new(runtime.clone(), service_config)
-    });
-    let tasks_enabled = service.is_some();
-    let jsonrpc = match (&service, &config.jsonrpc_tasks) {
-        (Some(service), Some(jsonrpc)) => Some((
-            jsonrpc.path.clone(),
-            jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
-                .scopes(jsonrpc.scopes.clone())
-                .max_bytes(config.body_limit)
-                .router(),
-        )),
-        _ => None,
-    };
-    let a2a_jsonrpc = match (&service, &config.a2a) {
-        (Some(service), Some(a2a_config)) => {
-            let core = a2a::A2aCore {
+    Faces::new(agent, config).router()
+}
+
+/// An agent's faces, each its own [`Router`] that can be mounted alone — merged into an app, or
+/// nested under a path — and all of them over one task service, so a task created through one
+/// face is the same task on every other.
+///
+/// ```no_run
+/// # use accord_engine::{Agent, task::{MemoryStore, RuntimeConfig, TaskRuntime}};
+/// # use accord_server::{Faces, ServerConfig};
+/// # fn run(agent: Agent) {
+/// let runtime = TaskRuntime::new(agent.clone(), std::sync::Arc::new(MemoryStore::default()), RuntimeConfig::default());
+/// // Only the card and the official A2A JSON-RPC binding; the card lists what the configuration
+/// // turns on, so the other faces are turned off there too.
+/// let config = ServerConfig::default().tasks(runtime).lucid(false).jsonrpc_tasks(None);
+/// let faces = Faces::new(&agent, config);
+/// let app = axum::Router::new().merge(faces.cards()).merge(faces.a2a_jsonrpc());
+/// # }
+/// ```
+///
+/// The card lists the faces the configuration turns on, whichever routers are mounted: turn off
+/// in the configuration what is not served.
+#[derive(Clone)]
+pub struct Faces {
+    state: Arc<AppState>,
+    a2a: Option<a2a::A2aCore>,
+}
+
+impl std::fmt::Debug for Faces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faces").field("agent", &self.state.agent.name()).finish_non_exhaustive()
+    }
+}
+
+impl Faces {
+    /// The faces of `agent` as `config` sets them up.
+    pub fn new(agent: &Agent, config: ServerConfig) -> Self {
+        // Declared before anything reads the extensions: the A2A core and the card get the same list.
+        let config = a2a::x402::declare(agent, config);
+        // One task service behind every face: the faces translate, the service decides.
+        let service = config.tasks.as_ref().map(|runtime| {
+            let mut service_config = config.task_service.clone();
+            if let Some(a2a) = &config.a2a
+                && a2a.default_skill.is_some()
+            {
+                service_config.default_skill.clone_from(&a2a.default_skill);
+            }
+            TaskService::new(runtime.clone(), service_config)
+        });
+        let a2a = match (&service, &config.a2a) {
+            (Some(service), Some(a2a_config)) => Some(a2a::A2aCore {
                 service: service.clone(),
                 extensions: a2a_config.extensions.clone().into(),
                 payments: config.payments.clone(),
-            };
-            let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
-                core: core.clone(),
-                body_limit: config.body_limit,
-                mapping: a2a_config.error_mapping,
-            }));
-            let state = Arc::new(a2a::jsonrpc::JsonRpcState { core, body_limit: config.body_limit });
-            Some((
-                a2a_config.jsonrpc_path.clone(),
-                post(a2a::jsonrpc::handle).with_state(state),
-                a2a_config.rest_path.clone(),
-                rest,
-            ))
+            }),
+            _ => None,
+        };
+        let state = Arc::new(AppState {
+            agent: agent.clone(),
+            idempotency: IdempotencyStore::new(config.idempotency),
+            tasks: service,
+            card: card::CardBuilder::from_config(agent, &config),
+            config,
+        });
+        Self { state, a2a }
+    }
+
+    /// The discovery routes: the card (`/.well-known/agent-card.json`, the legacy
+    /// `/.well-known/agent.json`, the signed card when configured) and `/health`.
+    pub fn cards(&self) -> Router {
+        let state = &self.state;
+        let signed = state.config.signed_card.clone();
+        let router = Router::new().route(card::CARD_PATH, get(card::card));
+        let router = match &signed {
+            Some(signed) if signed.serves_at_legacy_path() => router,
+            _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
+        };
+        let router = router.route("/health", get(lucid::health));
+        match signed {
+            Some(signed) => router.with_state(Arc::clone(state)).merge(signed_card::routes(Arc::clone(state), signed)),
+            None => router.with_state(Arc::clone(state)),
         }
-        _ => None,
-    };
-    let signed = config.signed_card.clone();
-    let lucid_face = config.lucid;
-    let state = Arc::new(AppState {
-        agent: agent.clone(),
-        idempotency: IdempotencyStore::new(config.idempotency),
-        tasks: service,
-        card: card::CardBuilder::from_config(agent, &config),
-        config,
-    });
-    let router = Router::new().route(card::CARD_PATH, get(card::card));
-    let router = match &signed {
-        Some(signed) if signed.serves_at_legacy_path() => router,
-        _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
-    };
-    let router = router.route("/health", get(lucid::health));
-    let router = if lucid_face {
-        router
+    }
+
+    /// The Lucid HTTP profile: `/entrypoints…` and, with a task runtime, `/tasks…`. Empty when
+    /// [`ServerConfig::lucid`] is off.
+    pub fn lucid(&self) -> Router {
+        let state = &self.state;
+        if !state.config.lucid {
+            return Router::new();
+        }
+        let router = Router::new()
             .route("/entrypoints", get(lucid::entrypoints))
             .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
-            .route("/entrypoints/{key}/stream", post(lucid::stream::stream))
-    } else {
-        router
-    };
-    let router = if lucid_face && tasks_enabled {
-        router
-            .route("/tasks", post(lucid::tasks::create).get(lucid::tasks::list))
-            .route("/tasks/{id}", get(lucid::tasks::get_task))
-            .route("/tasks/{id}/cancel", post(lucid::tasks::cancel))
-            .route("/tasks/{id}/subscribe", get(lucid::tasks::subscribe))
-    } else {
-        router
-    };
-    let router = match signed {
-        Some(signed) => router.with_state(Arc::clone(&state)).merge(signed_card::routes(state, signed)),
-        None => router.with_state(state),
-    };
-    let router = match jsonrpc {
-        Some((path, endpoint)) => router.nest(&path, endpoint),
-        None => router,
-    };
-    match a2a_jsonrpc {
-        // Served with and without a trailing slash: some clients join `/` onto the interface URL.
-        Some((path, endpoint, rest_path, rest)) => {
-            let slashed = format!("{}/", path.trim_end_matches('/'));
-            router.route(&path, endpoint.clone()).route(&slashed, endpoint).nest(&rest_path, rest)
+            .route("/entrypoints/{key}/stream", post(lucid::stream::stream));
+        let router = if state.tasks.is_some() {
+            router
+                .route("/tasks", post(lucid::tasks::create).get(lucid::tasks::list))
+                .route("/tasks/{id}", get(lucid::tasks::get_task))
+                .route("/tasks/{id}/cancel", post(lucid::tasks::cancel))
+                .route("/tasks/{id}/subscribe", get(lucid::tasks::subscribe))
+        } else {
+            router
+        };
+        router.with_state(Arc::clone(state))
+    }
+
+    /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
+    /// with the face turned off.
+    pub fn jsonrpc_tasks(&self) -> Router {
+        let config = &self.state.config;
+        match (&self.state.tasks, &config.jsonrpc_tasks) {
+            (Some(service), Some(jsonrpc)) => Router::new().nest(
+                &jsonrpc.path,
+                jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
+                    .scopes(jsonrpc.scopes.clone())
+                    .max_bytes(config.body_limit)
+                    .router(),
+            ),
+            _ => Router::new(),
         }
-        None => router,
+    }
+
+    /// The official A2A JSON-RPC binding at [`A2aConfig::jsonrpc_path`] (with and without a
+    /// trailing `/`). Empty without a task runtime or with the A2A faces turned off.
+    pub fn a2a_jsonrpc(&self) -> Router {
+        let (Some(core), Some(a2a_config)) = (&self.a2a, &self.state.config.a2a) else { return Router::new() };
+        let state =
+            Arc::new(a2a::jsonrpc::JsonRpcState { core: core.clone(), body_limit: self.state.config.body_limit });
+        let endpoint =
+            post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(a2a::version::record));
+        let path = a2a_config.jsonrpc_path.clone();
+        // Served with and without a trailing slash: some clients join `/` onto the interface URL.
+        let slashed = format!("{}/", path.trim_end_matches('/'));
+        Router::new().route(&path, endpoint.clone()).route(&slashed, endpoint)
+    }
+
+    /// The official A2A HTTP+JSON binding under [`A2aConfig::rest_path`]. Empty without a task
+    /// runtime or with the A2A faces turned off.
+    pub fn a2a_rest(&self) -> Router {
+        let (Some(core), Some(a2a_config)) = (&self.a2a, &self.state.config.a2a) else { return Router::new() };
+        let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
+            core: core.clone(),
+            body_limit: self.state.config.body_limit,
+            mapping: a2a_config.error_mapping,
+        }));
+        Router::new().nest(&a2a_config.rest_path, rest)
+    }
+
+    /// Every face, merged: what [`router_with`] serves.
+    pub fn router(&self) -> Router {
+        self.cards().merge(self.lucid()).merge(self.jsonrpc_tasks()).merge(self.a2a_jsonrpc()).merge(self.a2a_rest())
     }
 }
 

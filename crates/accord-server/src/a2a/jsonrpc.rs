@@ -18,7 +18,7 @@ use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
 use accord_types::jsonrpc;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -47,33 +47,6 @@ fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
             tracing::error!(%error, "A2A result does not serialize");
             rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
         }
-    }
-}
-
-/// The requested protocol version, from the `A2A-Version` header or query parameter: only
-/// `1.0` (patch numbers ignored) is served; none at all means 0.3, which this binding does not speak.
-pub(crate) fn check_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
-    let from_query = query.and_then(|query| {
-        query.split('&').find_map(|pair| {
-            let (name, value) = pair.split_once('=')?;
-            name.eq_ignore_ascii_case("a2a-version").then(|| value.to_owned())
-        })
-    });
-    let requested = headers
-        .get("a2a-version")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or(from_query)
-        .map(|value| value.trim().to_owned())
-        .unwrap_or_default();
-    let major_minor: Vec<&str> = requested.split('.').take(2).collect();
-    match major_minor.as_slice() {
-        ["1", "0"] => Ok(()),
-        [""] => Err(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
-            "no A2A-Version was sent, which means 0.3; this interface speaks 1.0: send A2A-Version: 1.0",
-        )),
-        _ => Err(A2aError::new(A2aErrorKind::VersionNotSupported)
-            .with_message(format!("A2A-Version {requested} is not supported; this interface speaks 1.0"))),
     }
 }
 
@@ -108,7 +81,9 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         Err(error) => return rpc_error(error.id, &error.error),
     };
     let id = request.response_id();
-    if let Err(error) = check_version(&parts.headers, parts.uri.query()) {
+    // Negotiated once by the version layer; reported here, after the envelope, so that the
+    // answer carries the request's id.
+    if let Err(error) = super::version::negotiated(&parts.extensions) {
         return rpc_error(id, &error);
     }
     let activated = match super::negotiate_extensions(&parts.headers, &state.core.extensions) {
@@ -176,24 +151,4 @@ fn sse(id: Value, stream: super::A2aStream) -> Response {
         })
     });
     crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_negotiation() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(check_version(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
-        assert!(check_version(&headers, Some("A2A-Version=1.0")).is_ok());
-        headers.insert("a2a-version", "1.0".parse().expect("header"));
-        assert!(check_version(&headers, None).is_ok());
-        headers.insert("a2a-version", "1.0.3".parse().expect("header"));
-        assert!(check_version(&headers, None).is_ok(), "patch numbers do not count");
-        headers.insert("a2a-version", "99.0".parse().expect("header"));
-        assert_eq!(check_version(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
-        headers.insert("a2a-version", "0.3".parse().expect("header"));
-        assert!(check_version(&headers, None).is_err());
-    }
 }

@@ -42,6 +42,7 @@ use serde_json::Value;
 
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
+pub(crate) mod version;
 pub(crate) mod x402;
 
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE

@@ -25,7 +25,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::A2aCore;
-use super::jsonrpc::check_version;
 use crate::auth::{Principal, caller_of};
 
 /// What the routes need.
@@ -51,17 +50,15 @@ pub(crate) fn routes(state: Arc<RestState>) -> Router {
         .route("/tasks/{task}/pushNotificationConfigs", any(push_unsupported))
         .route("/tasks/{task}/pushNotificationConfigs/{config}", any(push_unsupported))
         .route("/extendedAgentCard", get(extended_card))
-        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions));
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
+        // Outermost: the version is this binding's first check.
+        .route_layer(axum::middleware::from_fn_with_state(state.mapping, super::version::refuse));
     Router::new().merge(operations.clone()).nest("/{tenant}", operations).with_state(state)
 }
 
-/// `A2A-Extensions` for every operation: a required extension not activated is refused, the
-/// activated ones are echoed. A request with an unsupported version is left to its handler, which
-/// reports that first.
+/// `A2A-Extensions` for every operation (after the version layer): a required extension not
+/// activated is refused, the activated ones are echoed.
 async fn extensions(State(state): Shared, request: Request, next: axum::middleware::Next) -> Response {
-    if check_version(request.headers(), request.uri().query()).is_err() {
-        return next.run(request).await;
-    }
     match super::negotiate_extensions(request.headers(), &state.core.extensions) {
         Ok(activated) => {
             let mut response = next.run(request).await;
@@ -73,7 +70,7 @@ async fn extensions(State(state): Shared, request: Request, next: axum::middlewa
 }
 
 /// Renders an error with the configured HTTP mapping.
-fn error_with(mapping: ErrorMapping, error: &A2aError) -> Response {
+pub(crate) fn error_with(mapping: ErrorMapping, error: &A2aError) -> Response {
     let status = StatusCode::from_u16(error.http_status(mapping)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, axum::Json(error.to_rest_body(mapping))).into_response()
 }
@@ -101,10 +98,9 @@ fn owner(request: &Request) -> accord_engine::task::Caller {
     caller_of(request.extensions().get::<Principal>())
 }
 
-/// Version, then (for requests with a body) content type, size and ProtoJSON decoding.
+/// Content type, size and ProtoJSON decoding (the version layer has already run).
 async fn body_of<T: DeserializeOwned + Validate>(state: &RestState, request: Request) -> Result<T, A2aError> {
     let (parts, body) = request.into_parts();
-    check_version(&parts.headers, parts.uri.query())?;
     let json = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -184,13 +180,10 @@ async fn list(
     State(state): Shared,
     params: Params,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    uri: axum::http::Uri,
     principal: Option<axum::Extension<Principal>>,
 ) -> Response {
     let owner = caller_of(principal.as_ref().map(|axum::Extension(principal)| principal));
     let result = async {
-        check_version(&headers, uri.query())?;
         let mut list: a2a::ListTasksRequest = from_query(&query, &[])?;
         list.tenant = with_tenant(list.tenant.take(), tenant_of(&params))?;
         state.core.list_tasks(list, owner).await
@@ -214,9 +207,6 @@ async fn task_route(
     let tenant = params.get("tenant").map(|tenant| ("tenant", Value::String(tenant.clone())));
     let headers: HeaderMap = request.headers().clone();
     let method = request.method().clone();
-    if let Err(failure) = check_version(&headers, request.uri().query()) {
-        return error(&failure);
-    }
     let (id, action) = match segment.rsplit_once(':') {
         Some((id, action)) => (id.to_owned(), Some(action.to_owned())),
         None => (segment, None),
@@ -249,17 +239,11 @@ async fn task_route(
     }
 }
 
-async fn push_unsupported(State(state): Shared, request: Request) -> Response {
-    if let Err(failure) = check_version(request.headers(), request.uri().query()) {
-        return error_with(state.mapping, &failure);
-    }
+async fn push_unsupported(State(state): Shared) -> Response {
     error_with(state.mapping, &A2aError::new(A2aErrorKind::PushNotificationNotSupported))
 }
 
-async fn extended_card(State(state): Shared, request: Request) -> Response {
-    if let Err(failure) = check_version(request.headers(), request.uri().query()) {
-        return error_with(state.mapping, &failure);
-    }
+async fn extended_card(State(state): Shared) -> Response {
     error_with(
         state.mapping,
         &A2aError::new(A2aErrorKind::UnsupportedOperation)
