@@ -272,7 +272,7 @@ impl Agent {
     pub(crate) async fn run_for_task(
         &self,
         valid: ValidInput,
-        task: crate::task::Task,
+        task: crate::model::Task,
         cancel: CancellationToken,
         sink: Option<Arc<EventSink>>,
     ) -> Result<Completion, RunError> {

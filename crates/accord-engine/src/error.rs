@@ -1,9 +1,7 @@
 //! The engine's errors. Faces map them to their wire (status, body, JSON-RPC code); the engine
 //! never decides how an error looks on the wire.
 
-use crate::run::EndStatus;
-use crate::schema::Issue;
-use crate::skill::SkillError;
+use crate::model::{EndStatus, Issue, Message, SkillError, TaskId};
 
 /// Why an agent or a skill could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +100,7 @@ pub enum RunError {
         /// How the handler ended.
         status: EndStatus,
         /// What the handler said: the whole message (every part, its id), never flattened.
-        message: Option<crate::run::Message>,
+        message: Option<Message>,
     },
 }
 
@@ -176,7 +174,7 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     issues: Vec<Issue>,
-    task: Option<crate::task::TaskId>,
+    task: Option<TaskId>,
 }
 
 impl Error {
@@ -186,14 +184,14 @@ impl Error {
     }
 
     /// The same error, about `task`.
-    pub fn about(mut self, task: &crate::task::TaskId) -> Self {
+    pub fn about(mut self, task: &TaskId) -> Self {
         self.task = Some(task.clone());
         self
     }
 
     /// The task the error is about, when there is one (faces whose wire fixes the message of an
     /// error, such as the Lucid profile's `Task "<id>" is not running`, build it from this).
-    pub fn task_id(&self) -> Option<&crate::task::TaskId> {
+    pub fn task_id(&self) -> Option<&TaskId> {
         self.task.as_ref()
     }
 
@@ -225,38 +223,3 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-impl From<crate::task::TaskFailure> for Error {
-    fn from(failure: crate::task::TaskFailure) -> Self {
-        use crate::task::TaskFailure;
-        let message = failure.to_string();
-        let task = match &failure {
-            TaskFailure::NotFound { id }
-            | TaskFailure::NotCancellable { id, .. }
-            | TaskFailure::CancelRace { id }
-            | TaskFailure::ClaimLost { id }
-            | TaskFailure::NotWaiting { id, .. }
-            | TaskFailure::NotAdmitted { id } => Some(id.clone()),
-            _ => None,
-        };
-        let kind = match failure {
-            TaskFailure::NotFound { .. } => ErrorKind::TaskNotFound,
-            TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
-            TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
-            TaskFailure::CapacityExhausted { .. } => ErrorKind::CapacityExhausted,
-            TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
-            TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
-            TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,
-            TaskFailure::NotAdmitted { .. } => ErrorKind::PaymentRequired,
-            TaskFailure::Closed => ErrorKind::ShuttingDown,
-            TaskFailure::Store(_) => ErrorKind::Unavailable,
-        };
-        Self { kind, message, issues: Vec::new(), task }
-    }
-}
-
-impl From<crate::task::StoreError> for Error {
-    fn from(error: crate::task::StoreError) -> Self {
-        crate::task::TaskFailure::from(error).into()
-    }
-}

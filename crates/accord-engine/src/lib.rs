@@ -31,6 +31,7 @@ mod agent;
 mod direct;
 mod error;
 pub mod idempotency;
+pub mod model;
 mod run;
 mod schema;
 mod skill;
@@ -40,9 +41,9 @@ pub mod time;
 pub use agent::{Agent, AgentBuilder};
 pub use direct::PaidRun;
 pub use error::{BuildError, Error, ErrorKind, RunError};
+pub use model::Issue;
 pub use run::{
     Artifact, Asset, AssetTransfer, Completion, EndStatus, Invocation, Message, Outcome, Part, Role, Run, RunEnd,
     RunEvent, RunFrame, RunStream, TaskState,
 };
-pub use schema::Issue;
 pub use skill::{BoxFuture, Handler, Pricing, Skill, SkillBuilder, SkillError, ValidInput};

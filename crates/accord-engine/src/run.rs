@@ -7,12 +7,13 @@ use std::time::SystemTime;
 
 use futures_util::Stream;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::skill::SkillError;
+use crate::model::SkillError;
+pub use crate::model::{Artifact, EndStatus, Message, Part, Role, TaskState};
 
 /// The context of one run of a skill, handed to its handler.
 ///
@@ -26,7 +27,7 @@ pub struct Run {
     pub(crate) input: Arc<Value>,
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Option<Arc<EventSink>>,
-    pub(crate) task: Option<Arc<crate::task::Task>>,
+    pub(crate) task: Option<Arc<crate::model::Task>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -58,7 +59,7 @@ impl Run {
     /// The task this run executes, as it was when the run started — its context id, its history
     /// (the caller's messages included) and its artifacts — or `None` for a direct invocation or
     /// stream.
-    pub fn task(&self) -> Option<&crate::task::Task> {
+    pub fn task(&self) -> Option<&crate::model::Task> {
         self.task.as_deref()
     }
 
@@ -320,163 +321,6 @@ pub struct RunEnd {
     pub error: Option<SkillError>,
     /// The agent's message, when it needs input, authorization or rejected the request.
     pub message: Option<Message>,
-}
-
-/// The kinds of end of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EndStatus {
-    /// The handler produced its output.
-    Succeeded,
-    /// The handler failed.
-    Failed,
-    /// The run was cancelled.
-    Cancelled,
-    /// The handler needs more input.
-    InputRequired,
-    /// The handler needs authorization.
-    AuthRequired,
-    /// The handler rejected the request.
-    Rejected,
-}
-
-impl EndStatus {
-    /// A stable snake_case name (`input_required`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::InputRequired => "input_required",
-            Self::AuthRequired => "auth_required",
-            Self::Rejected => "rejected",
-        }
-    }
-}
-
-/// The state of a task: the eight states of A2A. Other dialects project it (the Lucid profile's
-/// four statuses are a view of these).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskState {
-    /// Accepted, not yet running.
-    Submitted,
-    /// Running.
-    Working,
-    /// Waiting for the caller's input.
-    InputRequired,
-    /// Waiting for the caller's authorization.
-    AuthRequired,
-    /// Finished with a result.
-    Completed,
-    /// Finished with an error.
-    Failed,
-    /// Cancelled.
-    Canceled,
-    /// Refused by the agent.
-    Rejected,
-}
-
-impl TaskState {
-    /// Whether the state is final: a task in it never changes again.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
-    }
-}
-
-/// Who speaks a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The caller.
-    User,
-    /// The agent.
-    Agent,
-}
-
-/// A message: a role and its parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    /// The message's id (chosen by whoever wrote it; Accord makes UUIDs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<String>,
-    /// Who speaks.
-    pub role: Role,
-    /// What is said.
-    pub parts: Vec<Part>,
-    /// Data about the message that is not part of what is said (an extension's fields, such as
-    /// payment requirements); kept and delivered unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<serde_json::Map<String, Value>>,
-}
-
-impl Message {
-    /// A message with a fresh id.
-    pub fn new(role: Role, parts: Vec<Part>) -> Self {
-        Self { message_id: Some(uuid::Uuid::new_v4().to_string()), role, parts, metadata: None }
-    }
-
-    /// The same message with `metadata`.
-    pub fn with_metadata(mut self, metadata: serde_json::Map<String, Value>) -> Self {
-        self.metadata = Some(metadata);
-        self
-    }
-
-    /// A message from the agent with one text part.
-    pub fn agent_text(text: impl Into<String>) -> Self {
-        Self::new(Role::Agent, vec![Part::Text(text.into())])
-    }
-
-    /// The text parts joined with newlines.
-    pub fn text(&self) -> String {
-        self.parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Text(text) => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-/// One part of a message or an artifact. Stored as `{"text": …}`, `{"data": …}` or
-/// `{"file": {…}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Part {
-    /// Text.
-    Text(String),
-    /// Structured data.
-    Data(Value),
-    /// A file, inline (base64) or by URI.
-    File {
-        /// A file name.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// Its media type.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        mime: Option<String>,
-        /// Base64 content, for an inline file.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bytes_base64: Option<String>,
-        /// Where to fetch it, for a file by reference.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        uri: Option<String>,
-    },
-}
-
-/// An output document of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Artifact {
-    /// Its id, unique within the task.
-    pub artifact_id: String,
-    /// A display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Its content.
-    pub parts: Vec<Part>,
 }
 
 /// A file or blob sent in a stream.

@@ -1,19 +1,8 @@
 //! JSON Schema validation of skill inputs and outputs.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+pub(crate) use crate::model::Issue;
 
-/// One schema violation, shaped like a Zod issue so that Lucid clients read it unchanged:
-/// `{"code": <JSON Schema keyword>, "path": [...], "message": "..."}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Issue {
-    /// The JSON Schema keyword that failed (`type`, `required`, …).
-    pub code: String,
-    /// Where in the instance: object keys as strings, array indexes as numbers.
-    pub path: Vec<Value>,
-    /// What is wrong, in words.
-    pub message: String,
-}
+use serde_json::Value;
 
 /// A compiled schema.
 pub(crate) struct Schema {

@@ -10,8 +10,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{BuildError, RunError};
+use crate::model::Issue;
+pub use crate::model::SkillError;
 use crate::run::{Completion, Outcome, Run};
-use crate::schema::{Issue, Schema};
+use crate::schema::Schema;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -32,49 +34,6 @@ where
         Box::pin(self(run))
     }
 }
-
-/// An error a handler reports: a stable code and a message meant for the caller.
-///
-/// The message travels to the caller, so it must not carry secrets or internal detail.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct SkillError {
-    /// A stable snake_case code (`internal_error` unless the handler says otherwise).
-    pub code: String,
-    /// What went wrong.
-    pub message: String,
-    /// Whether trying again may help.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retryable: Option<bool>,
-    /// Structured detail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-}
-
-impl SkillError {
-    /// An error with a code.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into(), retryable: None, details: None }
-    }
-
-    /// An `internal_error`.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("internal_error", message)
-    }
-
-    /// Marks the error as worth retrying (or not).
-    pub fn retryable(mut self, retryable: bool) -> Self {
-        self.retryable = Some(retryable);
-        self
-    }
-}
-
-impl std::fmt::Display for SkillError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for SkillError {}
 
 /// What a skill costs, per way of calling it: amounts in the smallest unit of the agent's payment
 /// asset, as decimal integer strings (`"10000"`). An operation without an amount is free. Which

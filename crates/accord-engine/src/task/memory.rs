@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub};
 use super::store::{apply_event, claimable, holds_lease, lease_is_live};
-use super::{
-    Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent,
-    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, WakeupHub, now_ms,
-};
+use super::token::OwnerHash;
+use crate::model::{ExecutionLease, LeasePhase, Millis, TaskEvent, TaskEventKind, TaskId, now_ms};
 use crate::run::TaskState;
 
 /// Limits of a [`MemoryStore`].

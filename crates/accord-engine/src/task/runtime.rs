@@ -18,12 +18,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskId, TaskPage,
-    TaskPayload, TaskResult, TaskStore, TaskWakeups, now_ms,
-};
+use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
+use super::token::OwnerHash;
 use crate::agent::Agent;
-use crate::error::RunError;
+use crate::error::{Error, ErrorKind, RunError};
+use crate::model::{Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, now_ms};
 use crate::run::{EndStatus, EventSink, Message, RunEvent, RunFrame, TaskState};
 use crate::skill::{SkillError, ValidInput};
 
@@ -942,5 +941,43 @@ impl EventCursor {
                 return None;
             }
         }
+    }
+}
+
+impl From<TaskFailure> for Error {
+    fn from(failure: TaskFailure) -> Self {
+        let message = failure.to_string();
+        let task = match &failure {
+            TaskFailure::NotFound { id }
+            | TaskFailure::NotCancellable { id, .. }
+            | TaskFailure::CancelRace { id }
+            | TaskFailure::ClaimLost { id }
+            | TaskFailure::NotWaiting { id, .. }
+            | TaskFailure::NotAdmitted { id } => Some(id.clone()),
+            _ => None,
+        };
+        let kind = match failure {
+            TaskFailure::NotFound { .. } => ErrorKind::TaskNotFound,
+            TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
+            TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
+            TaskFailure::CapacityExhausted { .. } => ErrorKind::CapacityExhausted,
+            TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
+            TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
+            TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,
+            TaskFailure::NotAdmitted { .. } => ErrorKind::PaymentRequired,
+            TaskFailure::Closed => ErrorKind::ShuttingDown,
+            TaskFailure::Store(_) => ErrorKind::Unavailable,
+        };
+        let error = Error::new(kind, message);
+        match task {
+            Some(task) => error.about(&task),
+            None => error,
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(error: StoreError) -> Self {
+        TaskFailure::from(error).into()
     }
 }

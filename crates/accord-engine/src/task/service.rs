@@ -18,11 +18,11 @@ use async_trait::async_trait;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
-use super::{
-    Durability, ListQuery, OwnerHash, PreparedExecution, Reservation, Task, TaskEvent, TaskFailure, TaskId, TaskPage,
-    TaskRuntime,
-};
+use super::runtime::{PreparedExecution, Reservation, TaskFailure, TaskRuntime};
+use super::store::{Durability, ListQuery, TaskPage};
+use super::token::OwnerHash;
 use crate::error::{Error, ErrorKind, RunError};
+use crate::model::{Task, TaskEvent, TaskId};
 use crate::run::{Message, Part, TaskState};
 use crate::skill::{Skill, SkillError, ValidInput};
 
@@ -406,7 +406,7 @@ impl TaskService {
     }
 
     /// The agent whose skills run here.
-    pub fn agent(&self) -> &crate::Agent {
+    pub fn agent(&self) -> &crate::agent::Agent {
         self.runtime.agent()
     }
 
@@ -934,7 +934,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_awaiting_payment_runs_only_once_paid_and_its_run_keeps_the_evidence() {
-        use crate::task::{AccessToken, MemoryStore, RuntimeConfig};
+        use super::super::memory::MemoryStore;
+        use super::super::runtime::RuntimeConfig;
+        use super::super::token::AccessToken;
         use crate::{Agent, Completion, Outcome, Pricing, Run, Skill};
         let pricing = Pricing { task: Some("1".into()), ..Pricing::default() };
         let skill = Skill::builder("paid").pricing(pricing).invoke(|run: Run| async move {
@@ -992,7 +994,7 @@ mod tests {
 
     #[test]
     fn a_tenant_makes_another_owner() {
-        let owner = crate::task::AccessToken::generate().owner();
+        let owner = super::super::token::AccessToken::generate().owner();
         let caller = Caller::owner(owner);
         assert_eq!(caller.within(None), caller);
         assert_eq!(caller.within(Some("")), caller);

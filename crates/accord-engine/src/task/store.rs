@@ -15,8 +15,24 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use super::{ExecutionLease, LeasePhase, Millis, OwnerHash, StoredTask, Task, TaskEvent, TaskEventKind, TaskId};
+use super::token::OwnerHash;
+use crate::model::{ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload};
 use crate::run::{Artifact, TaskState};
+
+/// A task record as a store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTask {
+    /// The task.
+    pub task: Task,
+    /// The owner: the hash of its access token.
+    pub owner: OwnerHash,
+    /// What it runs.
+    pub payload: TaskPayload,
+    /// When an unclaimed reservation is abandoned.
+    pub admission_expires_at: Option<Millis>,
+    /// The current execution lease.
+    pub lease: Option<ExecutionLease>,
+}
 
 /// Whether a store's records and leases survive a restart of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
