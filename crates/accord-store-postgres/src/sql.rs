@@ -183,7 +183,7 @@ pub(crate) const WRITE_CHANGES: &str = concat!(
 );
 
 /// Submitted or working tasks whose active lease lapsed at `$1`, lapsed first, at most `$2`
-/// (a task waiting for input keeps the lease its worker gave up, and is not recovered).
+/// (a task waiting for input holds no lease, and is not recovered).
 pub(crate) const EXPIRED_ACTIVE_LEASES: &str = concat!(
     "SELECT id FROM accord_tasks",
     " WHERE lease_owner IS NOT NULL AND lease_phase = 'active' AND lease_expires_at <= $1",

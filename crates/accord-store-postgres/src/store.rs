@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use accord_engine::TaskState;
 use accord_engine::task::{
     Durability, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId,
-    TaskPage, TaskStore, TaskWakeups, apply_event, now_ms,
+    TaskPage, TaskStore, TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
 use sqlx::Row;
@@ -106,14 +106,10 @@ impl Locked {
         Ok(Self { record, last_sequence, appended: Vec::new() })
     }
 
-    /// Appends `kind` and applies it to the record; a terminal state clears the lease and the
-    /// admission expiry.
+    /// Appends `kind` and applies it to the record; a write that ends the execution (a terminal
+    /// state, or waiting for the caller) clears the lease and the admission expiry.
     fn append(&mut self, kind: TaskEventKind, now: Millis) {
-        apply_event(&mut self.record.task, &kind, now);
-        if self.record.task.state.is_terminal() {
-            self.record.lease = None;
-            self.record.admission_expires_at = None;
-        }
+        apply_to_record(&mut self.record, &kind, now);
         self.last_sequence += 1;
         self.appended.push(TaskEvent {
             task_id: self.record.task.id.clone(),

@@ -15,7 +15,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use accord_engine::TaskState;
-use accord_engine::task::{ExecutionLease, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, apply_event};
+use accord_engine::task::{
+    ExecutionLease, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, apply_event, apply_to_record,
+};
 use sqlx::{Connection, Row, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -300,11 +302,7 @@ async fn compare_and_set(
     if !expected.contains(&record.task.state) || !owner_holds {
         return Ok(None);
     }
-    apply_event(&mut record.task, event, now);
-    if record.task.state.is_terminal() {
-        record.lease = None;
-        record.admission_expires_at = None;
-    }
+    apply_to_record(&mut record, event, now);
     let kind = to_json(serde_json::to_string(event), "task_events.kind")?;
     let sequence = row.try_get::<i64, _>("last_sequence")? + 1;
     write_change(connection, &record.task, record.lease.as_ref(), record.admission_expires_at, sequence, now, &kind)

@@ -111,6 +111,7 @@ macro_rules! store_conformance_tests {
             compare_and_set_appends_and_applies_the_event,
             compare_and_set_fences_a_stale_execution_owner,
             a_terminal_write_clears_the_lease_and_the_admission,
+            a_waiting_write_clears_the_lease_so_a_follow_up_claims_at_once,
             cancel_racing_completion_has_exactly_one_winner,
             reaping_cancels_abandoned_admissions_and_lapsed_prepared_leases,
             reaping_leaves_live_work_alone,
@@ -127,6 +128,7 @@ macro_rules! store_conformance_tests {
             runtime_events_stream_yields_the_log_in_order_and_ends,
             runtime_resumes_a_waiting_task_with_the_follow_up,
             runtime_recovers_a_resumed_task_with_its_follow_up,
+            runtime_immediate_follow_ups_never_hang,
         }
     };
 }
@@ -864,7 +866,7 @@ pub async fn compare_and_set_fences_a_stale_execution_owner(factory: impl StoreF
     assert_eq!(fenced.expect("compare and set"), None, "a task without a lease has no execution owner");
 }
 
-/// A terminal write clears the lease and the admission expiry; a non-terminal one keeps them.
+/// A terminal write clears the lease and the admission expiry; progress keeps them.
 pub async fn a_terminal_write_clears_the_lease_and_the_admission(factory: impl StoreFactory) {
     let bench = Bench::new(&factory).await;
     let alice = owner("alice");
@@ -898,6 +900,57 @@ pub async fn a_terminal_write_clears_the_lease_and_the_admission(factory: impl S
         .expect("the holder's failure is accepted");
     assert_eq!((failed.lease, failed.admission_expires_at), (None, None));
     assert_eq!(bench.record(&prepared).await.lease, None);
+}
+
+/// A write that makes the task wait for its caller (input or authorization) clears the lease and
+/// the admission expiry in the same step, as a terminal write does: once the follow-up turns the
+/// task `working` again (as `TaskRuntime::resume` does), another worker's claim is granted at
+/// once, long before the old lease would have lapsed, and the former holder is fenced out.
+pub async fn a_waiting_write_clears_the_lease_so_a_follow_up_claims_at_once(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for waiting in [TaskState::InputRequired, TaskState::AuthRequired] {
+        let id = bench.running(alice, "a", bench.at(5 * MINUTE)).await;
+        let written = bench
+            .store
+            .compare_and_set(&id, RUNNING_STATES, status(waiting), Some("a"), bench.at(1))
+            .await
+            .expect("compare and set")
+            .expect("the holder's write is accepted");
+        assert_eq!((written.task.state, written.lease, written.admission_expires_at), (waiting, None, None));
+        let stored = bench.record(&id).await;
+        assert_eq!((stored.lease, stored.admission_expires_at), (None, None), "{waiting:?} holds no lease");
+
+        let now = bench.at(2);
+        let renewed = bench.store.renew_execution_claim(&id, "a", bench.at(6 * MINUTE), now).await;
+        assert_eq!(renewed.expect("renew"), None, "the former holder has no lease to renew");
+        let late = bench.store.compare_and_set(&id, &[waiting], message("late"), Some("a"), now).await;
+        assert_eq!(late.expect("compare and set"), None, "nor an execution to write for");
+
+        // The follow-up, as the runtime's resume makes it: back to working, then a claim.
+        bench
+            .store
+            .compare_and_set(&id, &[waiting], status(TaskState::Working), None, bench.at(3))
+            .await
+            .expect("compare and set")
+            .expect("the follow-up resumes the task");
+        let claimed = bench.store.claim_execution(&id, "b", bench.at(5 * MINUTE), bench.at(3)).await.expect("claim");
+        let claimed = claimed.expect("the follow-up's claim is granted at once");
+        assert_eq!(claimed.lease, lease("b", bench.at(5 * MINUTE), LeasePhase::Prepared));
+        bench.store.activate_execution(&id, "b", bench.at(5 * MINUTE), bench.at(3)).await.expect("activate");
+        let done = bench
+            .store
+            .compare_and_set(&id, RUNNING_STATES, result(json!("done")), Some("b"), bench.at(4))
+            .await
+            .expect("compare and set");
+        assert_eq!(done.expect("the new holder's result is accepted").task.state, TaskState::Completed);
+    }
+
+    // A task that waits straight from its reservation loses its admission expiry too.
+    let reserved = bench.reserve(alice).await;
+    let waiting = bench.set(&reserved, status(TaskState::InputRequired), bench.at(1)).await;
+    assert_eq!((waiting.lease, waiting.admission_expires_at), (None, None));
+    assert_eq!(bench.record(&reserved).await.admission_expires_at, None);
 }
 
 /// A cancellation racing a fenced completion: exactly one terminal state wins, the log holds
@@ -1021,7 +1074,7 @@ pub async fn expired_active_leases_lists_only_lapsed_active_leases(factory: impl
         .await
         .expect("compare and set")
         .expect("completed");
-    // A task waiting for input keeps a lapsed active lease (its worker gave it up): not a candidate.
+    // A task waiting for input holds no lease (its worker's waiting write cleared it): not a candidate.
     let waiting = bench.running(alice, "w", bench.at(MINUTE / 4)).await;
     bench
         .store
@@ -1298,6 +1351,105 @@ pub async fn runtime_recovers_a_resumed_task_with_its_follow_up(factory: impl St
     let done = until_terminal(&b, &task.id, &alice).await;
     assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b", "got": "more", "history": 3})));
     hang.notify_one();
+}
+
+/// How long a task in the follow-up race may stay silent before it counts as hung. A guard
+/// against hanging, not a speed requirement: a hung task never speaks again.
+const HANG: Duration = Duration::from_secs(30);
+/// How many tasks of the follow-up race are in flight at once.
+const IN_FLIGHT: usize = 32;
+
+/// Immediate follow-ups never race the lease: 100 tasks ask for input 100 times each, and every
+/// follow-up is sent the moment its task waits — 10,000 follow-ups, 32 tasks at a time. None is
+/// refused or lost, and no task hangs `working` (as one did when the worker gave its lease up
+/// after the waiting write, and a follow-up came between the two). See
+/// [`runtime_immediate_follow_ups_never_hang_with`] for other counts.
+pub async fn runtime_immediate_follow_ups_never_hang(factory: impl StoreFactory) {
+    runtime_immediate_follow_ups_never_hang_with(factory, 100, 100).await;
+}
+
+/// [`runtime_immediate_follow_ups_never_hang`] with `tasks` tasks of `rounds` follow-ups each.
+pub async fn runtime_immediate_follow_ups_never_hang_with(factory: impl StoreFactory, tasks: usize, rounds: usize) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    // Asks for input until the history holds `rounds` follow-ups, then completes.
+    let skill = Skill::builder(SKILL).invoke(move |run: Run| async move {
+        let follow_ups = run
+            .task()
+            .map_or(0, |task| task.history.iter().filter(|message| message.role == accord_engine::Role::User).count());
+        if follow_ups < rounds {
+            return Ok(Outcome::InputRequired(Message::agent_text("need more")));
+        }
+        Ok(Outcome::Completed(Completion::new(json!({"follow_ups": follow_ups}))))
+    });
+    let runtime = runtime_on(Arc::clone(&store), agent(skill), "a");
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    let runs: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (runtime, slots) = (runtime.clone(), Arc::clone(&slots));
+            tokio::spawn(async move {
+                let _slot = slots.acquire_owned().await.expect("the semaphore stays open");
+                follow_up_race(&runtime, alice, rounds).await
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut done = Vec::new();
+    for run in runs {
+        match run.await.expect("a follow-up race task completes") {
+            Ok(id) => done.push(id),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {tasks} tasks failed; the first: {}", failures.len(), failures[0]);
+
+    let expected: Vec<String> =
+        (0..rounds).flat_map(|round| ["need more".to_owned(), format!("follow-up {round}")]).collect();
+    for id in &done {
+        let record = store.get(id).await.expect("get").expect("the task exists");
+        assert_eq!(record.task.state, TaskState::Completed, "task {id}");
+        assert_eq!(record.task.result.map(|result| result.output), Some(json!({"follow_ups": rounds})), "task {id}");
+        let texts: Vec<String> = record.task.history.iter().map(Message::text).collect();
+        assert_eq!(texts, expected, "task {id} holds every follow-up once, in order");
+    }
+    assert_eq!(done.len(), tasks);
+}
+
+/// Runs one task of the follow-up race: follows its events and answers every request for input at
+/// once. The task's id, or what went wrong.
+async fn follow_up_race(runtime: &TaskRuntime, owner: OwnerHash, rounds: usize) -> Result<TaskId, String> {
+    let task = runtime.start(reservation(runtime, SKILL, owner)).await.map_err(|error| format!("start: {error}"))?;
+    let id = task.id;
+    let mut events = runtime.events(&id, &owner, 0).await.map_err(|error| format!("events of {id}: {error}"))?;
+    let mut sent = 0;
+    loop {
+        let event = match tokio::time::timeout(HANG, events.next()).await {
+            Ok(Some(Ok(event))) => event,
+            Ok(Some(Err(error))) => return Err(format!("task {id}: the event stream failed: {error}")),
+            Ok(None) => return Err(format!("task {id}: the event stream ended before the task completed")),
+            Err(_) => {
+                let state = runtime.get(&id, &owner).await.map(|task| task.state);
+                return Err(format!(
+                    "task {id} hung: no event for {HANG:?} after {sent} of {rounds} follow-ups (state {state:?})"
+                ));
+            }
+        };
+        match event.kind {
+            TaskEventKind::Status { state: TaskState::InputRequired, .. } if sent < rounds => {
+                let follow_up = user_text(&format!("follow-up {sent}"));
+                runtime
+                    .resume(&id, &owner, follow_up)
+                    .await
+                    .map_err(|error| format!("task {id}: follow-up {sent} was refused: {error}"))?;
+                sent += 1;
+            }
+            TaskEventKind::Result { .. } if sent == rounds => return Ok(id),
+            kind if kind.state().is_some_and(|state| state.is_terminal() || state == TaskState::InputRequired) => {
+                return Err(format!("task {id}: unexpected {kind:?} after {sent} of {rounds} follow-ups"));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Two runtimes prepare the same reserved task at once: exactly one succeeds, the other gets

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::store::{apply_event, claimable, holds_lease, lease_is_live};
+use super::store::{claimable, holds_lease, lease_is_live};
 use super::{
     Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent,
-    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, WakeupHub, now_ms,
+    TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_to_record, now_ms,
 };
 use crate::run::TaskState;
 
@@ -137,11 +137,7 @@ fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
 }
 
 fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
-    apply_event(&mut entry.record.task, &kind, now);
-    if entry.record.task.state.is_terminal() {
-        entry.record.lease = None;
-        entry.record.admission_expires_at = None;
-    }
+    apply_to_record(&mut entry.record, &kind, now);
     let event = TaskEvent {
         task_id: entry.record.task.id.clone(),
         sequence: entry.events.last().map_or(1, |last| last.sequence + 1),

@@ -21,7 +21,9 @@ pub mod token;
 
 pub use memory::{MemoryStore, MemoryStoreConfig};
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
-pub use store::{Durability, ListQuery, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event};
+pub use store::{
+    Durability, ListQuery, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event, apply_to_record,
+};
 pub use token::{AccessToken, InvalidToken, OwnerHash};
 
 /// Milliseconds since the Unix epoch: how task records keep time (portable across stores).

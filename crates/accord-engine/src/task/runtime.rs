@@ -651,7 +651,6 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         inner.local().remove(&id);
         return;
     }
-    let mut release_lease = false;
     let event = match outcome {
         Err(_elapsed) => {
             let max_run = inner.config.max_run.as_millis();
@@ -680,13 +679,10 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
             let message = message.map(crate::run::Message::agent_text);
             match status {
                 EndStatus::InputRequired => {
-                    release_lease = true;
+                    // The store clears the lease with this write, so a follow-up can claim at once.
                     Some(TaskEventKind::Status { state: TaskState::InputRequired, message })
                 }
-                EndStatus::AuthRequired => {
-                    release_lease = true;
-                    Some(TaskEventKind::Status { state: TaskState::AuthRequired, message })
-                }
+                EndStatus::AuthRequired => Some(TaskEventKind::Status { state: TaskState::AuthRequired, message }),
                 _ => Some(TaskEventKind::Error {
                     state: TaskState::Rejected,
                     error: SkillError::new("rejected", message.map_or_else(|| "rejected".to_owned(), |m| m.text())),
@@ -700,10 +696,6 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     }
     // The timeout fences first, then stops the handler.
     cancel.cancel();
-    if release_lease {
-        let now = now_ms();
-        let _ = inner.store.renew_execution_claim(&id, &worker, now, now).await;
-    }
     inner.local().remove(&id);
 }
 

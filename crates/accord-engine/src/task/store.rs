@@ -266,9 +266,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// one of `expected` and, when `execution_owner` is given, the current lease belongs to it
     /// (this fences a stale worker out after another took the task over).
     ///
-    /// A terminal result clears the lease and the admission expiry. Returns the updated record, or
-    /// `None` when the condition does not hold. Atomic and, for a durable store, durable. Wakes
-    /// subscribers.
+    /// A write that ends the execution clears the lease and the admission expiry in the same
+    /// atomic step ([`apply_to_record`]): a terminal result, and a status that makes the task wait
+    /// for its caller (`input_required` or `auth_required`). A worker's handler has returned when
+    /// it writes that status, and the follow-up that resumes the task must be able to claim it at
+    /// once: a lease given up by a later, separate call would refuse a follow-up that came
+    /// between the two. Returns the updated record, or `None` when the condition does not hold.
+    /// Atomic and, for a durable store, durable. Wakes subscribers.
     async fn compare_and_set(
         &self,
         id: &TaskId,
@@ -285,8 +289,8 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks in `submitted` or `working` whose *active* lease lapsed (their worker is presumed
     /// dead), oldest lapse first, at most `limit`: candidates for [`TaskStore::claim_execution`] by
-    /// a recovering worker. Tasks waiting for input or authorization are not candidates, even
-    /// though their worker gave its lease up.
+    /// a recovering worker. Tasks waiting for input or authorization are never candidates: the
+    /// write that made them wait cleared their lease.
     async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError>;
 
     /// The owner's task's log entries with a sequence greater than `after`, in order. `None` when
@@ -303,6 +307,25 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Closes the store: later calls fail with [`StoreError::Closed`]; subscribers are released.
     async fn close(&self);
+}
+
+/// Applies an event written by [`TaskStore::compare_and_set`] to a stored record: the task changes
+/// as [`apply_event`] says, and a write that ends the execution — a terminal state, or a status
+/// that waits for the caller — clears the lease and the admission expiry with it. The one
+/// definition every store uses.
+pub fn apply_to_record(record: &mut StoredTask, event: &TaskEventKind, now: Millis) {
+    apply_event(&mut record.task, event, now);
+    if ends_execution(event, record.task.state) {
+        record.lease = None;
+        record.admission_expires_at = None;
+    }
+}
+
+/// Whether a write of `event` that left the task in `state` ends the task's execution: a terminal
+/// state, or a status that waits for the caller (input or authorization).
+fn ends_execution(event: &TaskEventKind, state: TaskState) -> bool {
+    state.is_terminal()
+        || matches!(event, TaskEventKind::Status { state: TaskState::InputRequired | TaskState::AuthRequired, .. })
 }
 
 /// Applies an event to a task: the one definition every store uses, so that the record is always
