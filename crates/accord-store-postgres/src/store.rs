@@ -10,9 +10,9 @@ use accord_engine::task::{
     TaskPage, TaskStore, TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
-use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::types::Json;
+use sqlx::{QueryBuilder, Row};
 use tokio::task::JoinHandle;
 
 use crate::config::{PostgresStoreConfig, redact_url};
@@ -75,10 +75,6 @@ fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
 
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(database) if database.code().as_deref() == Some("23505"))
-}
-
-fn limit(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// Whether reaping terminalizes this record at `now`: an admission that expired without a
@@ -360,21 +356,9 @@ impl Shared {
 
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.reap_before("listing tasks", now_ms()).await?;
-        let states: Option<Vec<&str>> =
-            query.states.as_ref().map(|states| states.iter().map(|state| sql::state_name(*state)).collect());
-        let statement = match &query.context_id {
-            None => sqlx::query(sql::LIST),
-            Some(_) => sqlx::query(sql::LIST_IN_CONTEXT),
-        }
-        .bind(owner.to_hex())
-        .bind(states)
-        .bind(limit(query.limit))
-        .bind(limit(query.offset));
-        let statement = match &query.context_id {
-            None => statement,
-            Some(context) => statement.bind(context.as_str()),
-        };
-        let rows = statement.fetch_all(&self.pool).await.map_err(failed("listing tasks"))?;
+        let mut statement = QueryBuilder::new("");
+        sql::push_list(&mut statement, owner, query);
+        let rows = statement.build().fetch_all(&self.pool).await.map_err(failed("listing tasks"))?;
         let mut total = 0;
         let mut tasks = Vec::with_capacity(rows.len());
         for row in rows {
@@ -383,8 +367,9 @@ impl Shared {
             let task: Option<Json<accord_engine::task::Task>> = row.try_get("task").map_err(failed("listing tasks"))?;
             tasks.extend(task.map(|task| task.0));
         }
-        let has_more = query.offset.saturating_add(tasks.len()) < total;
-        Ok(TaskPage { tasks, total, has_more })
+        let has_more = tasks.len() > query.limit;
+        tasks.truncate(query.limit);
+        Ok(TaskPage::new(tasks, total, has_more, &query.page))
     }
 
     /// Runs a conditional lease update; `None` when its condition does not hold.
@@ -450,7 +435,7 @@ impl Shared {
     async fn expired_active_leases(&self, now: Millis, count: usize) -> Result<Vec<TaskId>, StoreError> {
         let ids: Vec<String> = sqlx::query_scalar(sql::EXPIRED_ACTIVE_LEASES)
             .bind(to_db(now))
-            .bind(limit(count))
+            .bind(sql::count_to_db(count))
             .fetch_all(&self.pool)
             .await
             .map_err(failed("finding tasks whose worker stopped"))?;

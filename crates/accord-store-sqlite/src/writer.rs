@@ -259,8 +259,9 @@ async fn create(
         let lease = record.lease.as_ref();
         sqlx::query(
             "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
-                                admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)",
+                                admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence,
+                                skill)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?13)",
         )
         .bind(id.as_str())
         .bind(record.owner.to_hex())
@@ -274,6 +275,7 @@ async fn create(
         .bind(lease.map(|lease| lease.owner_id.as_str()))
         .bind(lease.map(|lease| sql_time(lease.expires_at)))
         .bind(lease.map(|lease| phase_name(lease.phase)))
+        .bind(record.task.skill.as_str())
         .execute(&mut *connection)
         .await?;
         // The creation event describes the record as given; it is logged, not applied.

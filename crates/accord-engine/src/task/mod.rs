@@ -22,7 +22,8 @@ pub mod token;
 pub use memory::{MemoryStore, MemoryStoreConfig};
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
 pub use store::{
-    Durability, ListQuery, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event, apply_to_record,
+    Durability, ListCursor, ListQuery, PageStart, StoreError, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event,
+    apply_to_record,
 };
 pub use token::{AccessToken, InvalidToken, OwnerHash};
 

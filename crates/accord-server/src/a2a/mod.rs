@@ -28,7 +28,10 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use accord_engine::task::{OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskRuntime};
+use accord_engine::task::{
+    ListCursor, Millis, OwnerHash, PageStart, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId,
+    TaskRuntime,
+};
 use accord_engine::{Message, Part, Role, RunError, Skill, TaskState};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamResponse};
 use futures_util::{Stream, StreamExt};
@@ -371,40 +374,37 @@ impl A2aCore {
     ) -> Result<a2a::ListTasksResponse, A2aError> {
         let owner = scoped(owner, request.tenant.as_deref());
         let page_size = request.page_size.unwrap_or(a2a::requests::LIST_TASKS_DEFAULT_PAGE_SIZE);
-        let offset = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
-            None => 0,
-            Some(token) => token
-                .strip_prefix("offset:")
-                .and_then(|offset| offset.parse::<usize>().ok())
-                .ok_or_else(|| invalid_params("pageToken is not a token this agent issued"))?,
+        let page = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
+            None => PageStart::Offset(0),
+            Some(token) => PageStart::After(
+                ListCursor::parse(token).ok_or_else(|| invalid_params("pageToken is not a token this agent issued"))?,
+            ),
         };
         let states = match request.status {
             None | Some(a2a::TaskState::Unspecified) => None,
             Some(state) => Some(vec![engine_state(state)]),
         };
-        let after = match request.status_timestamp_after.as_deref() {
+        let updated_after = match request.status_timestamp_after.as_deref() {
             None => None,
+            // An instant before the epoch: every task changed after it.
             Some(text) => Some(
                 a2a::time::parse_rfc3339_utc(text)
+                    .map(|after| Millis::try_from(after).unwrap_or(0))
                     .map_err(|_| invalid_params("statusTimestampAfter must be an RFC 3339 UTC timestamp"))?,
             ),
         };
         let query = accord_engine::task::ListQuery {
             context_id: request.context_id.clone().filter(|context| !context.is_empty()),
             states,
+            skill: None,
+            updated_after,
             limit: usize::try_from(page_size).unwrap_or(50),
-            offset,
+            page,
         };
         let page = self.runtime.list(&owner, &query).await.map_err(failure)?;
         let include_artifacts = request.include_artifacts == Some(true);
-        let tasks = page
-            .tasks
-            .iter()
-            .filter(|task| after.is_none_or(|after| i64::try_from(task.updated_at).unwrap_or(i64::MAX) >= after))
-            .map(|task| a2a_task(task, request.history_length, include_artifacts))
-            .collect();
-        let next_page_token =
-            if page.has_more { format!("offset:{}", offset + page.tasks.len()) } else { String::new() };
+        let tasks = page.tasks.iter().map(|task| a2a_task(task, request.history_length, include_artifacts)).collect();
+        let next_page_token = page.next.as_ref().map(ListCursor::to_token).unwrap_or_default();
         Ok(a2a::ListTasksResponse {
             tasks,
             next_page_token,

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, Durability, ListQuery, OwnerHash, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId,
-    TaskRuntime,
+    AccessToken, Durability, ListQuery, OwnerHash, PageStart, Reservation, Task, TaskEvent, TaskEventKind, TaskFailure,
+    TaskId, TaskRuntime,
 };
 use accord_engine::{SkillError, TaskState, time};
 use accord_payments::{Operation, PaymentError, PaymentRequest};
@@ -418,7 +418,13 @@ fn list_query(params: &std::collections::HashMap<String, String>) -> Result<List
             (!states.is_empty()).then_some(states)
         }
     };
-    Ok(ListQuery { context_id: params.get("contextId").cloned(), states, limit, offset })
+    Ok(ListQuery {
+        context_id: params.get("contextId").cloned(),
+        states,
+        limit,
+        page: PageStart::Offset(offset),
+        ..ListQuery::default()
+    })
 }
 
 pub(crate) async fn list(
