@@ -1,15 +1,18 @@
 //! The SQL the store runs, and the conversions between rows and engine types.
 //!
 //! Every statement is a `&'static str` run with bound parameters (no query macros, so building
-//! needs no database). The text of terminal states and of the columns read back is spelt once,
-//! in the macros below, and spliced in with `concat!`.
+//! needs no database), except `list`'s, which is put together from fixed fragments, one per
+//! filter in use, with its values bound all the same. The text of terminal states and of the
+//! columns read back is spelt once, in the macros below, and spliced in with `concat!`.
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    ExecutionLease, LeasePhase, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskId,
-    TaskPayload,
+    ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, PageStart, StoreError, StoredTask, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskPayload,
 };
 use serde_json::Value;
+use sqlx::QueryBuilder;
+use sqlx::postgres::Postgres;
 use sqlx::types::Json;
 
 /// The terminal states, as the `state` column spells them (kept equal to
@@ -72,33 +75,50 @@ pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord
 pub(crate) const GET_FOR_UPDATE: &str =
     concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1 FOR UPDATE");
 
-/// One page of an owner's tasks and the count of all that match, in one snapshot. `$2` is the
-/// set of states (NULL: any), `$3`/`$4` the limit and offset.
-pub(crate) const LIST: &str = concat!(
-    "SELECT c.total, p.task FROM (",
-    " SELECT count(*) AS total FROM accord_tasks",
-    " WHERE owner_hash = $1 AND ($2::text[] IS NULL OR state = ANY($2))",
-    ") AS c LEFT JOIN (",
-    " SELECT task, created_at, id FROM accord_tasks",
-    " WHERE owner_hash = $1 AND ($2::text[] IS NULL OR state = ANY($2))",
-    " ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
-    ") AS p ON true",
-    " ORDER BY p.created_at DESC, p.id DESC"
-);
+/// Appends the `list` statement for the owner's tasks matching `query`: the count of all that
+/// match and one page of them, in one snapshot (a row with a NULL task when the page is empty).
+/// The page holds one task more than asked for, when there is one: whether it exists says whether
+/// more follow.
+///
+/// Each filter in use adds its own fixed condition and one that is not in use adds nothing, so
+/// that every combination is planned with the index that serves it (a cursor continues within the
+/// same index); every value is bound.
+pub(crate) fn push_list(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query: &ListQuery) {
+    sql.push("SELECT c.total, p.task FROM (SELECT count(*) AS total FROM accord_tasks");
+    push_list_filters(sql, owner, query);
+    sql.push(") AS c LEFT JOIN (SELECT task, created_at, id FROM accord_tasks");
+    push_list_filters(sql, owner, query);
+    if let PageStart::After(cursor) = &query.page {
+        sql.push(" AND (created_at, id) < (")
+            .push_bind(to_db(cursor.created_at))
+            .push(", ")
+            .push_bind(cursor.id.as_str().to_owned())
+            .push(")");
+    }
+    sql.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(count_to_db(query.limit.saturating_add(1)));
+    if let PageStart::Offset(offset) = query.page {
+        sql.push(" OFFSET ").push_bind(count_to_db(offset));
+    }
+    sql.push(") AS p ON true ORDER BY p.created_at DESC, p.id DESC");
+}
 
-/// [`LIST`] restricted to the context `$5` (a separate statement, so its plan can use the
-/// context index).
-pub(crate) const LIST_IN_CONTEXT: &str = concat!(
-    "SELECT c.total, p.task FROM (",
-    " SELECT count(*) AS total FROM accord_tasks",
-    " WHERE owner_hash = $1 AND context_id = $5 AND ($2::text[] IS NULL OR state = ANY($2))",
-    ") AS c LEFT JOIN (",
-    " SELECT task, created_at, id FROM accord_tasks",
-    " WHERE owner_hash = $1 AND context_id = $5 AND ($2::text[] IS NULL OR state = ANY($2))",
-    " ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
-    ") AS p ON true",
-    " ORDER BY p.created_at DESC, p.id DESC"
-);
+/// The `WHERE` clause of [`push_list`]: the owner and each filter of `query` in use.
+fn push_list_filters(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query: &ListQuery) {
+    sql.push(" WHERE owner_hash = ").push_bind(owner.to_hex());
+    if let Some(context) = &query.context_id {
+        sql.push(" AND context_id = ").push_bind(context.clone());
+    }
+    if let Some(states) = &query.states {
+        let names: Vec<String> = states.iter().map(|state| state_name(*state).to_owned()).collect();
+        sql.push(" AND state = ANY(").push_bind(names).push(")");
+    }
+    if let Some(skill) = &query.skill {
+        sql.push(" AND skill = ").push_bind(skill.clone());
+    }
+    if let Some(after) = query.updated_after {
+        sql.push(" AND updated_at >= ").push_bind(to_db(after));
+    }
+}
 
 /// Takes a prepared lease for `$2` until `$3` at `$4`: the task is submitted or working, its
 /// admission has not expired, and no live lease blocks.
@@ -183,7 +203,7 @@ pub(crate) const WRITE_CHANGES: &str = concat!(
 );
 
 /// Submitted or working tasks whose active lease lapsed at `$1`, lapsed first, at most `$2`
-/// (a task waiting for input keeps the lease its worker gave up, and is not recovered).
+/// (a task waiting for input holds no lease, and is not recovered).
 pub(crate) const EXPIRED_ACTIVE_LEASES: &str = concat!(
     "SELECT id FROM accord_tasks",
     " WHERE lease_owner IS NOT NULL AND lease_phase = 'active' AND lease_expires_at <= $1",
@@ -238,6 +258,11 @@ fn phase_from_name(name: &str) -> Option<LeasePhase> {
         "active" => Some(LeasePhase::Active),
         _ => None,
     }
+}
+
+/// A count or offset as a BIGINT (saturating).
+pub(crate) fn count_to_db(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// Milliseconds as a BIGINT (times past the year 292 million saturate).
@@ -524,7 +549,7 @@ mod plans {
              SELECT 'task-' || g, md5('owner' || (g % 1000)) || md5('again' || (g % 1000)), \
              CASE WHEN g % 3 = 0 THEN 'context-' || (g % 50) END, \
              CASE WHEN g % 100 < 97 THEN 'completed' WHEN g % 100 < 99 THEN 'working' ELSE 'submitted' END, \
-             g, g, '{{}}'::jsonb, '{{}}'::jsonb, \
+             g, g, jsonb_build_object('skill', 'skill-' || (g % 7)), '{{}}'::jsonb, \
              CASE WHEN g % 100 = 99 THEN {NOW} - 50 + g % 100 END, \
              CASE WHEN g % 100 IN (97, 98) THEN 'worker' END, \
              CASE WHEN g % 100 IN (97, 98) THEN {NOW} - 1 + g % 2 END, \
@@ -539,39 +564,30 @@ mod plans {
             .expect("an owner");
 
         let explain = |sql: &str| AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {sql}"));
-        let none: Option<Vec<&str>> = None;
-        let plans: Vec<(&str, Result<Value, sqlx::Error>)> = vec![
+        let owner_hash = OwnerHash::from_hex(&owner).expect("a generated owner hash");
+        let cursor = PageStart::After(accord_engine::task::ListCursor {
+            created_at: 50_000,
+            id: accord_engine::task::TaskId::new("task-50000"),
+        });
+        let lists = [
+            ("list", ListQuery::default()),
+            ("list by state", ListQuery { states: Some(vec![TaskState::Working]), ..ListQuery::default() }),
+            ("list in a context", ListQuery { context_id: Some("context-3".into()), ..ListQuery::default() }),
+            ("list by skill", ListQuery { skill: Some("skill-3".into()), ..ListQuery::default() }),
+            ("list changed since", ListQuery { updated_after: Some(99_000), ..ListQuery::default() }),
+            ("list after a cursor", ListQuery { page: cursor.clone(), ..ListQuery::default() }),
             (
-                "list",
-                sqlx::query_scalar(explain(LIST))
-                    .bind(&owner)
-                    .bind(none.clone())
-                    .bind(50_i64)
-                    .bind(0_i64)
-                    .fetch_one(&mut db)
-                    .await,
+                "list by skill after a cursor",
+                ListQuery { skill: Some("skill-3".into()), page: cursor, ..ListQuery::default() },
             ),
-            (
-                "list by state",
-                sqlx::query_scalar(explain(LIST))
-                    .bind(&owner)
-                    .bind(Some(vec!["working"]))
-                    .bind(50_i64)
-                    .bind(0_i64)
-                    .fetch_one(&mut db)
-                    .await,
-            ),
-            (
-                "list in a context",
-                sqlx::query_scalar(explain(LIST_IN_CONTEXT))
-                    .bind(&owner)
-                    .bind(none)
-                    .bind(50_i64)
-                    .bind(0_i64)
-                    .bind("context-3")
-                    .fetch_one(&mut db)
-                    .await,
-            ),
+        ];
+        let mut plans: Vec<(&str, Result<Value, sqlx::Error>)> = Vec::new();
+        for (name, query) in lists {
+            let mut statement = QueryBuilder::new("EXPLAIN (FORMAT JSON) ");
+            push_list(&mut statement, &owner_hash, &query);
+            plans.push((name, statement.build_query_scalar().fetch_one(&mut db).await));
+        }
+        plans.extend([
             (
                 "reap candidates",
                 sqlx::query_scalar(explain(REAP_CANDIDATES)).bind(NOW).bind(256_i64).fetch_one(&mut db).await,
@@ -587,7 +603,7 @@ mod plans {
                 "events since",
                 sqlx::query_scalar(explain(EVENTS_SINCE)).bind("task-7").bind(0_i64).fetch_one(&mut db).await,
             ),
-        ];
+        ]);
         for (query, plan) in plans {
             let plan = plan.unwrap_or_else(|error| panic!("explain {query}: {error}"));
             let mut scans = Vec::new();

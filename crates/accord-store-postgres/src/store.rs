@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use accord_engine::TaskState;
 use accord_engine::task::{
     Durability, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId,
-    TaskPage, TaskStore, TaskWakeups, apply_event, now_ms,
+    TaskPage, TaskStore, TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
-use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::types::Json;
+use sqlx::{QueryBuilder, Row};
 use tokio::task::JoinHandle;
 
 use crate::config::{PostgresStoreConfig, redact_url};
@@ -77,10 +77,6 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(database) if database.code().as_deref() == Some("23505"))
 }
 
-fn limit(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
-}
-
 /// Whether reaping terminalizes this record at `now`: an admission that expired without a
 /// lease, or a prepared lease that lapsed.
 fn due_for_reaping(record: &StoredTask, now: Millis) -> bool {
@@ -106,14 +102,10 @@ impl Locked {
         Ok(Self { record, last_sequence, appended: Vec::new() })
     }
 
-    /// Appends `kind` and applies it to the record; a terminal state clears the lease and the
-    /// admission expiry.
+    /// Appends `kind` and applies it to the record; a write that ends the execution (a terminal
+    /// state, or waiting for the caller) clears the lease and the admission expiry.
     fn append(&mut self, kind: TaskEventKind, now: Millis) {
-        apply_event(&mut self.record.task, &kind, now);
-        if self.record.task.state.is_terminal() {
-            self.record.lease = None;
-            self.record.admission_expires_at = None;
-        }
+        apply_to_record(&mut self.record, &kind, now);
         self.last_sequence += 1;
         self.appended.push(TaskEvent {
             task_id: self.record.task.id.clone(),
@@ -364,21 +356,9 @@ impl Shared {
 
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.reap_before("listing tasks", now_ms()).await?;
-        let states: Option<Vec<&str>> =
-            query.states.as_ref().map(|states| states.iter().map(|state| sql::state_name(*state)).collect());
-        let statement = match &query.context_id {
-            None => sqlx::query(sql::LIST),
-            Some(_) => sqlx::query(sql::LIST_IN_CONTEXT),
-        }
-        .bind(owner.to_hex())
-        .bind(states)
-        .bind(limit(query.limit))
-        .bind(limit(query.offset));
-        let statement = match &query.context_id {
-            None => statement,
-            Some(context) => statement.bind(context.as_str()),
-        };
-        let rows = statement.fetch_all(&self.pool).await.map_err(failed("listing tasks"))?;
+        let mut statement = QueryBuilder::new("");
+        sql::push_list(&mut statement, owner, query);
+        let rows = statement.build().fetch_all(&self.pool).await.map_err(failed("listing tasks"))?;
         let mut total = 0;
         let mut tasks = Vec::with_capacity(rows.len());
         for row in rows {
@@ -387,8 +367,9 @@ impl Shared {
             let task: Option<Json<accord_engine::task::Task>> = row.try_get("task").map_err(failed("listing tasks"))?;
             tasks.extend(task.map(|task| task.0));
         }
-        let has_more = query.offset.saturating_add(tasks.len()) < total;
-        Ok(TaskPage { tasks, total, has_more })
+        let has_more = tasks.len() > query.limit;
+        tasks.truncate(query.limit);
+        Ok(TaskPage::new(tasks, total, has_more, &query.page))
     }
 
     /// Runs a conditional lease update; `None` when its condition does not hold.
@@ -454,7 +435,7 @@ impl Shared {
     async fn expired_active_leases(&self, now: Millis, count: usize) -> Result<Vec<TaskId>, StoreError> {
         let ids: Vec<String> = sqlx::query_scalar(sql::EXPIRED_ACTIVE_LEASES)
             .bind(to_db(now))
-            .bind(limit(count))
+            .bind(sql::count_to_db(count))
             .fetch_all(&self.pool)
             .await
             .map_err(failed("finding tasks whose worker stopped"))?;

@@ -298,6 +298,63 @@ async fn a_lost_listener_connection_wakes_every_subscriber_and_listening_resumes
     database.drop_database().await;
 }
 
+/// A database of the first release: connecting adds the `skill` column, filled from each task,
+/// so `list` finds the old tasks by skill; so it does the tasks a worker of the first release
+/// still writes afterwards, without the column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_stored_before_the_skill_column_are_listed_by_skill() {
+    const FIRST: &str = "20261201000000_task_store.sql";
+    let database = TestDatabase::create().await;
+    let first_only = std::env::temp_dir().join(format!("accord-pg-first-migration-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&first_only).expect("a directory for the first migration");
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    std::fs::copy(migrations.join(FIRST), first_only.join(FIRST)).expect("copy the first migration");
+    let mut connection = database.connection().await;
+    let first = sqlx::migrate::Migrator::new(first_only.as_path()).await.expect("the first migration resolves");
+    first.run(&mut connection).await.expect("the schema of the first release");
+    std::fs::remove_dir_all(&first_only).expect("remove the copy");
+    // A row as the first release writes it: without the skill column.
+    let insert_as_first_release = |record: StoredTask| {
+        let url = database.url.clone();
+        async move {
+            let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.expect("connect");
+            sqlx::query(
+                "INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, \
+                 last_sequence) VALUES ($1, $2, $3, 'submitted', $4, $4, $5, $6, 1)",
+            )
+            .bind(record.task.id.as_str())
+            .bind(record.owner.to_hex())
+            .bind(record.task.context_id.clone())
+            .bind(i64::try_from(record.task.created_at).expect("a time"))
+            .bind(sqlx::types::Json(&record.task))
+            .bind(sqlx::types::Json(&record.payload))
+            .execute(&mut connection)
+            .await
+            .expect("insert a task as the first release does");
+            record.task.id
+        }
+    };
+    let base = now_ms();
+    let mut old = record("alice", base, None);
+    old.task.skill = "summarize".into();
+    let old = insert_as_first_release(old).await;
+
+    let store = database.store().await;
+    let mut later = record("alice", base + 1, None);
+    later.task.skill = "summarize".into();
+    let later = insert_as_first_release(later).await;
+    let new = create(&store, record("alice", base + 2, None)).await;
+    let by_skill = |skill: &str| ListQuery { skill: Some(skill.into()), ..ListQuery::default() };
+    let page = store.list(&owner("alice"), &by_skill("summarize")).await.expect("list");
+    assert_eq!(page.tasks.into_iter().map(|task| task.id).collect::<Vec<_>>(), vec![later, old]);
+    let page = store.list(&owner("alice"), &by_skill("work")).await.expect("list");
+    assert_eq!((page.tasks.into_iter().map(|task| task.id).collect::<Vec<_>>(), page.total), (vec![new], 1));
+
+    store.close().await;
+    drop(connection);
+    database.drop_database().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_capacity_limit_counts_tasks_that_are_not_terminal_after_reaping() {
     let database = TestDatabase::create().await;

@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
-    TaskStore, TaskWakeups, WakeupHub, now_ms,
+    Durability, ListQuery, Millis, OwnerHash, PageStart, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId,
+    TaskPage, TaskStore, TaskWakeups, WakeupHub, now_ms,
 };
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, QueryBuilder, Row};
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
@@ -186,6 +186,35 @@ fn unexpected(outcome: &Outcome) -> StoreError {
     StoreError::Unavailable(message)
 }
 
+/// A count or offset as SQLite binds it (clamped, like times).
+fn sql_count(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// The `WHERE` clause of `list`: the owner and each filter of `query` in use, every value bound.
+/// A filter not in use adds nothing, so that SQLite plans each combination with the index that
+/// serves it.
+fn push_list_filters(sql: &mut QueryBuilder<Sqlite>, owner: &str, query: &ListQuery) {
+    sql.push(" WHERE owner_hash = ").push_bind(owner.to_owned());
+    if let Some(context) = &query.context_id {
+        sql.push(" AND context_id = ").push_bind(context.clone());
+    }
+    if let Some(states) = &query.states {
+        sql.push(" AND state IN (");
+        let mut names = sql.separated(", ");
+        for state in states {
+            names.push_bind(state_name(*state));
+        }
+        sql.push(")");
+    }
+    if let Some(skill) = &query.skill {
+        sql.push(" AND skill = ").push_bind(skill.clone());
+    }
+    if let Some(after) = query.updated_after {
+        sql.push(" AND updated_at >= ").push_bind(sql_time(after));
+    }
+}
+
 /// Applies the embedded migrations under the write lock, so that concurrent openers of a new
 /// file do not both try to create the schema.
 async fn migrate(pool: &SqlitePool) -> Result<(), Fault> {
@@ -249,44 +278,30 @@ impl TaskStore for SqliteStore {
         self.ensure_open()?;
         self.housekeep(now_ms(), true, "listing tasks").await?;
         if query.states.as_ref().is_some_and(Vec::is_empty) {
-            return Ok(TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+            return Ok(TaskPage::new(Vec::new(), 0, false, &query.page));
         }
-        // The state filter travels as one JSON array, so the SQL text stays fixed.
-        let states = query
-            .states
-            .as_ref()
-            .map(|states| serde_json::Value::from(states.iter().map(|state| state_name(*state)).collect::<Vec<_>>()))
-            .map(|states| states.to_string());
-        let page = async {
-            let owner = owner.to_hex();
+        let owner = owner.to_hex();
+        let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM tasks");
+        push_list_filters(&mut count, &owner, query);
+        let mut page = QueryBuilder::<Sqlite>::new("SELECT task FROM tasks");
+        push_list_filters(&mut page, &owner, query);
+        if let PageStart::After(cursor) = &query.page {
+            page.push(" AND (created_at, id) < (")
+                .push_bind(sql_time(cursor.created_at))
+                .push(", ")
+                .push_bind(cursor.id.as_str().to_owned())
+                .push(")");
+        }
+        // One task more than asked for: whether it exists says whether more follow.
+        page.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(sql_count(query.limit.saturating_add(1)));
+        if let PageStart::Offset(offset) = query.page {
+            page.push(" OFFSET ").push_bind(sql_count(offset));
+        }
+        let listed = async {
             // One read transaction: the page and the total come from the same snapshot.
             let mut tx = self.pool.begin().await?;
-            let total: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM tasks
-                 WHERE owner_hash = ?1
-                   AND (?2 IS NULL OR context_id = ?2)
-                   AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))",
-            )
-            .bind(&owner)
-            .bind(query.context_id.as_deref())
-            .bind(states.as_deref())
-            .fetch_one(&mut *tx)
-            .await?;
-            let rows = sqlx::query(
-                "SELECT task FROM tasks
-                 WHERE owner_hash = ?1
-                   AND (?2 IS NULL OR context_id = ?2)
-                   AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))
-                 ORDER BY created_at DESC, id DESC
-                 LIMIT ?4 OFFSET ?5",
-            )
-            .bind(&owner)
-            .bind(query.context_id.as_deref())
-            .bind(states.as_deref())
-            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(query.offset).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await?;
+            let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+            let rows = page.build().fetch_all(&mut *tx).await?;
             tx.commit().await?;
             let mut tasks = Vec::with_capacity(rows.len());
             for row in rows {
@@ -295,9 +310,10 @@ impl TaskStore for SqliteStore {
             }
             Ok::<_, Fault>((tasks, usize::try_from(total).unwrap_or(0)))
         };
-        let (tasks, total) = page.await.map_err(|fault| self.fail(fault, "listing tasks"))?;
-        let has_more = query.offset.saturating_add(tasks.len()) < total;
-        Ok(TaskPage { tasks, total, has_more })
+        let (mut tasks, total) = listed.await.map_err(|fault| self.fail(fault, "listing tasks"))?;
+        let has_more = tasks.len() > query.limit;
+        tasks.truncate(query.limit);
+        Ok(TaskPage::new(tasks, total, has_more, &query.page))
     }
 
     async fn claim_execution(

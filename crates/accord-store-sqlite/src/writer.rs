@@ -15,7 +15,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use accord_engine::TaskState;
-use accord_engine::task::{ExecutionLease, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, apply_event};
+use accord_engine::task::{
+    ExecutionLease, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, apply_event, apply_to_record,
+};
 use sqlx::{Connection, Row, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -257,8 +259,9 @@ async fn create(
         let lease = record.lease.as_ref();
         sqlx::query(
             "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
-                                admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1)",
+                                admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence,
+                                skill)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?13)",
         )
         .bind(id.as_str())
         .bind(record.owner.to_hex())
@@ -272,6 +275,7 @@ async fn create(
         .bind(lease.map(|lease| lease.owner_id.as_str()))
         .bind(lease.map(|lease| sql_time(lease.expires_at)))
         .bind(lease.map(|lease| phase_name(lease.phase)))
+        .bind(record.task.skill.as_str())
         .execute(&mut *connection)
         .await?;
         // The creation event describes the record as given; it is logged, not applied.
@@ -300,11 +304,7 @@ async fn compare_and_set(
     if !expected.contains(&record.task.state) || !owner_holds {
         return Ok(None);
     }
-    apply_event(&mut record.task, event, now);
-    if record.task.state.is_terminal() {
-        record.lease = None;
-        record.admission_expires_at = None;
-    }
+    apply_to_record(&mut record, event, now);
     let kind = to_json(serde_json::to_string(event), "task_events.kind")?;
     let sequence = row.try_get::<i64, _>("last_sequence")? + 1;
     write_change(connection, &record.task, record.lease.as_ref(), record.admission_expires_at, sequence, now, &kind)

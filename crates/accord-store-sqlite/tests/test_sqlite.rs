@@ -358,6 +358,54 @@ async fn migrations_are_applied_once_and_reopening_is_idempotent() {
     }
 }
 
+/// A file written before tasks had a `skill` column: opening it adds the column and fills it from
+/// each task, so `list` finds the old tasks by skill like the new ones.
+#[tokio::test]
+async fn tasks_stored_before_the_skill_column_are_listed_by_skill() {
+    const FIRST: &str = "20261130000001_tasks.sql";
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let first_only = dir.path().join("first-migration");
+    std::fs::create_dir_all(&first_only).expect("a directory for the first migration");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(FIRST), first_only.join(FIRST))
+        .expect("copy the first migration");
+    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
+    let first = sqlx::migrate::Migrator::new(first_only.as_path()).await.expect("the first migration resolves");
+    first.run(&pool).await.expect("the schema of the first release");
+    let alice = owner("alice");
+    let base = now_ms();
+    let old = record(alice, base, None);
+    // The row as the first release wrote it.
+    sqlx::query(
+        "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, last_sequence)
+         VALUES (?1, ?2, ?3, 'submitted', ?4, ?4, ?5, ?6, 1)",
+    )
+    .bind(old.task.id.as_str())
+    .bind(alice.to_hex())
+    .bind(old.task.context_id.as_deref())
+    .bind(i64::try_from(base).expect("a time"))
+    .bind(serde_json::to_string(&old.task).expect("the task as JSON"))
+    .bind(serde_json::to_string(&old.payload).expect("the payload as JSON"))
+    .execute(&pool)
+    .await
+    .expect("insert a task of the first release");
+    pool.close().await;
+
+    let store = open(&path).await;
+    assert_eq!(store.get(&old.task.id).await.expect("get"), Some(old.clone()), "the old task reads as it was");
+    let mut other = record(alice, base + 1, None);
+    other.task.skill = "translate".into();
+    let other = create(&store, other).await;
+    let by_skill = |skill: &str| ListQuery { skill: Some(skill.into()), ..ListQuery::default() };
+    let page = store.list(&alice, &by_skill("summarize")).await.expect("list");
+    assert_eq!(page.tasks.iter().map(|task| &task.id).collect::<Vec<_>>(), vec![&old.task.id]);
+    assert_eq!(page.total, 1);
+    let page = store.list(&alice, &by_skill("translate")).await.expect("list");
+    assert_eq!(page.tasks.iter().map(|task| &task.id).collect::<Vec<_>>(), vec![&other]);
+    store.close().await;
+}
+
 /// A `sqlite://` URL opens (and creates) the file it names, making missing directories.
 #[tokio::test]
 async fn a_url_opens_the_file_it_names() {

@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, Reservation, RuntimeConfig,
-    StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskPage, TaskPayload, TaskResult,
-    TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
+    AccessToken, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery, Millis, OwnerHash, PageStart,
+    Reservation, RuntimeConfig, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskPage,
+    TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
 };
 use accord_engine::{
     Agent, Artifact, BoxFuture, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillBuilder, SkillError,
@@ -97,6 +97,10 @@ macro_rules! store_conformance_tests {
             list_filters_by_context_and_state,
             list_orders_newest_first,
             list_pages_with_total_and_has_more,
+            list_filters_by_skill,
+            list_filters_by_last_change,
+            list_combines_every_filter_in_every_page,
+            list_pages_with_a_cursor_visits_every_task_once,
             claim_takes_a_prepared_lease_and_clears_the_admission,
             a_live_lease_blocks_a_claim,
             an_expired_prepared_lease_can_be_taken_over,
@@ -111,6 +115,7 @@ macro_rules! store_conformance_tests {
             compare_and_set_appends_and_applies_the_event,
             compare_and_set_fences_a_stale_execution_owner,
             a_terminal_write_clears_the_lease_and_the_admission,
+            a_waiting_write_clears_the_lease_so_a_follow_up_claims_at_once,
             cancel_racing_completion_has_exactly_one_winner,
             reaping_cancels_abandoned_admissions_and_lapsed_prepared_leases,
             reaping_leaves_live_work_alone,
@@ -127,6 +132,7 @@ macro_rules! store_conformance_tests {
             runtime_events_stream_yields_the_log_in_order_and_ends,
             runtime_resumes_a_waiting_task_with_the_follow_up,
             runtime_recovers_a_resumed_task_with_its_follow_up,
+            runtime_immediate_follow_ups_never_hang,
         }
     };
 }
@@ -170,6 +176,14 @@ fn new_record(owner: OwnerHash, created_at: Millis, context_id: Option<&str>, ad
     }
 }
 
+/// [`new_record`] of another skill.
+fn skilled(owner: OwnerHash, created_at: Millis, context_id: Option<&str>, skill: &str) -> StoredTask {
+    let mut record = new_record(owner, created_at, context_id, None);
+    record.task.skill = skill.into();
+    record.payload.skill = skill.into();
+    record
+}
+
 fn submitted() -> TaskEventKind {
     status(TaskState::Submitted)
 }
@@ -209,6 +223,12 @@ fn lease(worker: &str, expires_at: Millis, phase: LeasePhase) -> Option<Executio
 
 fn ids(page: &TaskPage) -> Vec<TaskId> {
     page.tasks.iter().map(|task| task.id.clone()).collect()
+}
+
+/// The ids of `tasks` in list order: newest `created_at` first, ties by id descending.
+fn in_list_order(mut tasks: Vec<(Millis, TaskId)>) -> Vec<TaskId> {
+    tasks.sort_by(|a, b| b.cmp(a));
+    tasks.into_iter().map(|(_, id)| id).collect()
 }
 
 fn is_terminal_event(event: &TaskEvent) -> bool {
@@ -394,7 +414,7 @@ pub async fn list_never_returns_another_owners_task(factory: impl StoreFactory) 
     assert_eq!(ids(&page), vec![bobs]);
     assert_eq!(page.total, 1);
     let page = bench.list(&carol, ListQuery::default()).await;
-    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false, next: None });
 }
 
 /// `events_since` answers `None` for another owner's task, exactly as for a missing one.
@@ -453,7 +473,7 @@ pub async fn list_filters_by_context_and_state(factory: impl StoreFactory) {
     let page = bench.list(&alice, by_states(&[TaskState::Submitted])).await;
     assert_eq!(ids(&page), vec![waiting]);
     let page = bench.list(&alice, by_context("context-unknown")).await;
-    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false });
+    assert_eq!(page, TaskPage { tasks: Vec::new(), total: 0, has_more: false, next: None });
     let page = bench.list(&alice, by_states(&[TaskState::Failed])).await;
     assert_eq!((page.tasks.len(), page.total), (0, 0));
 }
@@ -475,8 +495,8 @@ pub async fn list_orders_newest_first(factory: impl StoreFactory) {
     assert_eq!(times, vec![bench.at(4), bench.at(3), bench.at(2), bench.at(1), bench.at(0)]);
 }
 
-/// `list` pages with `limit` and `offset`, reporting the total of all matches and whether more
-/// follow.
+/// `list` pages with `limit` and an offset, reporting the total of all matches, whether more
+/// follow and where the next page starts.
 pub async fn list_pages_with_total_and_has_more(factory: impl StoreFactory) {
     let bench = Bench::new(&factory).await;
     let alice = owner("alice");
@@ -484,14 +504,18 @@ pub async fn list_pages_with_total_and_has_more(factory: impl StoreFactory) {
     for offset in 0..5 {
         newest_first.insert(0, bench.create(new_record(alice, bench.at(offset), None, None)).await);
     }
-    let page_of = |limit: usize, offset: usize| ListQuery { limit, offset, ..ListQuery::default() };
+    let page_of =
+        |limit: usize, offset: usize| ListQuery { limit, page: PageStart::Offset(offset), ..ListQuery::default() };
 
     let page = bench.list(&alice, page_of(2, 0)).await;
     assert_eq!((ids(&page), page.total, page.has_more), (newest_first[0..2].to_vec(), 5, true));
+    let next = page.next.expect("more follow");
+    assert_eq!((next.created_at, &next.id), (bench.at(3), &newest_first[1]), "the next page starts after this one");
     let page = bench.list(&alice, page_of(2, 2)).await;
     assert_eq!((ids(&page), page.total, page.has_more), (newest_first[2..4].to_vec(), 5, true));
     let page = bench.list(&alice, page_of(2, 4)).await;
     assert_eq!((ids(&page), page.total, page.has_more), (newest_first[4..5].to_vec(), 5, false));
+    assert_eq!(page.next, None, "nothing follows the last page");
     let page = bench.list(&alice, page_of(2, 5)).await;
     assert_eq!((page.tasks.len(), page.total, page.has_more), (0, 5, false));
     let page = bench.list(&alice, page_of(10, 9)).await;
@@ -506,6 +530,202 @@ pub async fn list_pages_with_total_and_has_more(factory: impl StoreFactory) {
     bench.set(&newest_first[3], status(TaskState::Canceled), bench.at(11)).await;
     let page = bench.list(&alice, ListQuery { states: Some(vec![TaskState::Submitted]), ..page_of(2, 0) }).await;
     assert_eq!((ids(&page), page.total, page.has_more), (newest_first[1..3].to_vec(), 3, true));
+}
+
+/// `list` filters by skill: exactly that skill, of the caller's tasks only.
+pub async fn list_filters_by_skill(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let older = bench.create(skilled(alice, bench.at(1), None, "summarize")).await;
+    let translation = bench.create(skilled(alice, bench.at(2), Some("context-a"), "translate")).await;
+    let newer = bench.create(skilled(alice, bench.at(3), Some("context-a"), "summarize")).await;
+    let bobs = bench.create(skilled(bob, bench.at(4), None, "summarize")).await;
+    bench.set(&older, result(json!("done")), bench.at(10)).await;
+    let by_skill = |skill: &str| ListQuery { skill: Some(skill.into()), ..ListQuery::default() };
+
+    let page = bench.list(&alice, by_skill("summarize")).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (vec![newer.clone(), older], 2, false));
+    let page = bench.list(&alice, by_skill("translate")).await;
+    assert_eq!((ids(&page), page.total), (vec![translation], 1));
+    let page = bench.list(&alice, ListQuery { limit: 1, ..by_skill("summarize") }).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (vec![newer], 2, true), "the total counts the skill's tasks");
+    for other in [SKILL, "summ", "Summarize", ""] {
+        let page = bench.list(&alice, by_skill(other)).await;
+        assert_eq!((page.tasks.len(), page.total), (0, 0), "no task of skill {other:?}: the match is exact");
+    }
+    assert_eq!(ids(&bench.list(&bob, by_skill("summarize")).await), vec![bobs]);
+}
+
+/// `list` filters by last change: the tasks whose `updated_at` is at or after the instant.
+pub async fn list_filters_by_last_change(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let mut tasks = Vec::new();
+    for offset in 1..=4 {
+        tasks.push(bench.create(new_record(alice, bench.at(offset), None, None)).await);
+    }
+    let bobs = bench.create(new_record(bob, bench.at(5), None, None)).await;
+    // Last changes: 100, 50, 3 (never changed since its creation), 100 (twice changed, last at 100).
+    bench.set(&tasks[0], status(TaskState::Working), bench.at(100)).await;
+    bench.set(&tasks[1], message("progress"), bench.at(50)).await;
+    bench.set(&tasks[3], message("progress"), bench.at(20)).await;
+    bench.set(&tasks[3], result(json!("done")), bench.at(100)).await;
+    bench.set(&bobs, message("progress"), bench.at(100)).await;
+    let changed_since = |at: Millis| ListQuery { updated_after: Some(at), ..ListQuery::default() };
+
+    let page = bench.list(&alice, changed_since(bench.at(50))).await;
+    assert_eq!((ids(&page), page.total), (vec![tasks[3].clone(), tasks[1].clone(), tasks[0].clone()], 3));
+    let page = bench.list(&alice, changed_since(bench.at(51))).await;
+    assert_eq!((ids(&page), page.total), (vec![tasks[3].clone(), tasks[0].clone()], 2), "the bound is inclusive");
+    let page = bench.list(&alice, changed_since(bench.at(3))).await;
+    assert_eq!(page.total, 4, "a task never changed since its creation counts from its creation");
+    let page = bench.list(&alice, ListQuery { limit: 1, ..changed_since(bench.at(50)) }).await;
+    assert_eq!((ids(&page), page.total, page.has_more), (vec![tasks[3].clone()], 3, true));
+    let page = bench.list(&alice, changed_since(bench.at(101))).await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more), (0, 0, false));
+    assert_eq!(bench.list(&alice, changed_since(0)).await.total, 4);
+}
+
+/// Every combination of the filters (context, states, skill, last change), each alone and
+/// together, selects exactly the matching tasks in list order, with the exact total on every
+/// page; paged by cursor or by offset, every page is full until the last, and the pages together
+/// are the whole list.
+pub async fn list_combines_every_filter_in_every_page(factory: impl StoreFactory) {
+    const TASKS: u64 = 24;
+    const PAGE: usize = 3;
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let contexts = [Some("context-a"), Some("context-b"), None];
+    let skills = ["summarize", "summarize", "translate"];
+    let mut model = Vec::new();
+    for n in 0..TASKS {
+        let n_usize = usize::try_from(n).expect("a small number");
+        let (context, skill) = (contexts[n_usize % 3], skills[n_usize % 5 % 3]);
+        // Pairs of tasks share their creation time, so ties are broken by id.
+        let created_at = bench.at(n / 2);
+        let id = bench.create(skilled(alice, created_at, context, skill)).await;
+        let changed_at = bench.at(100 + (n * 7) % 13);
+        let change = match n % 4 {
+            0 => message("progress"),
+            1 => status(TaskState::Working),
+            2 => result(json!("done")),
+            _ => status(TaskState::InputRequired),
+        };
+        let record = bench.set(&id, change, changed_at).await;
+        assert_eq!(record.task.updated_at, changed_at);
+        model.push(record.task);
+        // Another owner's twin, which no filter may let through.
+        bench.create(skilled(bob, created_at, context, skill)).await;
+    }
+
+    for combination in 0..16_u32 {
+        let query = ListQuery {
+            context_id: (combination & 1 != 0).then(|| "context-a".to_owned()),
+            states: (combination & 2 != 0).then(|| vec![TaskState::Submitted, TaskState::Completed]),
+            skill: (combination & 4 != 0).then(|| "summarize".to_owned()),
+            updated_after: (combination & 8 != 0).then(|| bench.at(106)),
+            ..ListQuery::default()
+        };
+        let expected = in_list_order(
+            model
+                .iter()
+                .filter(|task| query.context_id.is_none() || task.context_id == query.context_id)
+                .filter(|task| query.states.as_ref().is_none_or(|states| states.contains(&task.state)))
+                .filter(|task| query.skill.as_ref().is_none_or(|skill| task.skill == *skill))
+                .filter(|task| query.updated_after.is_none_or(|after| task.updated_at >= after))
+                .map(|task| (task.created_at, task.id.clone()))
+                .collect(),
+        );
+        assert!(!expected.is_empty(), "combination {combination} selects some task");
+        let whole = bench.list(&alice, ListQuery { limit: 100, ..query.clone() }).await;
+        assert_eq!((ids(&whole), whole.total, whole.has_more), (expected.clone(), expected.len(), false), "{query:?}");
+
+        for by_cursor in [true, false] {
+            let mut seen = Vec::new();
+            let mut start = PageStart::Offset(0);
+            loop {
+                let page = bench.list(&alice, ListQuery { limit: PAGE, page: start.clone(), ..query.clone() }).await;
+                assert_eq!(page.total, expected.len(), "the total on every page: {query:?}");
+                let rest = expected.len() - seen.len();
+                assert_eq!(page.tasks.len(), rest.min(PAGE), "pages are full until the last: {query:?}");
+                assert_eq!(page.has_more, rest > PAGE);
+                seen.extend(ids(&page));
+                if !page.has_more {
+                    assert_eq!(page.next, None);
+                    break;
+                }
+                start = if by_cursor {
+                    PageStart::After(page.next.expect("the next page's cursor"))
+                } else {
+                    PageStart::Offset(seen.len())
+                };
+            }
+            assert_eq!(seen, expected, "the pages are the whole list, each task once: {query:?}");
+        }
+    }
+}
+
+/// Paging with the cursor of each page (as an opaque token, as a client would hand it back)
+/// visits every task exactly once, in list order, ties between equal creation times broken by id;
+/// tasks created meanwhile do not shift the pages; a cursor places a page exactly, whatever task
+/// it names.
+pub async fn list_pages_with_a_cursor_visits_every_task_once(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let mut created = Vec::new();
+    for n in 0..25 {
+        // Three tasks to a creation time.
+        let created_at = bench.at(n / 3);
+        created.push((created_at, bench.create(new_record(alice, created_at, None, None)).await));
+        bench.create(new_record(bob, created_at, None, None)).await;
+    }
+    let expected = in_list_order(created.clone());
+    let pages_of = |page: PageStart| ListQuery { limit: 10, page, ..ListQuery::default() };
+
+    let mut seen = Vec::new();
+    let mut start = PageStart::Offset(0);
+    let mut sizes = Vec::new();
+    loop {
+        let page = bench.list(&alice, pages_of(start)).await;
+        // The task created after the first page counts in the total, but no page shifts.
+        assert_eq!(page.total, if seen.is_empty() { 25 } else { 26 }, "the total on every page");
+        sizes.push(page.tasks.len());
+        seen.extend(ids(&page));
+        if sizes.len() == 1 {
+            bench.create(new_record(alice, bench.at(100), None, None)).await;
+        }
+        let Some(next) = page.next else {
+            assert!(!page.has_more);
+            break;
+        };
+        assert!(page.has_more);
+        assert_eq!(&next.id, seen.last().expect("a page with a next one is not empty"));
+        let token = next.to_token();
+        start = PageStart::After(ListCursor::parse(&token).expect("a token reads back"));
+    }
+    assert_eq!(sizes, vec![10, 10, 5]);
+    assert_eq!(seen, expected, "every task once, in list order");
+
+    // A cursor needs no task of its own: it places the page by creation time, then by id.
+    let at_time =
+        |offset: Millis, id: &str| PageStart::After(ListCursor { created_at: bench.at(offset), id: TaskId::new(id) });
+    let page = bench.list(&alice, pages_of(at_time(5, ""))).await;
+    let older: Vec<TaskId> =
+        expected.iter().filter(|id| created.iter().any(|(at, c)| c == *id && *at < bench.at(5))).cloned().collect();
+    assert_eq!(ids(&page), older[..10].to_vec(), "only older tasks follow a cursor below every id");
+    let page = bench.list(&alice, pages_of(at_time(5, "~"))).await;
+    let from_five: Vec<TaskId> =
+        expected.iter().filter(|id| created.iter().any(|(at, c)| c == *id && *at <= bench.at(5))).cloned().collect();
+    assert_eq!(ids(&page), from_five[..10].to_vec(), "a cursor above every id keeps its own creation time");
+    let page = bench.list(&alice, pages_of(at_time(0, ""))).await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more, page.next), (0, 26, false, None));
+
+    // An empty page (a limit of 0) starts and ends at its cursor.
+    let cursor = ListCursor::of(&bench.record(&expected[4]).await.task);
+    let page = bench
+        .list(&alice, ListQuery { limit: 0, page: PageStart::After(cursor.clone()), ..ListQuery::default() })
+        .await;
+    assert_eq!((page.tasks.len(), page.total, page.has_more, page.next), (0, 26, true, Some(cursor)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -864,7 +1084,7 @@ pub async fn compare_and_set_fences_a_stale_execution_owner(factory: impl StoreF
     assert_eq!(fenced.expect("compare and set"), None, "a task without a lease has no execution owner");
 }
 
-/// A terminal write clears the lease and the admission expiry; a non-terminal one keeps them.
+/// A terminal write clears the lease and the admission expiry; progress keeps them.
 pub async fn a_terminal_write_clears_the_lease_and_the_admission(factory: impl StoreFactory) {
     let bench = Bench::new(&factory).await;
     let alice = owner("alice");
@@ -898,6 +1118,63 @@ pub async fn a_terminal_write_clears_the_lease_and_the_admission(factory: impl S
         .expect("the holder's failure is accepted");
     assert_eq!((failed.lease, failed.admission_expires_at), (None, None));
     assert_eq!(bench.record(&prepared).await.lease, None);
+}
+
+/// A write that makes the task wait for its caller (input or authorization) clears the lease and
+/// the admission expiry in the same step, as a terminal write does: once the follow-up turns the
+/// task `working` again (as `TaskRuntime::resume` does), another worker's claim is granted at
+/// once, long before the old lease would have lapsed, and the former holder is fenced out.
+pub async fn a_waiting_write_clears_the_lease_so_a_follow_up_claims_at_once(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for waiting in [TaskState::InputRequired, TaskState::AuthRequired] {
+        let id = bench.running(alice, "a", bench.at(5 * MINUTE)).await;
+        let written = bench
+            .store
+            .compare_and_set(&id, RUNNING_STATES, status(waiting), Some("a"), bench.at(1))
+            .await
+            .expect("compare and set")
+            .expect("the holder's write is accepted");
+        assert_eq!((written.task.state, written.lease, written.admission_expires_at), (waiting, None, None));
+        let stored = bench.record(&id).await;
+        assert_eq!((stored.lease, stored.admission_expires_at), (None, None), "{waiting:?} holds no lease");
+
+        let now = bench.at(2);
+        let renewed = bench.store.renew_execution_claim(&id, "a", bench.at(6 * MINUTE), now).await;
+        assert_eq!(renewed.expect("renew"), None, "the former holder has no lease to renew");
+        let late = bench.store.compare_and_set(&id, &[waiting], message("late"), Some("a"), now).await;
+        assert_eq!(late.expect("compare and set"), None, "nor an execution to write for");
+
+        // The follow-up, as the runtime's resume makes it: back to working, then a claim.
+        bench
+            .store
+            .compare_and_set(&id, &[waiting], status(TaskState::Working), None, bench.at(3))
+            .await
+            .expect("compare and set")
+            .expect("the follow-up resumes the task");
+        let claimed = bench.store.claim_execution(&id, "b", bench.at(5 * MINUTE), bench.at(3)).await.expect("claim");
+        let claimed = claimed.expect("the follow-up's claim is granted at once");
+        assert_eq!(claimed.lease, lease("b", bench.at(5 * MINUTE), LeasePhase::Prepared));
+        bench.store.activate_execution(&id, "b", bench.at(5 * MINUTE), bench.at(3)).await.expect("activate");
+        let done = bench
+            .store
+            .compare_and_set(&id, RUNNING_STATES, result(json!("done")), Some("b"), bench.at(4))
+            .await
+            .expect("compare and set");
+        assert_eq!(done.expect("the new holder's result is accepted").task.state, TaskState::Completed);
+    }
+
+    // A task that waits straight from its reservation keeps its admission expiry: it never ran
+    // (a paid task waiting for its payment), and it is reaped when nobody comes in time.
+    let reserved = bench.reserve(alice).await;
+    let admission = bench.record(&reserved).await.admission_expires_at;
+    assert!(admission.is_some());
+    let waiting = bench.set(&reserved, status(TaskState::InputRequired), bench.at(1)).await;
+    assert_eq!((waiting.lease, waiting.admission_expires_at), (None, admission));
+    assert_eq!(bench.record(&reserved).await.admission_expires_at, admission);
+    let reaped = bench.store.reap_expired_admissions(admission.expect("admission") + 1).await.expect("reap");
+    assert_eq!(reaped, 1, "an unpaid wait is reaped at its admission expiry");
+    assert_eq!(bench.record(&reserved).await.task.state, TaskState::Canceled);
 }
 
 /// A cancellation racing a fenced completion: exactly one terminal state wins, the log holds
@@ -1021,7 +1298,7 @@ pub async fn expired_active_leases_lists_only_lapsed_active_leases(factory: impl
         .await
         .expect("compare and set")
         .expect("completed");
-    // A task waiting for input keeps a lapsed active lease (its worker gave it up): not a candidate.
+    // A task waiting for input holds no lease (its worker's waiting write cleared it): not a candidate.
     let waiting = bench.running(alice, "w", bench.at(MINUTE / 4)).await;
     bench
         .store
@@ -1298,6 +1575,105 @@ pub async fn runtime_recovers_a_resumed_task_with_its_follow_up(factory: impl St
     let done = until_terminal(&b, &task.id, &alice).await;
     assert_eq!(done.task.result.map(|result| result.output), Some(json!({"worker": "b", "got": "more", "history": 3})));
     hang.notify_one();
+}
+
+/// How long a task in the follow-up race may stay silent before it counts as hung. A guard
+/// against hanging, not a speed requirement: a hung task never speaks again.
+const HANG: Duration = Duration::from_secs(30);
+/// How many tasks of the follow-up race are in flight at once.
+const IN_FLIGHT: usize = 32;
+
+/// Immediate follow-ups never race the lease: 100 tasks ask for input 100 times each, and every
+/// follow-up is sent the moment its task waits — 10,000 follow-ups, 32 tasks at a time. None is
+/// refused or lost, and no task hangs `working` (as one did when the worker gave its lease up
+/// after the waiting write, and a follow-up came between the two). See
+/// [`runtime_immediate_follow_ups_never_hang_with`] for other counts.
+pub async fn runtime_immediate_follow_ups_never_hang(factory: impl StoreFactory) {
+    runtime_immediate_follow_ups_never_hang_with(factory, 100, 100).await;
+}
+
+/// [`runtime_immediate_follow_ups_never_hang`] with `tasks` tasks of `rounds` follow-ups each.
+pub async fn runtime_immediate_follow_ups_never_hang_with(factory: impl StoreFactory, tasks: usize, rounds: usize) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    // Asks for input until the history holds `rounds` follow-ups, then completes.
+    let skill = Skill::builder(SKILL).invoke(move |run: Run| async move {
+        let follow_ups = run
+            .task()
+            .map_or(0, |task| task.history.iter().filter(|message| message.role == accord_engine::Role::User).count());
+        if follow_ups < rounds {
+            return Ok(Outcome::InputRequired(Message::agent_text("need more")));
+        }
+        Ok(Outcome::Completed(Completion::new(json!({"follow_ups": follow_ups}))))
+    });
+    let runtime = runtime_on(Arc::clone(&store), agent(skill), "a");
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    let runs: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (runtime, slots) = (runtime.clone(), Arc::clone(&slots));
+            tokio::spawn(async move {
+                let _slot = slots.acquire_owned().await.expect("the semaphore stays open");
+                follow_up_race(&runtime, alice, rounds).await
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut done = Vec::new();
+    for run in runs {
+        match run.await.expect("a follow-up race task completes") {
+            Ok(id) => done.push(id),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {tasks} tasks failed; the first: {}", failures.len(), failures[0]);
+
+    let expected: Vec<String> =
+        (0..rounds).flat_map(|round| ["need more".to_owned(), format!("follow-up {round}")]).collect();
+    for id in &done {
+        let record = store.get(id).await.expect("get").expect("the task exists");
+        assert_eq!(record.task.state, TaskState::Completed, "task {id}");
+        assert_eq!(record.task.result.map(|result| result.output), Some(json!({"follow_ups": rounds})), "task {id}");
+        let texts: Vec<String> = record.task.history.iter().map(Message::text).collect();
+        assert_eq!(texts, expected, "task {id} holds every follow-up once, in order");
+    }
+    assert_eq!(done.len(), tasks);
+}
+
+/// Runs one task of the follow-up race: follows its events and answers every request for input at
+/// once. The task's id, or what went wrong.
+async fn follow_up_race(runtime: &TaskRuntime, owner: OwnerHash, rounds: usize) -> Result<TaskId, String> {
+    let task = runtime.start(reservation(runtime, SKILL, owner)).await.map_err(|error| format!("start: {error}"))?;
+    let id = task.id;
+    let mut events = runtime.events(&id, &owner, 0).await.map_err(|error| format!("events of {id}: {error}"))?;
+    let mut sent = 0;
+    loop {
+        let event = match tokio::time::timeout(HANG, events.next()).await {
+            Ok(Some(Ok(event))) => event,
+            Ok(Some(Err(error))) => return Err(format!("task {id}: the event stream failed: {error}")),
+            Ok(None) => return Err(format!("task {id}: the event stream ended before the task completed")),
+            Err(_) => {
+                let state = runtime.get(&id, &owner).await.map(|task| task.state);
+                return Err(format!(
+                    "task {id} hung: no event for {HANG:?} after {sent} of {rounds} follow-ups (state {state:?})"
+                ));
+            }
+        };
+        match event.kind {
+            TaskEventKind::Status { state: TaskState::InputRequired, .. } if sent < rounds => {
+                let follow_up = user_text(&format!("follow-up {sent}"));
+                runtime
+                    .resume(&id, &owner, follow_up)
+                    .await
+                    .map_err(|error| format!("task {id}: follow-up {sent} was refused: {error}"))?;
+                sent += 1;
+            }
+            TaskEventKind::Result { .. } if sent == rounds => return Ok(id),
+            kind if kind.state().is_some_and(|state| state.is_terminal() || state == TaskState::InputRequired) => {
+                return Err(format!("task {id}: unexpected {kind:?} after {sent} of {rounds} follow-ups"));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Two runtimes prepare the same reserved task at once: exactly one succeeds, the other gets

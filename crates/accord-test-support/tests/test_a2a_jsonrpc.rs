@@ -216,6 +216,14 @@ async fn send_get_list_cancel_and_follow_up_rules() {
     assert_eq!(canceled_only["result"]["tasks"][0]["id"], json!(running_id));
     assert_eq!(call(&s, "ListTasks", json!({"pageSize": 0})).await["error"]["code"], -32602);
     assert_eq!(call(&s, "ListTasks", json!({"pageToken": "forged"})).await["error"]["code"], -32602);
+    // statusTimestampAfter filters before paging: full pages and an exact total.
+    let since = call(&s, "ListTasks", json!({"pageSize": 2, "statusTimestampAfter": "2000-01-01T00:00:00Z"})).await;
+    assert_eq!(
+        (since["result"]["tasks"].as_array().map(Vec::len), &since["result"]["totalSize"]),
+        (Some(2), &json!(4))
+    );
+    let none = call(&s, "ListTasks", json!({"statusTimestampAfter": "2999-01-01T00:00:00Z"})).await;
+    assert_eq!((&none["result"]["tasks"], &none["result"]["totalSize"]), (&json!([]), &json!(0)));
 
     // The interface URL with a trailing slash is the same endpoint.
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}}).to_string();

@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub};
-use super::store::{apply_event, claimable, holds_lease, lease_is_live};
+use super::store::{
+    Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
+    apply_to_record,
+};
+use super::store::{claimable, holds_lease, lease_is_live};
 use super::token::OwnerHash;
-use crate::model::{ExecutionLease, LeasePhase, Millis, TaskEvent, TaskEventKind, TaskId, now_ms};
+use crate::model::{ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, now_ms};
 use crate::run::TaskState;
 
 /// Limits of a [`MemoryStore`].
@@ -136,11 +139,7 @@ fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
 }
 
 fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
-    apply_event(&mut entry.record.task, &kind, now);
-    if entry.record.task.state.is_terminal() {
-        entry.record.lease = None;
-        entry.record.admission_expires_at = None;
-    }
+    apply_to_record(&mut entry.record, &kind, now);
     let event = TaskEvent {
         task_id: entry.record.task.id.clone(),
         sequence: entry.events.last().map_or(1, |last| last.sequence + 1),
@@ -243,25 +242,32 @@ impl TaskStore for MemoryStore {
         let now = now_ms();
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
-        let mut matching: Vec<_> = entries
+        let mut matching: Vec<&Task> = entries
             .values()
-            .map(|entry| &entry.record)
-            .filter(|record| record.owner == *owner)
-            .filter(|record| {
-                query.context_id.as_ref().is_none_or(|context| record.task.context_id.as_ref() == Some(context))
-            })
-            .filter(|record| query.states.as_ref().is_none_or(|states| states.contains(&record.task.state)))
-            .map(|record| record.task.clone())
+            .filter(|entry| entry.record.owner == *owner)
+            .map(|entry| &entry.record.task)
+            .filter(|task| query.context_id.as_ref().is_none_or(|context| task.context_id.as_ref() == Some(context)))
+            .filter(|task| query.states.as_ref().is_none_or(|states| states.contains(&task.state)))
+            .filter(|task| query.skill.as_ref().is_none_or(|skill| task.skill == *skill))
+            .filter(|task| query.updated_after.is_none_or(|after| task.updated_at >= after))
             .collect();
+        matching.sort_unstable_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        let total = matching.len();
+        let start = match &query.page {
+            PageStart::Offset(offset) => (*offset).min(total),
+            // The tasks at or before the cursor in list order come first.
+            PageStart::After(cursor) => {
+                matching.partition_point(|task| (task.created_at, &task.id) >= (cursor.created_at, &cursor.id))
+            }
+        };
+        let end = start.saturating_add(query.limit).min(total);
+        // Only the page is copied, under the lock.
+        let tasks: Vec<Task> = matching[start..end].iter().map(|task| (*task).clone()).collect();
         drop(entries);
         for reaped in reaped {
             self.wake(&reaped);
         }
-        matching.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-        let total = matching.len();
-        let tasks: Vec<_> = matching.into_iter().skip(query.offset).take(query.limit).collect();
-        let has_more = query.offset.saturating_add(tasks.len()) < total;
-        Ok(TaskPage { tasks, total, has_more })
+        Ok(TaskPage::new(tasks, total, end < total, &query.page))
     }
 
     async fn claim_execution(

@@ -23,6 +23,7 @@ pub use service::{
     SettleFailure, SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
-    Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub, apply_event,
+    Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
+    apply_event, apply_to_record,
 };
 pub use token::{AccessToken, InvalidToken, OwnerHash};

@@ -213,7 +213,11 @@ struct RuntimeInner {
     agent: Agent,
     store: Arc<dyn TaskStore>,
     config: RuntimeConfig,
-    local: Mutex<HashMap<TaskId, CancellationToken>>,
+    /// The cancellation tokens of the runs on this worker, with a number per run: a run that
+    /// ends removes its own entry only, never that of a later run of the same task (a follow-up
+    /// resumed on this worker).
+    local: Mutex<HashMap<TaskId, (u64, CancellationToken)>>,
+    runs: std::sync::atomic::AtomicU64,
     closing: CancellationToken,
 }
 
@@ -226,7 +230,7 @@ impl RuntimeInner {
         (self.config.lease_ttl / 3).max(Duration::from_millis(10))
     }
 
-    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
+    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, (u64, CancellationToken)>> {
         self.local.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -258,6 +262,7 @@ impl TaskRuntime {
                 store,
                 config,
                 local: Mutex::new(HashMap::new()),
+                runs: std::sync::atomic::AtomicU64::new(0),
                 closing: CancellationToken::new(),
             }),
         };
@@ -485,7 +490,7 @@ impl TaskRuntime {
     /// Records a terminal `event` on a task that has not ended, and stops its local handler.
     async fn end(&self, id: &TaskId, event: TaskEventKind) -> Result<Task, TaskFailure> {
         if let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? {
-            if let Some(token) = self.inner.local().get(id) {
+            if let Some((_, token)) = self.inner.local().get(id) {
                 token.cancel();
             }
             return Ok(record.task);
@@ -529,7 +534,7 @@ impl TaskRuntime {
         let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? else {
             return Err(TaskFailure::CancelRace { id: id.clone() });
         };
-        if let Some(token) = self.inner.local().get(id) {
+        if let Some((_, token)) = self.inner.local().get(id) {
             token.cancel();
         }
         Ok(record.task)
@@ -556,7 +561,7 @@ impl TaskRuntime {
     /// store keeps them `working` with leases another worker can recover; then the store closes.
     pub async fn close(&self) {
         self.inner.closing.cancel();
-        let tokens: Vec<_> = self.inner.local().values().cloned().collect();
+        let tokens: Vec<_> = self.inner.local().values().map(|(_, token)| token.clone()).collect();
         for token in tokens {
             token.cancel();
         }
@@ -665,8 +670,9 @@ impl PreparedExecution {
             None => record.task,
         };
         let cancel = CancellationToken::new();
-        inner.local().insert(id.clone(), cancel.clone());
-        tokio::spawn(execute(inner, task.clone(), valid, cancel));
+        let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        inner.local().insert(id.clone(), (run, cancel.clone()));
+        tokio::spawn(execute(inner, task.clone(), valid, cancel, run));
         Ok(task)
     }
 
@@ -709,7 +715,7 @@ async fn heartbeat_loop(
 }
 
 /// Runs an activated task to its end and records the outcome, fenced by this worker's id.
-async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel: CancellationToken) {
+async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel: CancellationToken, run_number: u64) {
     let id = task.id.clone();
     let worker = inner.config.worker_id.clone();
     let stop_heartbeat = CancellationToken::new();
@@ -732,10 +738,9 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     let _ = forwarder.await;
 
     if inner.closing.is_cancelled() {
-        inner.local().remove(&id);
+        forget_run(&inner, &id, run_number);
         return;
     }
-    let mut release_lease = false;
     let event = match outcome {
         Err(_elapsed) => {
             let max_run = inner.config.max_run.as_millis();
@@ -769,13 +774,10 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
             });
             match status {
                 EndStatus::InputRequired => {
-                    release_lease = true;
+                    // The store clears the lease with this write, so a follow-up can claim at once.
                     Some(TaskEventKind::Status { state: TaskState::InputRequired, message })
                 }
-                EndStatus::AuthRequired => {
-                    release_lease = true;
-                    Some(TaskEventKind::Status { state: TaskState::AuthRequired, message })
-                }
+                EndStatus::AuthRequired => Some(TaskEventKind::Status { state: TaskState::AuthRequired, message }),
                 _ => Some(TaskEventKind::Error {
                     state: TaskState::Rejected,
                     error: SkillError::new("rejected", message.map_or_else(|| "rejected".to_owned(), |m| m.text())),
@@ -789,11 +791,7 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     }
     // The timeout fences first, then stops the handler.
     cancel.cancel();
-    if release_lease {
-        let now = now_ms();
-        let _ = inner.store.renew_execution_claim(&id, &worker, now, now).await;
-    }
-    inner.local().remove(&id);
+    forget_run(&inner, &id, run_number);
 }
 
 /// The message a run closes with: the skill's, with the metadata of the status message the run
@@ -818,6 +816,14 @@ fn merged_metadata(
     let mut merged = inherited;
     merged.extend(own.unwrap_or_default());
     Some(merged)
+}
+
+/// Removes this run's cancellation token, unless a later run of the task has replaced it.
+fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
+    let mut local = inner.local();
+    if local.get(id).is_some_and(|(current, _)| *current == run) {
+        local.remove(id);
+    }
 }
 
 /// A fenced write whose refusal is expected (the task was cancelled or taken over) and whose

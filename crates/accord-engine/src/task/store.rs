@@ -85,22 +85,89 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-/// Filters and paging of [`TaskStore::list`].
+/// Filters and paging of [`TaskStore::list`]. Every filter and the paging run in the store, so a
+/// page is never short because of a filter and the total is exact.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
     /// Only tasks of this context.
     pub context_id: Option<String>,
     /// Only tasks in one of these states (`None`: any).
     pub states: Option<Vec<TaskState>>,
+    /// Only tasks of this skill.
+    pub skill: Option<String>,
+    /// Only tasks whose last change (`updated_at`) is at or after this instant.
+    pub updated_after: Option<Millis>,
     /// At most this many tasks (default 50).
     pub limit: usize,
-    /// Skip this many first.
-    pub offset: usize,
+    /// Where the page starts (default: at the first task).
+    pub page: PageStart,
 }
 
 impl Default for ListQuery {
     fn default() -> Self {
-        Self { context_id: None, states: None, limit: 50, offset: 0 }
+        Self { context_id: None, states: None, skill: None, updated_after: None, limit: 50, page: PageStart::default() }
+    }
+}
+
+/// Where a page of [`TaskStore::list`] starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageStart {
+    /// After skipping this many matching tasks.
+    Offset(usize),
+    /// Right after this task in list order. Unlike an offset, exact while tasks are added or
+    /// change: no task is skipped or repeated because another one came or went before it.
+    After(ListCursor),
+}
+
+impl Default for PageStart {
+    fn default() -> Self {
+        Self::Offset(0)
+    }
+}
+
+/// A keyset cursor: the last task of the previous page. Tasks are listed newest first by
+/// `created_at`, ties broken by id (bytewise) descending, so `(created_at, id)` places a cursor
+/// exactly between two tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ListCursor {
+    /// The task's creation time.
+    pub created_at: Millis,
+    /// The task's id.
+    pub id: TaskId,
+}
+
+impl ListCursor {
+    /// The cursor of `task`: a page that starts after it begins with the task listed next.
+    pub fn of(task: &Task) -> Self {
+        Self { created_at: task.created_at, id: task.id.clone() }
+    }
+
+    /// The cursor as opaque, URL-safe text (lowercase hex digits and one dot), for a caller to
+    /// hand back as a page token; [`ListCursor::parse`] reads it back.
+    pub fn to_token(&self) -> String {
+        use std::fmt::Write as _;
+        let mut token = format!("{:x}.", self.created_at);
+        for byte in self.id.as_str().bytes() {
+            // Writing to a `String` cannot fail.
+            let _ = write!(token, "{byte:02x}");
+        }
+        token
+    }
+
+    /// Reads a token made by [`ListCursor::to_token`]; `None` for any other text.
+    pub fn parse(token: &str) -> Option<Self> {
+        let (created_at, id) = token.split_once('.')?;
+        let hex = |text: &str| text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+        // Checked first: `from_str_radix` alone would also take a sign or upper case.
+        if created_at.is_empty() || !hex(created_at) || !hex(id) || id.len() % 2 != 0 {
+            return None;
+        }
+        let created_at = Millis::from_str_radix(created_at, 16).ok()?;
+        let bytes = (0..id.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(&id[at..at + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()?;
+        Some(Self { created_at, id: TaskId::new(String::from_utf8(bytes).ok()?) })
     }
 }
 
@@ -109,10 +176,27 @@ impl Default for ListQuery {
 pub struct TaskPage {
     /// The tasks, newest first.
     pub tasks: Vec<Task>,
-    /// How many tasks match in all.
+    /// How many tasks match the filters in all, wherever the page starts.
     pub total: usize,
     /// Whether more tasks follow this page.
     pub has_more: bool,
+    /// Where the next page starts ([`PageStart::After`] this cursor) when more tasks follow: the
+    /// last task of this page, or, for an empty page (a `limit` of 0) that started after a cursor,
+    /// that cursor. `None` when nothing follows, and for an empty page that started at an offset.
+    pub next: Option<ListCursor>,
+}
+
+impl TaskPage {
+    /// A page of `tasks` (in list order) that started at `start`, out of `total` matching tasks,
+    /// with [`TaskPage::next`] worked out.
+    pub fn new(tasks: Vec<Task>, total: usize, has_more: bool, start: &PageStart) -> Self {
+        let next = match (has_more, tasks.last(), start) {
+            (false, _, _) | (true, None, PageStart::Offset(_)) => None,
+            (true, Some(last), _) => Some(ListCursor::of(last)),
+            (true, None, PageStart::After(cursor)) => Some(cursor.clone()),
+        };
+        Self { tasks, total, has_more, next }
+    }
 }
 
 /// Wake-ups for one task: a signal that its log may have grown. The log read with
@@ -239,8 +323,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The record, if it exists (whoever owns it: callers check the owner).
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError>;
 
-    /// The owner's tasks matching `query`, newest (`created_at`) first, with the total count.
-    /// Never returns another owner's task.
+    /// The owner's tasks that match every filter of `query`, newest (`created_at`) first with ties
+    /// broken by id (bytewise) descending: at most `limit` of them from the page start, with the
+    /// count of every matching task (wherever the page starts) and whether and where the next
+    /// page starts ([`TaskPage::new`]). A page that starts [`PageStart::After`] a cursor holds the
+    /// tasks strictly after it in that order, whether or not the cursor's task still exists or
+    /// matches. Never returns another owner's task.
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError>;
 
     /// Takes a *prepared* lease for `worker` until `expires_at`, and clears the admission expiry.
@@ -282,9 +370,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// one of `expected` and, when `execution_owner` is given, the current lease belongs to it
     /// (this fences a stale worker out after another took the task over).
     ///
-    /// A terminal result clears the lease and the admission expiry. Returns the updated record, or
-    /// `None` when the condition does not hold. Atomic and, for a durable store, durable. Wakes
-    /// subscribers.
+    /// A write that ends the execution clears the lease in the same atomic step
+    /// ([`apply_to_record`]): a terminal result (which also clears the admission expiry), and a
+    /// status that makes the task wait for its caller (`input_required` or `auth_required`). A
+    /// worker's handler has returned when it writes that status, and the follow-up that resumes
+    /// the task must be able to claim it at once: a lease given up by a later, separate call would
+    /// refuse a follow-up that came between the two. A waiting write keeps an admission expiry: it
+    /// marks a reserved task that never ran (a paid task waiting for its payment). Returns the updated record, or `None` when the condition does not hold.
+    /// Atomic and, for a durable store, durable. Wakes subscribers.
     async fn compare_and_set(
         &self,
         id: &TaskId,
@@ -301,8 +394,8 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks in `submitted` or `working` whose *active* lease lapsed (their worker is presumed
     /// dead), oldest lapse first, at most `limit`: candidates for [`TaskStore::claim_execution`] by
-    /// a recovering worker. Tasks waiting for input or authorization are not candidates, even
-    /// though their worker gave its lease up.
+    /// a recovering worker. Tasks waiting for input or authorization are never candidates: the
+    /// write that made them wait cleared their lease.
     async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError>;
 
     /// The owner's task's log entries with a sequence greater than `after`, in order. `None` when
@@ -319,6 +412,27 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Closes the store: later calls fail with [`StoreError::Closed`]; subscribers are released.
     async fn close(&self);
+}
+
+/// Applies an event written by [`TaskStore::compare_and_set`] to a stored record: the task changes
+/// as [`apply_event`] says; a terminal write clears the lease and the admission expiry with it,
+/// and a status that waits for the caller clears the lease. The one definition every store uses.
+pub fn apply_to_record(record: &mut StoredTask, event: &TaskEventKind, now: Millis) {
+    apply_event(&mut record.task, event, now);
+    if record.task.state.is_terminal() {
+        record.lease = None;
+        record.admission_expires_at = None;
+    } else if waits_for_caller(event) {
+        // The lease goes; an admission expiry stays: it marks a task that was reserved and never
+        // ran (a paid task waiting for its payment), which is reaped if nobody pays in time. A task
+        // that ran lost its admission expiry when it was claimed.
+        record.lease = None;
+    }
+}
+
+/// Whether `event` makes the task wait for its caller (input or authorization).
+fn waits_for_caller(event: &TaskEventKind) -> bool {
+    matches!(event, TaskEventKind::Status { state: TaskState::InputRequired | TaskState::AuthRequired, .. })
 }
 
 /// Applies an event to a task: the one definition every store uses, so that the record is always
@@ -368,4 +482,46 @@ pub(crate) fn holds_lease(record: &StoredTask, worker: &str, now: Millis, phase:
 /// Whether a task in this state may be claimed for execution.
 pub(crate) fn claimable(state: TaskState) -> bool {
     matches!(state, TaskState::Submitted | TaskState::Working)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_token_reads_back_as_the_cursor() {
+        let ids = ["3f2b5c1e-0000-4000-8000-000000000000", "", "a.b", "Grüße, 世界", "x".repeat(300).as_str()]
+            .map(str::to_owned);
+        for (created_at, id) in [0, 1, 1_700_000_000_123, Millis::MAX].into_iter().zip(ids.iter().cycle()) {
+            let cursor = ListCursor { created_at, id: TaskId::new(id.clone()) };
+            let token = cursor.to_token();
+            assert!(token.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'.'), "URL-safe: {token}");
+            assert_eq!(ListCursor::parse(&token), Some(cursor));
+        }
+    }
+
+    #[test]
+    fn only_tokens_made_by_a_cursor_are_read() {
+        let refused =
+            ["", "forged", "offset:20", ".00", "1", "1.0", "1.zz", "A.00", "+1.00", "1.00.00", "1.ff", "-1.00"];
+        for token in refused {
+            assert_eq!(ListCursor::parse(token), None, "{token:?}");
+        }
+        let too_late = format!("1{}.00", "0".repeat(16));
+        assert_eq!(ListCursor::parse(&too_late), None, "a time beyond the range of Millis");
+    }
+
+    #[test]
+    fn the_next_page_starts_after_the_last_task() {
+        let task = |n: u64| Task::submitted(TaskId::new(format!("task-{n}")), "work", None, n);
+        let cursor = ListCursor { created_at: 9, id: TaskId::new("task-9") };
+        let page = TaskPage::new(vec![task(3), task(2)], 5, true, &PageStart::Offset(0));
+        assert_eq!(page.next, Some(ListCursor { created_at: 2, id: TaskId::new("task-2") }));
+        let page = TaskPage::new(vec![task(1)], 5, false, &PageStart::After(cursor.clone()));
+        assert_eq!(page.next, None, "nothing follows the last page");
+        let page = TaskPage::new(Vec::new(), 5, true, &PageStart::After(cursor.clone()));
+        assert_eq!(page.next, Some(cursor), "an empty page starts where it was asked to");
+        let page = TaskPage::new(Vec::new(), 5, true, &PageStart::Offset(2));
+        assert_eq!(page.next, None);
+    }
 }

@@ -32,8 +32,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use accord_engine::task::{
-    Caller, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskService,
-    TaskUpdates, Wait,
+    Caller, ListCursor, Millis, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskService, TaskUpdates, Wait,
 };
 use accord_engine::{Error, ErrorKind, Message, Part, Role, TaskState};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamResponse};
@@ -302,40 +302,37 @@ impl A2aCore {
     ) -> Result<a2a::ListTasksResponse, A2aError> {
         let caller = caller.within(request.tenant.as_deref());
         let page_size = request.page_size.unwrap_or(a2a::requests::LIST_TASKS_DEFAULT_PAGE_SIZE);
-        let offset = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
-            None => 0,
-            Some(token) => token
-                .strip_prefix("offset:")
-                .and_then(|offset| offset.parse::<usize>().ok())
-                .ok_or_else(|| invalid_params("pageToken is not a token this agent issued"))?,
+        let page = match request.page_token.as_deref().filter(|token| !token.is_empty()) {
+            None => PageStart::Offset(0),
+            Some(token) => PageStart::After(
+                ListCursor::parse(token).ok_or_else(|| invalid_params("pageToken is not a token this agent issued"))?,
+            ),
         };
         let states = match request.status {
             None | Some(a2a::TaskState::Unspecified) => None,
             Some(state) => Some(vec![engine_state(state)]),
         };
-        let after = match request.status_timestamp_after.as_deref() {
+        let updated_after = match request.status_timestamp_after.as_deref() {
             None => None,
+            // An instant before the epoch: every task changed after it.
             Some(text) => Some(
                 a2a::time::parse_rfc3339_utc(text)
+                    .map(|after| Millis::try_from(after).unwrap_or(0))
                     .map_err(|_| invalid_params("statusTimestampAfter must be an RFC 3339 UTC timestamp"))?,
             ),
         };
         let query = accord_engine::task::ListQuery {
             context_id: request.context_id.clone().filter(|context| !context.is_empty()),
             states,
+            skill: None,
+            updated_after,
             limit: usize::try_from(page_size).unwrap_or(50),
-            offset,
+            page,
         };
         let page = self.service.list(&caller, &query).await.map_err(a2a_error)?;
         let include_artifacts = request.include_artifacts == Some(true);
-        let tasks = page
-            .tasks
-            .iter()
-            .filter(|task| after.is_none_or(|after| i64::try_from(task.updated_at).unwrap_or(i64::MAX) >= after))
-            .map(|task| a2a_task(task, request.history_length, include_artifacts))
-            .collect();
-        let next_page_token =
-            if page.has_more { format!("offset:{}", offset + page.tasks.len()) } else { String::new() };
+        let tasks = page.tasks.iter().map(|task| a2a_task(task, request.history_length, include_artifacts)).collect();
+        let next_page_token = page.next.as_ref().map(ListCursor::to_token).unwrap_or_default();
         Ok(a2a::ListTasksResponse {
             tasks,
             next_page_token,

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, Caller, ListQuery, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind,
-    TaskId, TaskService,
+    AccessToken, Caller, ListQuery, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskService,
 };
 use accord_engine::{Error, ErrorKind, TaskState, time};
 use accord_payments::Operation;
@@ -348,7 +348,13 @@ fn list_query(params: &std::collections::HashMap<String, String>) -> Result<List
             (!states.is_empty()).then_some(states)
         }
     };
-    Ok(ListQuery { context_id: params.get("contextId").cloned(), states, limit, offset })
+    Ok(ListQuery {
+        context_id: params.get("contextId").cloned(),
+        states,
+        limit,
+        page: PageStart::Offset(offset),
+        ..ListQuery::default()
+    })
 }
 
 pub(crate) async fn list(
