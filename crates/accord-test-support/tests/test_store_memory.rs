@@ -108,6 +108,36 @@ mod memory_store {
     }
 
     #[tokio::test]
+    async fn eviction_follows_the_order_of_last_change_at_any_size() {
+        const SIZE: usize = 200;
+        let store = bounded(SIZE);
+        let alice = owner("alice");
+        let base = now_ms();
+        let mut ids = Vec::new();
+        for n in 0..SIZE {
+            ids.push(create(&store, record(alice, base + n as Millis, None)).await);
+        }
+        // They end in reverse order of creation, the even ones only; the odd ones stay active.
+        let mut ended = Vec::new();
+        for (rank, id) in ids.iter().rev().step_by(2).enumerate() {
+            complete(&store, id, base + 10_000 + rank as Millis).await;
+            ended.push(id.clone());
+        }
+        // Each new task evicts exactly the ended task changed longest ago, never an active one.
+        for (n, victim) in ended.iter().enumerate() {
+            create(&store, record(alice, base + 20_000 + n as Millis, None)).await;
+            assert!(!exists(&store, victim).await, "eviction {n} takes the oldest ended task");
+            if let Some(next) = ended.get(n + 1) {
+                assert!(exists(&store, next).await, "and only that one");
+            }
+        }
+        for active in ids.iter().rev().skip(1).step_by(2) {
+            assert!(exists(&store, active).await, "active tasks are never evicted");
+        }
+        assert!(store.create(record(alice, base + 30_000, None), submitted()).await.is_err(), "then the store is full");
+    }
+
+    #[tokio::test]
     async fn capacity_refuses_new_work_when_every_task_is_active() {
         let store = bounded(2);
         let alice = owner("alice");

@@ -31,6 +31,93 @@ impl Default for MemoryStoreConfig {
     }
 }
 
+/// The records, with an index of the terminal ones by last change: eviction and retention take
+/// from its front in O(log n), instead of scanning (and cloning the id of) every record.
+#[derive(Default)]
+struct Entries {
+    map: HashMap<TaskId, Entry>,
+    terminal: std::collections::BTreeSet<(Millis, TaskId)>,
+}
+
+impl Entries {
+    fn get(&self, id: &TaskId) -> Option<&Entry> {
+        self.map.get(id)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.map.values()
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn contains_key(&self, id: &TaskId) -> bool {
+        self.map.contains_key(id)
+    }
+
+    /// A record to change without touching its state or last change (its lease, its expiries).
+    fn lease_mut(&mut self, id: &TaskId) -> Option<&mut StoredTask> {
+        self.map.get_mut(id).map(|entry| &mut entry.record)
+    }
+
+    /// Changes a record through `change`, keeping the terminal index right.
+    fn change<R>(&mut self, id: &TaskId, change: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let entry = self.map.get_mut(id)?;
+        let before = index_key(&entry.record);
+        let result = change(entry);
+        let after = index_key(&entry.record);
+        if before != after {
+            if let Some(key) = before {
+                self.terminal.remove(&key);
+            }
+            if let Some(key) = after {
+                self.terminal.insert(key);
+            }
+        }
+        Some(result)
+    }
+
+    fn insert(&mut self, id: TaskId, entry: Entry) {
+        if let Some(key) = index_key(&entry.record) {
+            self.terminal.insert(key);
+        }
+        if let Some(old) = self.map.insert(id, entry)
+            && let Some(key) = index_key(&old.record)
+        {
+            self.terminal.remove(&key);
+        }
+    }
+
+    /// Removes and returns the terminal task changed longest ago.
+    fn evict_oldest_terminal(&mut self) -> Option<TaskId> {
+        let (_, id) = self.terminal.pop_first()?;
+        self.map.remove(&id);
+        Some(id)
+    }
+
+    /// Removes the terminal tasks last changed at or before `cutoff`.
+    fn purge_terminal_until(&mut self, cutoff: Millis) {
+        while let Some((updated_at, _)) = self.terminal.first()
+            && *updated_at <= cutoff
+        {
+            if let Some((_, id)) = self.terminal.pop_first() {
+                self.map.remove(&id);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.map.clear();
+        self.terminal.clear();
+    }
+}
+
+/// A record's key in the terminal index, when it is terminal.
+fn index_key(record: &StoredTask) -> Option<(Millis, TaskId)> {
+    record.task.state.is_terminal().then(|| (record.task.updated_at, record.task.id.clone()))
+}
+
 struct Entry {
     record: StoredTask,
     events: Vec<TaskEvent>,
@@ -43,7 +130,7 @@ struct Entry {
 /// after the retention. Expired admissions are reaped before capacity is enforced.
 pub struct MemoryStore {
     config: MemoryStoreConfig,
-    entries: Mutex<HashMap<TaskId, Entry>>,
+    entries: Mutex<Entries>,
     /// Dropped on close, which releases every subscriber.
     wakeups: WakeupHub,
     closed: AtomicBool,
@@ -71,14 +158,14 @@ impl MemoryStore {
         let config = MemoryStoreConfig { max_tasks: config.max_tasks.max(1), ..config };
         Self {
             config,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Entries::default()),
             wakeups: WakeupHub::new(),
             closed: AtomicBool::new(false),
             next_due: AtomicU64::new(Millis::MAX),
         }
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, HashMap<TaskId, Entry>>, StoreError> {
+    fn lock(&self) -> Result<MutexGuard<'_, Entries>, StoreError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
         }
@@ -105,20 +192,17 @@ impl MemoryStore {
 
     /// Reaps expired admissions and purges terminal tasks past retention, when any is due; returns
     /// the reaped ids.
-    fn housekeep(&self, entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
+    fn housekeep(&self, entries: &mut Entries, now: Millis) -> Vec<TaskId> {
         if now < self.next_due.load(Ordering::Acquire) {
             return Vec::new();
         }
         let reaped = reap(entries, now);
-        let retention = self.retention_ms();
-        entries.retain(|_, entry| {
-            !(entry.record.task.state.is_terminal() && entry.record.task.updated_at.saturating_add(retention) <= now)
-        });
+        entries.purge_terminal_until(now.saturating_sub(self.retention_ms()));
         self.recompute_due(entries);
         reaped
     }
 
-    fn recompute_due(&self, entries: &HashMap<TaskId, Entry>) {
+    fn recompute_due(&self, entries: &Entries) {
         let retention = self.retention_ms();
         let due = entries.values().filter_map(|entry| due_of(&entry.record, retention)).min().unwrap_or(Millis::MAX);
         self.next_due.store(due, Ordering::Release);
@@ -152,41 +236,37 @@ fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
 
 /// Evicts terminal tasks, oldest change first, until there is room for one more; refuses when only
 /// unfinished tasks remain.
-fn make_room(entries: &mut HashMap<TaskId, Entry>, max_tasks: usize) -> Result<(), StoreError> {
+fn make_room(entries: &mut Entries, max_tasks: usize) -> Result<(), StoreError> {
     while entries.len() >= max_tasks {
-        let oldest_terminal = entries
-            .iter()
-            .filter(|(_, entry)| entry.record.task.state.is_terminal())
-            .min_by_key(|(id, entry)| (entry.record.task.updated_at, (*id).clone()))
-            .map(|(id, _)| id.clone());
-        match oldest_terminal {
-            Some(id) => {
-                entries.remove(&id);
-            }
-            None => return Err(StoreError::CapacityExhausted { capacity: max_tasks }),
+        if entries.evict_oldest_terminal().is_none() {
+            return Err(StoreError::CapacityExhausted { capacity: max_tasks });
         }
     }
     Ok(())
 }
 
-fn reap(entries: &mut HashMap<TaskId, Entry>, now: Millis) -> Vec<TaskId> {
-    let mut reaped = Vec::new();
-    for (id, entry) in entries.iter_mut() {
-        let record = &entry.record;
-        if record.task.state.is_terminal() {
-            continue;
-        }
-        let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
-        let lapsed =
-            record.lease.as_ref().is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
-        if abandoned || lapsed {
+fn reap(entries: &mut Entries, now: Millis) -> Vec<TaskId> {
+    let due: Vec<TaskId> = entries
+        .values()
+        .filter(|entry| {
+            let record = &entry.record;
+            let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
+            let lapsed = record
+                .lease
+                .as_ref()
+                .is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
+            !record.task.state.is_terminal() && (abandoned || lapsed)
+        })
+        .map(|entry| entry.record.task.id.clone())
+        .collect();
+    for id in &due {
+        entries.change(id, |entry| {
             append(entry, TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
             entry.record.lease = None;
             entry.record.admission_expires_at = None;
-            reaped.push(id.clone());
-        }
+        });
     }
-    reaped
+    due
 }
 
 #[async_trait]
@@ -278,8 +358,7 @@ impl TaskStore for MemoryStore {
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         let mut entries = self.lock()?;
-        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
-        let record = &mut entry.record;
+        let Some(record) = entries.lease_mut(id) else { return Ok(None) };
         if !claimable(record.task.state)
             || lease_is_live(record.lease.as_ref(), now)
             || record.admission_expires_at.is_some_and(|at| at <= now)
@@ -300,8 +379,7 @@ impl TaskStore for MemoryStore {
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         let mut entries = self.lock()?;
-        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
-        let record = &mut entry.record;
+        let Some(record) = entries.lease_mut(id) else { return Ok(None) };
         if record.task.state.is_terminal() || !holds_lease(record, worker, now, None) {
             return Ok(None);
         }
@@ -320,8 +398,7 @@ impl TaskStore for MemoryStore {
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         let mut entries = self.lock()?;
-        let Some(entry) = entries.get_mut(id) else { return Ok(None) };
-        let record = &mut entry.record;
+        let Some(record) = entries.lease_mut(id) else { return Ok(None) };
         if record.task.state.is_terminal() || !holds_lease(record, worker, now, Some(LeasePhase::Prepared)) {
             return Ok(None);
         }
@@ -339,19 +416,22 @@ impl TaskStore for MemoryStore {
     ) -> Result<Option<StoredTask>, StoreError> {
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
-        let result = match entries.get_mut(id) {
-            Some(entry)
-                if expected.contains(&entry.record.task.state)
-                    && execution_owner.is_none_or(|owner| {
-                        entry.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner)
-                    }) =>
-            {
+        let allowed = entries.get(id).is_some_and(|entry| {
+            expected.contains(&entry.record.task.state)
+                && execution_owner
+                    .is_none_or(|owner| entry.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner))
+        });
+        let result = if allowed {
+            entries.change(id, |entry| {
                 append(entry, event, now);
-                self.note_due(&entry.record);
-                Some(entry.record.clone())
-            }
-            _ => None,
+                entry.record.clone()
+            })
+        } else {
+            None
         };
+        if let Some(record) = &result {
+            self.note_due(record);
+        }
         drop(entries);
         for reaped in reaped {
             self.wake(&reaped);
