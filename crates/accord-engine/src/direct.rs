@@ -71,14 +71,8 @@ impl Agent {
         let Some(amount) = skill.pricing().invoke.clone() else {
             return Ok(PaidRun::Ran { output: self.invoke(valid).await?, receipt: None });
         };
-        if let Err(refusal) = payment.accept(&skill, &amount) {
-            return Ok(PaidRun::Refused(refusal));
-        }
-        if !payment.has_credential() {
-            return Ok(PaidRun::ChallengeNeeded);
-        }
-        if let Err(refusal) = payment.verify().await {
-            return Ok(PaidRun::Refused(refusal));
+        if let Some(stop) = admit(&skill, &amount, payment).await {
+            return Ok(stop);
         }
         let invocation = match self.invoke(valid).await {
             Ok(invocation) => invocation,
@@ -110,14 +104,8 @@ impl Agent {
         let Some(amount) = skill.pricing().stream.clone() else {
             return Ok(PaidRun::Ran { output: self.stream(valid)?, receipt: None });
         };
-        if let Err(refusal) = payment.accept(&skill, &amount) {
-            return Ok(PaidRun::Refused(refusal));
-        }
-        if !payment.has_credential() {
-            return Ok(PaidRun::ChallengeNeeded);
-        }
-        if let Err(refusal) = payment.verify().await {
-            return Ok(PaidRun::Refused(refusal));
+        if let Some(stop) = admit(&skill, &amount, payment).await {
+            return Ok(stop);
         }
         let receipt = match payment.settle().await {
             Ok(receipt) => receipt,
@@ -129,4 +117,23 @@ impl Agent {
         };
         Ok(PaidRun::Ran { output: self.stream(valid)?, receipt: Some(receipt) })
     }
+}
+
+/// The payment steps before the work: the flow accepts the price, a request without a credential
+/// is challenged, a credential is verified. `None` when the work may go ahead.
+async fn admit<T, P: PaymentFlow>(
+    skill: &Skill,
+    amount: &str,
+    payment: &mut P,
+) -> Option<PaidRun<T, P::Receipt, P::Refusal>> {
+    if let Err(refusal) = payment.accept(skill, amount) {
+        return Some(PaidRun::Refused(refusal));
+    }
+    if !payment.has_credential() {
+        return Some(PaidRun::ChallengeNeeded);
+    }
+    if let Err(refusal) = payment.verify().await {
+        return Some(PaidRun::Refused(refusal));
+    }
+    None
 }

@@ -228,6 +228,17 @@ impl Message {
         Self::new(Role::Agent, vec![Part::Text(text.into())])
     }
 
+    /// The data parts, in order.
+    pub fn data_parts(&self) -> Vec<&Value> {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Data(data) => Some(data),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The text parts joined with newlines.
     pub fn text(&self) -> String {
         self.parts

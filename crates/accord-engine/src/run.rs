@@ -234,14 +234,7 @@ impl Completion {
     /// The completion of a direct reply: the output is the message's content — its one data
     /// part, else its text parts joined, else its parts as JSON — and the message is kept.
     pub fn from_reply(message: Message) -> Self {
-        let data: Vec<&Value> = message
-            .parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Data(data) => Some(data),
-                _ => None,
-            })
-            .collect();
+        let data = message.data_parts();
         let has_text = message.parts.iter().any(|part| matches!(part, Part::Text(_)));
         let output = match data.as_slice() {
             [only] if !has_text => (*only).clone(),

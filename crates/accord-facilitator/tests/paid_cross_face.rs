@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_engine::task::{AccessToken, OwnerHash, RuntimeConfig, TaskEventKind, TaskId, TaskRuntime, TaskStore};
+use accord_engine::task::{AccessToken, OwnerHash, RuntimeConfig, TaskId, TaskRuntime, TaskStore};
 use accord_engine::{Agent, Completion, Outcome, Pricing, Run, Skill};
 use accord_payments::voucher::SCHEME;
 use accord_payments::{Wallet, X402Rail};
@@ -17,7 +17,6 @@ use accord_server::{AgentRouterExt, PaymentsConfig, ServerConfig};
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
 use accord_test_support::TestServer;
 use base64::Engine as _;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 mod support;
@@ -147,22 +146,6 @@ impl Fixture {
         assert_eq!(done["status"]["message"]["metadata"]["x402.payment.status"], "payment-completed");
         id
     }
-
-    /// The task's log, one word per state-setting entry.
-    async fn log(&self, id: &str) -> Vec<String> {
-        let events = self.runtime.events(&TaskId::new(id), &owner(), 0).await.expect("events");
-        let events: Vec<_> =
-            tokio::time::timeout(Duration::from_secs(30), events.collect::<Vec<_>>()).await.expect("log");
-        events
-            .into_iter()
-            .filter_map(|event| match event.expect("event").kind {
-                TaskEventKind::Status { state, .. } => Some(format!("{state:?}")),
-                TaskEventKind::Result { .. } => Some("Result".to_owned()),
-                TaskEventKind::Error { state, .. } => Some(format!("Error({state:?})")),
-                _ => None,
-            })
-            .collect()
-    }
 }
 
 #[tokio::test]
@@ -170,7 +153,11 @@ async fn a_priced_skill_is_paid_and_settled_once_through_every_face_that_pays() 
     let f = fixture().await;
     let lucid = f.pay_lucid().await;
     assert_eq!(f.facilitator.settlements().await.len(), 1);
-    assert_eq!(f.log(&lucid).await, ["Submitted", "Working", "Result"], "the Lucid paid start");
+    assert_eq!(
+        accord_test_support::state_log(&f.runtime, &owner(), &lucid).await,
+        ["Submitted", "Working", "Result"],
+        "the Lucid paid start"
+    );
 
     let mut paid = vec![(lucid.clone(), "lucid")];
     for rest in [false, true] {
@@ -181,7 +168,7 @@ async fn a_priced_skill_is_paid_and_settled_once_through_every_face_that_pays() 
         // sequence runs, and the activation records the settlement's evidence (working, with the
         // receipts) before the skill runs.
         assert_eq!(
-            f.log(&id).await,
+            accord_test_support::state_log(&f.runtime, &owner(), &id).await,
             ["Submitted", "InputRequired", "Working", "Working", "Result"],
             "A2A (rest: {rest})"
         );

@@ -8,6 +8,32 @@ use tokio::task::JoinHandle;
 
 pub mod conformance;
 
+/// A task's log as the engine keeps it, one word per entry that sets the state (`Submitted`,
+/// `Working`, `InputRequired`, `Result`, `Error(Failed)`, …): what every face must leave alike for
+/// the same scenario. Messages and artifacts are left out (what a wire carries of them differs by
+/// design). Reading ends at the terminal entry; a log that does not end within 30 s fails.
+pub async fn state_log(
+    runtime: &accord_engine::task::TaskRuntime,
+    owner: &accord_engine::task::OwnerHash,
+    id: &str,
+) -> Vec<String> {
+    use accord_engine::task::{TaskEventKind, TaskId};
+    use futures_util::StreamExt;
+    let events = runtime.events(&TaskId::new(id), owner, 0).await.expect("the task's events");
+    let events = tokio::time::timeout(std::time::Duration::from_secs(30), events.collect::<Vec<_>>())
+        .await
+        .expect("the task's log ends");
+    events
+        .into_iter()
+        .filter_map(|event| match event.expect("an event").kind {
+            TaskEventKind::Status { state, .. } => Some(format!("{state:?}")),
+            TaskEventKind::Result { .. } => Some("Result".to_owned()),
+            TaskEventKind::Error { state, .. } => Some(format!("Error({state:?})")),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A server running on `127.0.0.1:<ephemeral port>` for the duration of a test. Dropping it stops
 /// the server.
 pub struct TestServer {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_engine::task::{AccessToken, MemoryStore, OwnerHash, RuntimeConfig, TaskEventKind, TaskId, TaskRuntime};
+use accord_engine::task::{AccessToken, MemoryStore, OwnerHash, RuntimeConfig, TaskId, TaskRuntime};
 use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, SkillError};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{AgentRouterExt, ServerConfig};
@@ -341,22 +341,6 @@ fn uuid() -> String {
     TaskId::generate().to_string()
 }
 
-/// The task's log as the engine keeps it, one word per state-setting entry (messages and
-/// artifacts are left out: what a wire can carry of them differs by design).
-async fn log(runtime: &TaskRuntime, owner: &OwnerHash, id: &str) -> Vec<String> {
-    let events = runtime.events(&TaskId::new(id), owner, 0).await.expect("events");
-    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(30), events.collect::<Vec<_>>()).await.expect("log");
-    events
-        .into_iter()
-        .filter_map(|event| match event.expect("event").kind {
-            TaskEventKind::Status { state, .. } => Some(format!("{state:?}")),
-            TaskEventKind::Result { .. } => Some("Result".to_owned()),
-            TaskEventKind::Error { state, .. } => Some(format!("Error({state:?})")),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Polls the face until the task is in `state` (a hang detector bounds it).
 async fn until(caller: &Caller<'_>, id: &str, state: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -391,7 +375,11 @@ async fn create_then_complete_leaves_the_same_log_on_every_face() {
         let caller = Caller { face, server: &f.server, token: TOKEN };
         let id = caller.create("echo", json!({"n": 1})).await;
         until(&caller, &id, "completed").await;
-        assert_eq!(log(&f.runtime, &owner(), &id).await, ["Submitted", "Working", "Result"], "{face:?}");
+        assert_eq!(
+            accord_test_support::state_log(&f.runtime, &owner(), &id).await,
+            ["Submitted", "Working", "Result"],
+            "{face:?}"
+        );
         let task = f.runtime.get(&TaskId::new(&id), &owner()).await.expect("task");
         assert_eq!(task.result.expect("result").output, json!({"n": 1}), "{face:?}: the input arrived unchanged");
     }
@@ -416,7 +404,7 @@ async fn input_required_then_follow_up_then_complete() {
         assert_eq!(resumed, "completed", "{face:?}");
         until(&caller, &id, "completed").await;
         assert_eq!(
-            log(&f.runtime, &owner(), &id).await,
+            accord_test_support::state_log(&f.runtime, &owner(), &id).await,
             ["Submitted", "Working", "InputRequired", "Working", "Result"],
             "{face:?}"
         );
@@ -431,7 +419,11 @@ async fn cancel_ends_the_task_on_every_face() {
         let id = caller.create("hold", json!({})).await;
         until(&caller, &id, &named(face, "working")).await;
         assert_eq!(caller.cancel(&id).await, named(face, "canceled"), "{face:?}");
-        assert_eq!(log(&f.runtime, &owner(), &id).await, ["Submitted", "Working", "Canceled"], "{face:?}");
+        assert_eq!(
+            accord_test_support::state_log(&f.runtime, &owner(), &id).await,
+            ["Submitted", "Working", "Canceled"],
+            "{face:?}"
+        );
     }
 }
 
@@ -510,7 +502,7 @@ async fn a_subscription_stays_open_through_input_required_until_the_end() {
             }
         }
         assert_eq!(
-            log(&f.runtime, &owner(), &id).await,
+            accord_test_support::state_log(&f.runtime, &owner(), &id).await,
             ["Submitted", "Working", "InputRequired", "Working", "Result"],
             "{face:?}"
         );

@@ -882,14 +882,7 @@ fn until_settled_inclusive(
 
 /// The input candidates a message carries (see [`SendInput::FromMessage`]).
 fn input_candidates(message: &Message) -> Vec<Value> {
-    let data: Vec<&Value> = message
-        .parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::Data(data) => Some(data),
-            _ => None,
-        })
-        .collect();
+    let data = message.data_parts();
     let text: Vec<&str> = message
         .parts
         .iter()
