@@ -6,8 +6,6 @@
 //! `tests/data/a2a-v1.0.0.schema.json` is the specification's JSON Schema bundle, generated from
 //! its proto (`lf.a2a.v1`), copied unchanged.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +15,8 @@ use accord_test_support::TestServer;
 use accord_types::a2a::Validate;
 use serde_json::{Map, Value, json};
 
-const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
+mod support;
+use support::Served;
 const SCHEMA: &str = include_str!("data/a2a-v1.0.0.schema.json");
 
 /// The bundle's `AgentCard` schema, made self-contained and closed: each definition (keyed by its
@@ -91,38 +90,6 @@ async fn fetch_card(base: &str) -> Value {
     let response = reqwest::get(format!("{base}/.well-known/agent-card.json")).await.expect("the card answers");
     assert_eq!(response.status(), 200);
     response.json().await.expect("JSON")
-}
-
-/// `accord serve --agent conformance` on a free loopback port.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn conformance() -> Self {
-        let mut child = Command::new(ACCORD)
-            .args(["serve", "--agent", "conformance", "--port", "0", "--store", "memory"])
-            .env("ACCORD_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start accord serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().expect("a line").expect("utf-8");
-        assert!(first.starts_with("Accord conformance agent listening on "), "{first}");
-        let url = first.rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test]

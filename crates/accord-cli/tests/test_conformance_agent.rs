@@ -3,45 +3,13 @@
 //! JSON-RPC URL with a trailing `/`, reused messageIds, snake_case params, body-less REST POSTs)
 //! and the v1.0.0 error statuses.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
-
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start() -> Self {
-        let mut child = Command::new(ACCORD)
-            .args(["serve", "--agent", "conformance", "--port", "0", "--store", "memory"])
-            .env("ACCORD_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start accord serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().expect("a line").expect("utf-8");
-        assert!(first.starts_with("Accord conformance agent listening on "), "{first}");
-        let url = first.rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod support;
+use support::Served;
 
 fn http() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client")
@@ -115,7 +83,7 @@ fn artifact(task: &Value) -> &Value {
 
 #[tokio::test]
 async fn every_send_scenario_behaves_as_the_kit_expects() {
-    let served = Served::start();
+    let served = Served::conformance();
     let run = "1a2b3c4d";
 
     let completed = send(&served, &format!("tck-complete-task-{run}")).await;
@@ -171,7 +139,7 @@ async fn every_send_scenario_behaves_as_the_kit_expects() {
 
 #[tokio::test]
 async fn every_stream_scenario_behaves_as_the_kit_expects() {
-    let served = Served::start();
+    let served = Served::conformance();
     let kinds = |events: &[Value]| events.iter().map(kind).collect::<Vec<_>>();
     let last_state = |events: &[Value]| events.last().map(|event| event["statusUpdate"]["status"]["state"].clone());
 
@@ -227,7 +195,7 @@ async fn every_stream_scenario_behaves_as_the_kit_expects() {
 
 #[tokio::test]
 async fn the_rest_binding_uses_the_v1_0_0_error_statuses() {
-    let served = Served::start();
+    let served = Served::conformance();
     let rest = format!("{}/a2a/rest", served.url);
     let response = http()
         .post(format!("{rest}/message:send"))

@@ -18,7 +18,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 mod support;
-use support::Facilitator;
+use support::{Facilitator, Scratch, scratch};
 
 const PRICE: &str = "1000";
 const EXTENSION: &str = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2";
@@ -45,25 +45,6 @@ fn agent() -> Agent {
         }))
         .build()
         .expect("agent")
-}
-
-/// A directory removed on drop.
-struct Scratch(std::path::PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch() -> Scratch {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let unique = format!("accord-paid-a2a-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
-    let path = std::env::temp_dir().join(unique);
-    let _ = std::fs::remove_dir_all(&path);
-    std::fs::create_dir_all(&path).expect("scratch dir");
-    Scratch(path)
 }
 
 struct Paid {

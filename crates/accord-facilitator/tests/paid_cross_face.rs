@@ -20,7 +20,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 mod support;
-use support::Facilitator;
+use support::{Facilitator, Scratch, scratch};
 
 const TOKEN: &str = "paid-cross-face-token-0123456789";
 const PRICE: &str = "700";
@@ -40,16 +40,14 @@ struct Fixture {
     server: TestServer,
     runtime: TaskRuntime,
     wallet: Wallet,
-    _dir: std::path::PathBuf,
+    _dir: Scratch,
 }
 
 async fn fixture() -> Fixture {
     let facilitator = Facilitator::spawn();
-    let dir = std::env::temp_dir().join(format!("accord-paid-cross-face-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = scratch();
     let store: Arc<dyn TaskStore> =
-        Arc::new(SqliteStore::open(SqliteStoreConfig::new(dir.join("tasks.db"))).await.expect("sqlite store"));
+        Arc::new(SqliteStore::open(SqliteStoreConfig::new(dir.0.join("tasks.db"))).await.expect("sqlite store"));
     let agent = agent();
     let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default());
     let rail = X402Rail::new(&facilitator.url)
@@ -62,12 +60,6 @@ async fn fixture() -> Fixture {
     let config = ServerConfig::default().tasks(runtime.clone()).payments(payments);
     let server = TestServer::start(agent.router_with(config).layer(BearerAuthLayer::new(tokens))).await;
     Fixture { facilitator, server, runtime, wallet: Wallet::generate().expect("wallet"), _dir: dir }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self._dir);
-    }
 }
 
 fn owner() -> OwnerHash {

@@ -20,7 +20,7 @@ use accord_types::tasks::TaskStatus;
 use serde_json::{Value, json};
 
 mod support;
-use support::Facilitator;
+use support::{Facilitator, Scratch, scratch};
 
 const PRICE: &str = "1000";
 const TOKEN: &str = "paid-task-owner-token-0123456789";
@@ -55,25 +55,6 @@ struct Paid {
     card: AgentCard,
     wallet: Arc<Wallet>,
     _dir: Scratch,
-}
-
-/// A directory removed on drop.
-struct Scratch(std::path::PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch() -> Scratch {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let unique = format!("accord-paid-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
-    let path = std::env::temp_dir().join(unique);
-    let _ = std::fs::remove_dir_all(&path);
-    std::fs::create_dir_all(&path).expect("scratch dir");
-    Scratch(path)
 }
 
 struct Setup {

@@ -80,14 +80,12 @@ pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterfac
     if config.lucid {
         interfaces.push(DeclaredInterface::new("", LUCID_BINDING, PROTOCOL_VERSION));
     }
-    if config.tasks.is_some() {
-        if let Some(a2a) = &config.a2a {
-            interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
-            interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
-        }
-        if let Some(jsonrpc) = &config.jsonrpc_tasks {
-            interfaces.push(DeclaredInterface::new(&jsonrpc.path, JSONRPC_TASKS_BINDING, PROTOCOL_VERSION));
-        }
+    if let Some(a2a) = config.served_a2a() {
+        interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
+        interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+    }
+    if let Some(jsonrpc) = config.served_jsonrpc_tasks() {
+        interfaces.push(DeclaredInterface::new(&jsonrpc.path, JSONRPC_TASKS_BINDING, PROTOCOL_VERSION));
     }
     interfaces
 }
@@ -106,10 +104,7 @@ pub(crate) struct CardBuilder {
 impl CardBuilder {
     /// The card of `agent` as served with `config`.
     pub(crate) fn from_config(agent: &Agent, config: &ServerConfig) -> Self {
-        let extensions = match (&config.tasks, &config.a2a) {
-            (Some(_), Some(a2a)) => a2a.extensions.clone(),
-            _ => Vec::new(),
-        };
+        let extensions = config.served_a2a().map(|a2a| a2a.extensions.clone()).unwrap_or_default();
         Self::new(agent, declared_interfaces(config), config.tasks.is_some(), extensions, config.payments.as_ref())
     }
 

@@ -163,6 +163,17 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
+    /// The A2A faces' settings when they are served (they need a task runtime): what the card
+    /// lists and what [`Faces`] mounts, decided here once.
+    pub(crate) fn served_a2a(&self) -> Option<&A2aConfig> {
+        self.tasks.as_ref().and(self.a2a.as_ref())
+    }
+
+    /// The JSON-RPC tasks face's settings when it is served (it needs a task runtime).
+    pub(crate) fn served_jsonrpc_tasks(&self) -> Option<&JsonRpcTasksConfig> {
+        self.tasks.as_ref().and(self.jsonrpc_tasks.as_ref())
+    }
+
     /// Sets [`ServerConfig::body_limit`].
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
@@ -315,7 +326,7 @@ impl Faces {
             }
             TaskService::new(runtime.clone(), service_config)
         });
-        let a2a = match (&service, &config.a2a) {
+        let a2a = match (&service, config.served_a2a()) {
             (Some(service), Some(a2a_config)) => Some(a2a::A2aCore {
                 service: service.clone(),
                 extensions: a2a_config.extensions.clone().into(),
@@ -377,7 +388,7 @@ impl Faces {
     /// with the face turned off.
     pub fn jsonrpc_tasks(&self) -> Router {
         let config = &self.state.config;
-        match (&self.state.tasks, &config.jsonrpc_tasks) {
+        match (&self.state.tasks, config.served_jsonrpc_tasks()) {
             (Some(service), Some(jsonrpc)) => Router::new().nest(
                 &jsonrpc.path,
                 jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
@@ -392,7 +403,7 @@ impl Faces {
     /// The official A2A JSON-RPC binding at [`A2aConfig::jsonrpc_path`] (with and without a
     /// trailing `/`). Empty without a task runtime or with the A2A faces turned off.
     pub fn a2a_jsonrpc(&self) -> Router {
-        let (Some(core), Some(a2a_config)) = (&self.a2a, &self.state.config.a2a) else { return Router::new() };
+        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else { return Router::new() };
         let state =
             Arc::new(a2a::jsonrpc::JsonRpcState { core: core.clone(), body_limit: self.state.config.body_limit });
         let endpoint =
@@ -406,7 +417,7 @@ impl Faces {
     /// The official A2A HTTP+JSON binding under [`A2aConfig::rest_path`]. Empty without a task
     /// runtime or with the A2A faces turned off.
     pub fn a2a_rest(&self) -> Router {
-        let (Some(core), Some(a2a_config)) = (&self.a2a, &self.state.config.a2a) else { return Router::new() };
+        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else { return Router::new() };
         let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
             core: core.clone(),
             body_limit: self.state.config.body_limit,

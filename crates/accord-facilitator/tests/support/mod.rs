@@ -72,3 +72,23 @@ impl Drop for Facilitator {
         self.kill();
     }
 }
+
+/// A scratch directory for a test's files, removed on drop.
+pub struct Scratch(pub std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh scratch directory, unique in this process.
+pub fn scratch() -> Scratch {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let unique = format!("accord-paid-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let path = std::env::temp_dir().join(unique);
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).expect("scratch dir");
+    Scratch(path)
+}

@@ -358,8 +358,9 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
     let id = error.task_id().map(ToString::to_string).unwrap_or_default();
     match error.kind() {
         ErrorKind::TaskNotFound => A2aError::task_not_found(&id),
-        ErrorKind::NotCancelable | ErrorKind::CancelConflict => A2aError::new(A2aErrorKind::TaskNotCancelable)
-            .with_message(format!("Task \"{id}\" has ended and cannot be canceled")),
+        ErrorKind::NotCancelable | ErrorKind::CancelConflict => {
+            A2aError::new(A2aErrorKind::TaskNotCancelable).with_message(error.message())
+        }
         ErrorKind::TaskRunning
         | ErrorKind::TaskEnded
         | ErrorKind::PaymentRequired
