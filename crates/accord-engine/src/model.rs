@@ -353,6 +353,18 @@ pub struct TaskPayload {
     pub skill: String,
     /// The validated input.
     pub input: Value,
+    /// Whether a payment was taken (or is due) for the task. A durable store commits every write
+    /// of a paid task with its strongest durability, whatever its configured level: a settled
+    /// payment's task survives the loss of power, not only a crash of the process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paid: bool,
+}
+
+impl TaskPayload {
+    /// The payload of an unpaid task of `skill` with `input`.
+    pub fn new(skill: impl Into<String>, input: Value) -> Self {
+        Self { skill: skill.into(), input, paid: false }
+    }
 }
 
 /// The phase of an execution lease.

@@ -324,16 +324,35 @@ impl Shared {
         row.map(|row| row.into_record().map(|(record, _)| record)).transpose()
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
+        const OPERATION: &str = "creating a task";
         let now = now_ms();
         let created = TaskEvent { task_id: record.task.id.clone(), sequence: 1, at: now, kind: event };
-        let statement = sql::create_statement(&record, &created)?;
-        let outcome = match self.config.max_active_tasks {
-            None => statement.execute(&self.pool).await.map(drop),
-            Some(capacity) => {
-                self.reap_before("creating a task", now).await?;
-                let mut tx = self.pool.begin().await.map_err(failed("creating a task"))?;
-                sqlx::query(sql::LOCK_CAPACITY).execute(&mut *tx).await.map_err(failed("creating a task"))?;
+        // The row is stored as it is after `then`; the entries after the first follow in the same
+        // transaction.
+        let mut stored = Locked { record, last_sequence: 1, appended: Vec::with_capacity(then.len()) };
+        for kind in then {
+            stored.append(kind, now);
+        }
+        let statement = sql::create_statement(&stored.record, &created)?;
+        let mut changes = Changes::default();
+        if !stored.appended.is_empty() {
+            stored.changes(&mut changes)?;
+        }
+        let outcome = if self.config.max_active_tasks.is_none() && changes.is_empty() {
+            statement.execute(&self.pool).await.map(drop)
+        } else {
+            if self.config.max_active_tasks.is_some() {
+                self.reap_before(OPERATION, now).await?;
+            }
+            let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
+            if let Some(capacity) = self.config.max_active_tasks {
+                sqlx::query(sql::LOCK_CAPACITY).execute(&mut *tx).await.map_err(failed(OPERATION))?;
                 let active: i64 = sqlx::query_scalar(sql::COUNT_ACTIVE)
                     .fetch_one(&mut *tx)
                     .await
@@ -341,16 +360,20 @@ impl Shared {
                 if usize::try_from(active).unwrap_or(usize::MAX) >= capacity {
                     return Err(StoreError::CapacityExhausted { capacity });
                 }
-                match statement.execute(&mut *tx).await {
-                    Ok(_) => tx.commit().await,
-                    Err(error) => Err(error),
-                }
+            }
+            let mut written = statement.execute(&mut *tx).await.map(drop);
+            if written.is_ok() && !changes.is_empty() {
+                written = changes.statement().execute(&mut *tx).await.map(drop);
+            }
+            match written {
+                Ok(()) => tx.commit().await,
+                Err(error) => Err(error),
             }
         };
         match outcome {
-            Ok(()) => Ok(created),
-            Err(error) if is_unique_violation(&error) => Err(StoreError::DuplicateId(record.task.id)),
-            Err(error) => Err(failed("creating a task")(error)),
+            Ok(()) => Ok(stored.record),
+            Err(error) if is_unique_violation(&error) => Err(StoreError::DuplicateId(stored.record.task.id)),
+            Err(error) => Err(failed(OPERATION)(error)),
         }
     }
 
@@ -393,11 +416,11 @@ impl Shared {
         row.map(|row| row.into_record().map(|(record, _)| record)).transpose()
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
@@ -419,11 +442,13 @@ impl Shared {
             && execution_owner
                 .is_none_or(|owner| locked.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner));
         if accepted {
-            locked.append(event, now);
+            for event in events {
+                locked.append(event, now);
+            }
         }
         if locked.appended.is_empty() {
             // Nothing to write; dropping the transaction rolls it back.
-            return Ok(None);
+            return Ok(accepted.then_some(locked.record));
         }
         let mut changes = Changes::default();
         locked.changes(&mut changes)?;
@@ -511,9 +536,14 @@ impl TaskStore for PostgresStore {
         Durability::Durable
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
         self.shared.ensure_open()?;
-        self.shared.create(record, event).await
+        self.shared.create_with(record, event, then).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
@@ -573,16 +603,16 @@ impl TaskStore for PostgresStore {
         self.shared.update_lease(sql::ACTIVATE, "activating a task", id, worker, expires_at, now).await
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         self.shared.ensure_open()?;
-        self.shared.compare_and_set(id, expected, event, execution_owner, now).await
+        self.shared.append_all(id, expected, events, execution_owner, now).await
     }
 
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {

@@ -29,7 +29,7 @@ fn record(owner_name: &str, created_at: Millis, admission: Option<Millis>) -> St
     StoredTask {
         task: Task::submitted(TaskId::generate(), "work", None, created_at),
         owner: owner(owner_name),
-        payload: TaskPayload { skill: "work".into(), input: json!({"n": 1}) },
+        payload: TaskPayload::new("work", json!({"n": 1})),
         admission_expires_at: admission,
         lease: None,
     }

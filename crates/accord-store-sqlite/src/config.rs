@@ -10,12 +10,13 @@ use accord_engine::task::StoreError;
 pub enum Synchronous {
     /// Never syncs: a commit survives a crash of the process but not of the machine.
     Off,
-    /// Syncs at checkpoints only: a commit survives a crash of the process; the last commits may
-    /// be lost if the machine loses power.
-    Normal,
-    /// Syncs the write-ahead log at every commit (the default): a commit that returned survives
-    /// a crash of the process or of the machine.
+    /// Syncs at checkpoints only (the default): a commit that returned survives a crash of the
+    /// process; the last commits may be lost if the machine loses power or the kernel crashes.
+    /// Writes of paid tasks are synced before they are answered all the same.
     #[default]
+    Normal,
+    /// Syncs the write-ahead log at every commit: a commit that returned survives a crash of the
+    /// process or of the machine.
     Full,
     /// Like [`Synchronous::Full`], and also syncs the directory when the log is reset.
     Extra,
@@ -31,7 +32,7 @@ pub enum Synchronous {
 /// let config = SqliteStoreConfig::new("tasks.db")
 ///     .max_active_tasks(Some(10_000))
 ///     .retention(Duration::from_secs(24 * 60 * 60));
-/// assert_eq!(config.synchronous, Synchronous::Full);
+/// assert_eq!(config.synchronous, Synchronous::Normal);
 ///
 /// let config = SqliteStoreConfig::from_url("sqlite://data/tasks.db")?;
 /// assert_eq!(config.path, std::path::Path::new("data/tasks.db"));
@@ -42,7 +43,8 @@ pub enum Synchronous {
 pub struct SqliteStoreConfig {
     /// The database file; created, with its directory, if missing.
     pub path: PathBuf,
-    /// When commits wait for the disk (default [`Synchronous::Full`]).
+    /// When commits wait for the disk (default [`Synchronous::Normal`]: every acknowledged write
+    /// survives a crash of the process, and a paid task's writes a loss of power too).
     pub synchronous: Synchronous,
     /// How long a write waits for another connection's or process's write lock before the call
     /// fails with [`StoreError::Unavailable`] (default 5 s).
@@ -64,7 +66,7 @@ impl SqliteStoreConfig {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
-            synchronous: Synchronous::Full,
+            synchronous: Synchronous::Normal,
             busy_timeout: Duration::from_secs(5),
             max_active_tasks: None,
             retention: Duration::from_secs(7 * 24 * 60 * 60),
@@ -139,7 +141,7 @@ mod tests {
     #[test]
     fn defaults_keep_the_durability_promise() {
         let config = SqliteStoreConfig::new("x.db");
-        assert_eq!(config.synchronous, Synchronous::Full);
+        assert_eq!(config.synchronous, Synchronous::Normal);
         assert_eq!(config.busy_timeout, Duration::from_secs(5));
         assert_eq!(config.max_active_tasks, None);
         assert_eq!(config.retention, Duration::from_secs(604_800));

@@ -9,7 +9,8 @@
 //! apply the event with [`apply_event`](accord_engine::task::apply_event) and write the row and
 //! the event.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
@@ -23,7 +24,11 @@ use sqlx::{ConnectOptions, Connection, QueryBuilder, Row};
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
 use crate::rows::{Fault, decode_kind, decode_record, decode_task, record_columns, sql_time, state_name, unsigned};
-use crate::writer::{Op, Outcome, Refusal, Writer};
+use crate::writer::{Op, Outcome, Refusal, Settings, Writer};
+
+/// The longest reads go without looking for housekeeping due, in case another process sharing the
+/// file stored an expiry this one does not know of.
+const FOREIGN_DUE_CHECK: Millis = 1_000;
 
 /// The schema, embedded at build time from `migrations/`.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -37,9 +42,13 @@ pub struct SqliteStore {
     /// Writes.
     writer: Writer,
     config: SqliteStoreConfig,
-    /// Changed task ids, for this process's subscribers; dropped on close to release them.
-    wakeups: WakeupHub,
+    /// Changed task ids, for this process's subscribers; closed on close to release them.
+    wakeups: Arc<WakeupHub>,
     closed: AtomicBool,
+    /// No housekeeping is due before this time, as far as this process knows: the earliest
+    /// admission expiry, prepared-lease expiry or retention end it stored, and at most
+    /// [`FOREIGN_DUE_CHECK`] ahead. It keeps reads from querying for housekeeping each time.
+    next_due: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -89,15 +98,26 @@ impl SqliteStore {
                 Fault::Store(error) => error,
             });
         }
+        let wakeups = Arc::new(WakeupHub::new());
+        let next_due = Arc::new(AtomicU64::new(0));
+        let settings = Settings {
+            busy_timeout: config.busy_timeout,
+            capacity: config.max_active_tasks,
+            retention: config.retention,
+            wal_to_sync: matches!(config.synchronous, Synchronous::Off | Synchronous::Normal)
+                .then(|| wal_path(&config.path)),
+            wakeups: Arc::clone(&wakeups),
+            next_due: Arc::clone(&next_due),
+        };
         let writer = match options.connect().await {
-            Ok(connection) => Writer::start(connection, config.busy_timeout),
+            Ok(connection) => Writer::start(connection, settings),
             Err(error) => {
                 pool.close().await;
                 return Err(store_error(error, &opening, config.busy_timeout));
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
-        Ok(Self { pool, writer, config, wakeups: WakeupHub::new(), closed: AtomicBool::new(false) })
+        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due })
     }
 
     /// The settings it was opened with.
@@ -117,13 +137,6 @@ impl SqliteStore {
         }
     }
 
-    /// Tells this process's subscribers that these tasks changed (after the change committed).
-    fn wake<'a>(&self, ids: impl IntoIterator<Item = &'a TaskId>) {
-        for id in ids {
-            self.wakeups.wake(id);
-        }
-    }
-
     /// The oldest `updated_at` a terminal task may have and still be kept at `now`.
     fn purge_cutoff(&self, now: Millis) -> i64 {
         let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
@@ -131,11 +144,23 @@ impl SqliteStore {
         sql_time(now).saturating_sub(retention)
     }
 
-    /// Reaps expired admissions and, with `purge`, deletes terminal tasks past retention, waking
-    /// the reaped tasks' subscribers. Reads first, and writes only when there is something to do,
-    /// so that reads and the runtime's frequent reaping do not queue behind writes.
-    async fn housekeep(&self, now: Millis, purge: bool, what: &'static str) -> Result<usize, StoreError> {
-        let purge_cutoff = if purge { self.purge_cutoff(now) } else { -1 };
+    /// Reaps expired admissions and deletes terminal tasks past retention, when this process
+    /// knows of any due by `now` or has not looked for [`FOREIGN_DUE_CHECK`]: what reads do, so
+    /// that they rarely query for it.
+    async fn housekeep_if_due(&self, now: Millis, what: &'static str) -> Result<usize, StoreError> {
+        if now < self.next_due.load(Ordering::Acquire) {
+            return Ok(0);
+        }
+        self.housekeep(now, what).await
+    }
+
+    /// Reaps expired admissions and deletes terminal tasks past retention, waking the reaped
+    /// tasks' subscribers; then works out when housekeeping is next due. Reads first, and writes
+    /// only when there is something to do, so that reads do not queue behind writes.
+    async fn housekeep(&self, now: Millis, what: &'static str) -> Result<usize, StoreError> {
+        // Raised first: an expiry the writer stores from now on lowers it again.
+        self.next_due.store(now_ms().saturating_add(FOREIGN_DUE_CHECK), Ordering::Release);
+        let purge_cutoff = self.purge_cutoff(now);
         let due: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM tasks
                             WHERE admission_expires_at <= ?1 AND lease_owner IS NULL AND terminal = 0)
@@ -148,15 +173,36 @@ impl SqliteStore {
         .fetch_one(&self.pool)
         .await
         .map_err(|error| self.fail(error.into(), what))?;
-        if !due {
-            return Ok(0);
-        }
-        let reaped = match self.writer.submit(Op::Housekeep { now, purge_cutoff }, what).await? {
-            Outcome::Housekept(reaped) => reaped,
-            other => return Err(unexpected(&other)),
+        let reaped = if due {
+            match self.writer.submit(Op::Housekeep { now, purge_cutoff }, what).await {
+                Ok(Outcome::Housekept(reaped)) => reaped,
+                Ok(other) => return Err(unexpected(&other)),
+                Err(error) => {
+                    self.next_due.store(0, Ordering::Release);
+                    return Err(error);
+                }
+            }
+        } else {
+            0
         };
-        self.wake(&reaped);
-        Ok(reaped.len())
+        let next: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(due) FROM (
+                 SELECT MIN(admission_expires_at) AS due FROM tasks
+                 WHERE admission_expires_at IS NOT NULL AND lease_owner IS NULL AND terminal = 0
+                 UNION ALL
+                 SELECT MIN(lease_expires_at) FROM tasks WHERE lease_phase = 'prepared' AND terminal = 0
+                 UNION ALL
+                 SELECT MIN(updated_at) + ?1 FROM tasks WHERE terminal = 1
+             )",
+        )
+        .bind(i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|error| self.fail(error.into(), what))?;
+        if let Some(next) = next {
+            self.next_due.fetch_min(unsigned(next), Ordering::AcqRel);
+        }
+        Ok(reaped)
     }
 
     /// One conditional lease update; the record when its condition held.
@@ -184,6 +230,13 @@ fn unexpected(outcome: &Outcome) -> StoreError {
     let message = format!("the SQLite store's writer answered with an unexpected outcome: {outcome:?}");
     tracing::error!(target: "accord_store_sqlite", %message);
     StoreError::Unavailable(message)
+}
+
+/// The write-ahead log of the database at `path`: its name with `-wal` appended.
+fn wal_path(path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    std::path::PathBuf::from(name)
 }
 
 /// A count or offset as SQLite binds it (clamped, like times).
@@ -235,35 +288,26 @@ impl TaskStore for SqliteStore {
         Durability::Durable
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
         self.ensure_open()?;
-        let now = now_ms();
         let id = record.task.id.clone();
-        let op = Op::Create {
-            record: Box::new(record),
-            event: event.clone(),
-            now,
-            purge_cutoff: self.purge_cutoff(now),
-            capacity: self.config.max_active_tasks,
-        };
-        let (reaped, refusal) = match self.writer.submit(op, "creating a task").await? {
-            Outcome::Created { reaped, refusal } => (reaped, refusal),
-            other => return Err(unexpected(&other)),
-        };
-        self.wake(&reaped);
-        match refusal {
-            Some(Refusal::Duplicate) => Err(StoreError::DuplicateId(id)),
-            Some(Refusal::Full(capacity)) => Err(StoreError::CapacityExhausted { capacity }),
-            None => {
-                self.wake([&id]);
-                Ok(TaskEvent { task_id: id, sequence: 1, at: now, kind: event })
-            }
+        let op = Op::Create { record: Box::new(record), event, then, now: now_ms() };
+        match self.writer.submit(op, "creating a task").await? {
+            Outcome::Created(Ok(record)) => Ok(record),
+            Outcome::Created(Err(Refusal::Duplicate)) => Err(StoreError::DuplicateId(id)),
+            Outcome::Created(Err(Refusal::Full(capacity))) => Err(StoreError::CapacityExhausted { capacity }),
+            other => Err(unexpected(&other)),
         }
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
         self.ensure_open()?;
-        self.housekeep(now_ms(), true, "reading a task").await?;
+        self.housekeep_if_due(now_ms(), "reading a task").await?;
         let record = async {
             let row = sqlx::query(concat!("SELECT ", record_columns!(), " FROM tasks WHERE id = ?1"))
                 .bind(id.as_str())
@@ -276,7 +320,7 @@ impl TaskStore for SqliteStore {
 
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.ensure_open()?;
-        self.housekeep(now_ms(), true, "listing tasks").await?;
+        self.housekeep_if_due(now_ms(), "listing tasks").await?;
         if query.states.as_ref().is_some_and(Vec::is_empty) {
             return Ok(TaskPage::new(Vec::new(), 0, false, &query.page));
         }
@@ -371,37 +415,31 @@ impl TaskStore for SqliteStore {
         self.update_lease(ACTIVATE, id, worker, expires_at, now, "activating a task's lease").await
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         self.ensure_open()?;
-        let op = Op::CompareAndSet {
+        let op = Op::Append {
             id: id.clone(),
             expected: expected.to_vec(),
-            event,
+            events,
             execution_owner: execution_owner.map(str::to_owned),
             now,
-            purge_cutoff: self.purge_cutoff(now),
         };
-        let (reaped, written) = match self.writer.submit(op, "updating a task").await? {
-            Outcome::Written { reaped, record } => (reaped, record),
-            other => return Err(unexpected(&other)),
-        };
-        self.wake(&reaped);
-        if written.is_some() {
-            self.wake([id]);
+        match self.writer.submit(op, "updating a task").await? {
+            Outcome::Written(record) => Ok(record),
+            other => Err(unexpected(&other)),
         }
-        Ok(written)
     }
 
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
         self.ensure_open()?;
-        self.housekeep(now, false, "reaping expired admissions").await
+        self.housekeep(now, "reaping expired admissions").await
     }
 
     async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {

@@ -37,7 +37,7 @@ fn record(owner: OwnerHash, created_at: Millis, admission: Option<Millis>) -> St
     StoredTask {
         task,
         owner,
-        payload: TaskPayload { skill: "summarize".into(), input: json!({"text": "a long text", "max_words": 12}) },
+        payload: TaskPayload::new("summarize", json!({"text": "a long text", "max_words": 12})),
         admission_expires_at: admission,
         lease: None,
     }

@@ -170,7 +170,7 @@ fn new_record(owner: OwnerHash, created_at: Millis, context_id: Option<&str>, ad
     StoredTask {
         task,
         owner,
-        payload: TaskPayload { skill: SKILL.into(), input: json!({"n": 1}) },
+        payload: TaskPayload::new(SKILL, json!({"n": 1})),
         admission_expires_at: admission,
         lease: None,
     }
@@ -2018,8 +2018,13 @@ impl TaskStore for WorkerView {
         self.inner.durability()
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
-        self.inner.create(record, event).await
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
+        self.inner.create_with(record, event, then).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
@@ -2063,18 +2068,19 @@ impl TaskStore for WorkerView {
         self.inner.activate_execution(id, worker, expires_at, now).await
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
-        let written = self.inner.compare_and_set(id, expected, event.clone(), execution_owner, now).await;
+        let written = self.inner.append_all(id, expected, events.clone(), execution_owner, now).await;
         if let Ok(record) = &written {
-            let write = Write { worker: execution_owner.map(str::to_owned), kind: event, accepted: record.is_some() };
-            self.writes().push(write);
+            let worker = execution_owner.map(str::to_owned);
+            let accepted = record.is_some();
+            self.writes().extend(events.into_iter().map(|kind| Write { worker: worker.clone(), kind, accepted }));
             self.wrote.notify_waiters();
         }
         written

@@ -29,7 +29,7 @@ mod memory_store {
         StoredTask {
             task: Task::submitted(TaskId::generate(), "work", None, created_at),
             owner,
-            payload: TaskPayload { skill: "work".into(), input: json!({}) },
+            payload: TaskPayload::new("work", json!({})),
             admission_expires_at,
             lease: None,
         }

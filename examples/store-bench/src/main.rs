@@ -22,7 +22,7 @@ fn record() -> StoredTask {
     StoredTask {
         task: Task::submitted(TaskId::generate(), "bench", None, now),
         owner: AccessToken::generate().owner(),
-        payload: TaskPayload { skill: "bench".into(), input: serde_json::json!({"n": 1}) },
+        payload: TaskPayload::new("bench", serde_json::json!({"n": 1})),
         admission_expires_at: Some(now + 300_000),
         lease: None,
     }

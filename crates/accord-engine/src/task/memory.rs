@@ -222,16 +222,10 @@ fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
     }
 }
 
-fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) -> TaskEvent {
+fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) {
     apply_to_record(&mut entry.record, &kind, now);
-    let event = TaskEvent {
-        task_id: entry.record.task.id.clone(),
-        sequence: entry.events.last().map_or(1, |last| last.sequence + 1),
-        at: now,
-        kind,
-    };
-    entry.events.push(event.clone());
-    event
+    let sequence = entry.events.last().map_or(1, |last| last.sequence + 1);
+    entry.events.push(TaskEvent { task_id: entry.record.task.id.clone(), sequence, at: now, kind });
 }
 
 /// Evicts terminal tasks, oldest change first, until there is room for one more; refuses when only
@@ -275,7 +269,12 @@ impl TaskStore for MemoryStore {
         Durability::Process
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
         let now = now_ms();
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
@@ -292,10 +291,13 @@ impl TaskStore for MemoryStore {
             return Err(error);
         }
         let id = record.task.id.clone();
-        let mut entry = Entry { record, events: Vec::new() };
+        let mut entry = Entry { record, events: Vec::with_capacity(1 + then.len()) };
         // The creation event describes the record as given; it is logged, not applied twice.
-        let created = TaskEvent { task_id: id.clone(), sequence: 1, at: now, kind: event };
-        entry.events.push(created.clone());
+        entry.events.push(TaskEvent { task_id: id.clone(), sequence: 1, at: now, kind: event });
+        for kind in then {
+            append(&mut entry, kind, now);
+        }
+        let stored = entry.record.clone();
         self.note_due(&entry.record);
         entries.insert(id.clone(), entry);
         drop(entries);
@@ -303,7 +305,7 @@ impl TaskStore for MemoryStore {
             self.wake(&reaped);
         }
         self.wake(&id);
-        Ok(created)
+        Ok(stored)
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
@@ -406,11 +408,11 @@ impl TaskStore for MemoryStore {
         Ok(Some(record.clone()))
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
@@ -421,9 +423,12 @@ impl TaskStore for MemoryStore {
                 && execution_owner
                     .is_none_or(|owner| entry.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner))
         });
+        let changed = allowed && !events.is_empty();
         let result = if allowed {
             entries.change(id, |entry| {
-                append(entry, event, now);
+                for kind in events {
+                    append(entry, kind, now);
+                }
                 entry.record.clone()
             })
         } else {
@@ -436,7 +441,7 @@ impl TaskStore for MemoryStore {
         for reaped in reaped {
             self.wake(&reaped);
         }
-        if result.is_some() {
+        if changed {
             self.wake(id);
         }
         Ok(result)

@@ -22,7 +22,9 @@ use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, Task
 use super::token::OwnerHash;
 use crate::agent::Agent;
 use crate::error::{Error, ErrorKind, RunError};
-use crate::model::{Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, now_ms};
+use crate::model::{
+    ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, now_ms,
+};
 use crate::run::{EndStatus, EventSink, Message, RunEvent, RunFrame, TaskState};
 use crate::skill::{SkillError, ValidInput};
 
@@ -196,12 +198,15 @@ pub struct Reservation {
     pub admission_ttl: Option<Duration>,
     /// The caller's message that asked for the task, kept as the first entry of its history.
     pub message: Option<crate::run::Message>,
+    /// Whether the task is paid for ([`TaskPayload::paid`]): every write of it is committed with
+    /// the store's strongest durability.
+    pub paid: bool,
 }
 
 impl Reservation {
     /// A reservation with no context, metadata or custom admission TTL.
     pub fn new(owner: OwnerHash, input: ValidInput) -> Self {
-        Self { owner, input, context_id: None, metadata: None, admission_ttl: None, message: None }
+        Self { owner, input, context_id: None, metadata: None, admission_ttl: None, message: None, paid: false }
     }
 }
 
@@ -328,33 +333,38 @@ impl TaskRuntime {
         if self.inner.closing.is_cancelled() { Err(TaskFailure::Closed) } else { Ok(()) }
     }
 
-    /// Creates a `submitted` task with an admission expiry. Abandoned reservations are reaped
-    /// before capacity is enforced.
+    /// Creates a `submitted` task with an admission expiry, its caller's message (if any) first in
+    /// its history — one durable step. Abandoned reservations are reaped before capacity is
+    /// enforced (by the store's create).
     pub async fn reserve(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
         self.ensure_open()?;
-        let now = now_ms();
-        self.inner.store.reap_expired_admissions(now).await?;
+        let (record, then) = self.reservation_record(reservation, now_ms(), None);
+        Ok(self.inner.store.create_with(record, submitted(), then).await?.task)
+    }
+
+    /// The record a reservation creates, and the log entries that follow its creation (the
+    /// caller's message). With a `lease`, the record is claimed for this worker from the start
+    /// and has no admission expiry.
+    fn reservation_record(
+        &self,
+        reservation: Reservation,
+        now: Millis,
+        lease: Option<ExecutionLease>,
+    ) -> (StoredTask, Vec<TaskEventKind>) {
         let ttl = reservation.admission_ttl.unwrap_or(self.inner.config.admission_ttl);
         let skill = reservation.input.skill().key().to_owned();
         let mut task = Task::submitted(TaskId::generate(), skill.clone(), reservation.context_id, now);
         task.metadata = reservation.metadata;
+        let admission_expires_at = lease.is_none().then(|| now.saturating_add(ttl.as_millis() as Millis));
         let record = StoredTask {
-            task: task.clone(),
+            task,
             owner: reservation.owner,
-            payload: TaskPayload { skill, input: reservation.input.input().clone() },
-            admission_expires_at: Some(now.saturating_add(ttl.as_millis() as Millis)),
-            lease: None,
+            payload: TaskPayload { skill, input: reservation.input.input().clone(), paid: reservation.paid },
+            admission_expires_at,
+            lease,
         };
-        self.inner.store.create(record, TaskEventKind::Status { state: TaskState::Submitted, message: None }).await?;
-        match reservation.message {
-            Some(message) => {
-                let event = TaskEventKind::Message { message };
-                let record =
-                    self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], event, None, now).await?;
-                Ok(record.map_or(task, |record| record.task))
-            }
-            None => Ok(task),
-        }
+        let then = reservation.message.map(|message| TaskEventKind::Message { message }).into_iter().collect();
+        (record, then)
     }
 
     /// Takes the prepared execution claim on a reserved task; a heartbeat keeps it alive until
@@ -373,31 +383,38 @@ impl TaskRuntime {
         Ok(PreparedExecution { runtime: self.clone(), id: id.clone(), heartbeat: heartbeat.drop_guard() })
     }
 
-    /// Reserves, prepares and activates: the task is running when this returns.
+    /// Reserves, claims and activates in one durable step — the task is stored `working` under
+    /// this worker's active lease, exactly as [`TaskRuntime::reserve`], [`TaskRuntime::prepare`]
+    /// and [`PreparedExecution::activate`] would leave it — and starts its handler. The task is
+    /// running when this returns; if this worker dies from then on, another recovers the task
+    /// once the lease lapses.
     pub async fn start(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
-        let task = self.reserve(reservation).await?;
-        let prepared = match self.prepare(&task.id).await {
-            Ok(prepared) => prepared,
-            Err(error) => {
-                self.abandon(&task.id, None).await;
-                return Err(error);
-            }
+        self.ensure_open()?;
+        let now = now_ms();
+        let valid = reservation.input.clone();
+        let lease = ExecutionLease {
+            owner_id: self.inner.config.worker_id.clone(),
+            expires_at: self.inner.lease_until(now),
+            phase: LeasePhase::Active,
         };
-        prepared.activate().await
+        let (record, mut then) = self.reservation_record(reservation, now, Some(lease));
+        then.push(TaskEventKind::Status { state: TaskState::Working, message: None });
+        let task = self.inner.store.create_with(record, submitted(), then).await?.task;
+        spawn_run(&self.inner, task.clone(), valid);
+        Ok(task)
     }
 
     /// Reserves a task that waits for its caller before it may run at all (a paid task waiting
     /// for its payment): reserved as by [`TaskRuntime::reserve`], then `input-required` with the
-    /// agent's `message` as its status message, unclaimed. It is admitted only by
-    /// [`TaskRuntime::take_turn`] followed by [`TaskRuntime::prepare`]; until then
+    /// agent's `message` as its status message, unclaimed — one durable step. It is admitted only
+    /// by [`TaskRuntime::take_turn`] followed by [`TaskRuntime::prepare`]; until then
     /// [`TaskRuntime::resume`] refuses it, and once its admission expires the store cancels it.
     pub async fn reserve_awaiting(&self, reservation: Reservation, message: Message) -> Result<Task, TaskFailure> {
-        let task = self.reserve(reservation).await?;
+        self.ensure_open()?;
+        let (record, mut then) = self.reservation_record(reservation, now_ms(), None);
         let message = Message { role: crate::run::Role::Agent, ..message };
-        let waiting = TaskEventKind::Status { state: TaskState::InputRequired, message: Some(message) };
-        let record =
-            self.inner.store.compare_and_set(&task.id, &[TaskState::Submitted], waiting, None, now_ms()).await?;
-        Ok(record.map_or(task, |record| record.task))
+        then.push(TaskEventKind::Status { state: TaskState::InputRequired, message: Some(message) });
+        Ok(self.inner.store.create_with(record, submitted(), then).await?.task)
     }
 
     /// The owner's task when it waits for its caller and was never admitted — reserved by
@@ -428,21 +445,19 @@ impl TaskRuntime {
         if !WAITING_STATES.contains(&task.state) {
             return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
         }
-        let store = &self.inner.store;
         // The turn is taken by whoever moves the task to `working` first; the history is written
-        // after that, by the winner only, before anything runs.
+        // in the same step, so nothing runs before it is complete.
         let working = TaskEventKind::Status { state: TaskState::Working, message: None };
-        let Some(mut record) = store.compare_and_set(id, WAITING_STATES, working, None, now_ms()).await? else {
-            let state = self.get(id, owner).await?.state;
-            return Err(TaskFailure::NotWaiting { id: id.clone(), state });
-        };
-        for message in task.status_message.into_iter().chain([message]) {
-            let event = TaskEventKind::Message { message };
-            if let Some(written) = store.compare_and_set(id, &[TaskState::Working], event, None, now_ms()).await? {
-                record = written;
+        let history =
+            task.status_message.into_iter().chain([message]).map(|message| TaskEventKind::Message { message });
+        let events = std::iter::once(working).chain(history).collect();
+        match self.inner.store.append_all(id, WAITING_STATES, events, None, now_ms()).await? {
+            Some(record) => Ok(record.task),
+            None => {
+                let state = self.get(id, owner).await?.state;
+                Err(TaskFailure::NotWaiting { id: id.clone(), state })
             }
         }
-        Ok(record.task)
     }
 
     /// Resumes the owner's task that waits for input or authorization with the caller's
@@ -669,10 +684,7 @@ impl PreparedExecution {
             Some(record) => record.task,
             None => record.task,
         };
-        let cancel = CancellationToken::new();
-        let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        inner.local().insert(id.clone(), (run, cancel.clone()));
-        tokio::spawn(execute(inner, task.clone(), valid, cancel, run));
+        spawn_run(&inner, task.clone(), valid);
         Ok(task)
     }
 
@@ -682,6 +694,20 @@ impl PreparedExecution {
         let worker = self.runtime.inner.config.worker_id.clone();
         self.runtime.abandon(&self.id, Some(&worker)).await;
     }
+}
+
+/// The first log entry of every task.
+fn submitted() -> TaskEventKind {
+    TaskEventKind::Status { state: TaskState::Submitted, message: None }
+}
+
+/// Starts the handler of a task this worker holds the active lease of, with a cancellation
+/// token registered for it.
+fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, valid: ValidInput) {
+    let cancel = CancellationToken::new();
+    let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    inner.local().insert(task.id.clone(), (run, cancel.clone()));
+    tokio::spawn(execute(Arc::clone(inner), task, valid, cancel, run));
 }
 
 /// Renews a lease every third of its life until `stop` fires or the lease is refused; on refusal
@@ -741,20 +767,22 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         forget_run(&inner, &id, run_number);
         return;
     }
-    let event = match outcome {
+    let events = match outcome {
         Err(_elapsed) => {
             let max_run = inner.config.max_run.as_millis();
-            Some(TaskEventKind::Error {
+            vec![TaskEventKind::Error {
                 state: TaskState::Failed,
                 error: SkillError::new("task_timeout", format!("Task exceeded its {max_run}ms execution limit")),
-            })
+            }]
         }
         Ok(Ok(completion)) => {
-            for artifact in completion.artifacts {
-                let event = TaskEventKind::Artifact { artifact, append: false, last_chunk: true };
-                record(&inner, &id, RUNNING_STATES, event, &worker).await;
-            }
-            Some(TaskEventKind::Result {
+            // The artifacts and the result are one write: the whole end of the run.
+            let mut events: Vec<TaskEventKind> = completion
+                .artifacts
+                .into_iter()
+                .map(|artifact| TaskEventKind::Artifact { artifact, append: false, last_chunk: true })
+                .collect();
+            events.push(TaskEventKind::Result {
                 result: TaskResult {
                     output: completion.output,
                     usage: completion.usage,
@@ -762,9 +790,10 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
                     message: carry(completion.message, started_under.as_ref()),
                     reply: completion.reply,
                 },
-            })
+            });
+            events
         }
-        Ok(Err(RunError::Cancelled)) => None,
+        Ok(Err(RunError::Cancelled)) => Vec::new(),
         Ok(Err(RunError::Incomplete { status, message })) => {
             // The agent's message travels whole (all parts, its id) into the log.
             let message = message.map(|message| Message {
@@ -772,22 +801,22 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
                 metadata: merged_metadata(message.metadata, started_under.as_ref()),
                 ..message
             });
-            match status {
+            vec![match status {
                 EndStatus::InputRequired => {
                     // The store clears the lease with this write, so a follow-up can claim at once.
-                    Some(TaskEventKind::Status { state: TaskState::InputRequired, message })
+                    TaskEventKind::Status { state: TaskState::InputRequired, message }
                 }
-                EndStatus::AuthRequired => Some(TaskEventKind::Status { state: TaskState::AuthRequired, message }),
-                _ => Some(TaskEventKind::Error {
+                EndStatus::AuthRequired => TaskEventKind::Status { state: TaskState::AuthRequired, message },
+                _ => TaskEventKind::Error {
                     state: TaskState::Rejected,
                     error: SkillError::new("rejected", message.map_or_else(|| "rejected".to_owned(), |m| m.text())),
-                }),
-            }
+                },
+            }]
         }
-        Ok(Err(error)) => Some(TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }),
+        Ok(Err(error)) => vec![TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }],
     };
-    if let Some(event) = event {
-        record(&inner, &id, RUNNING_STATES, event, &worker).await;
+    if !events.is_empty() {
+        record(&inner, &id, events, &worker).await;
     }
     // The timeout fences first, then stops the handler.
     cancel.cancel();
@@ -826,10 +855,11 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
     }
 }
 
-/// A fenced write whose refusal is expected (the task was cancelled or taken over) and whose
-/// failure is logged: the lease then lapses and the task is recovered or reaped.
-async fn record(inner: &RuntimeInner, id: &TaskId, expected: &[TaskState], event: TaskEventKind, worker: &str) {
-    match inner.store.compare_and_set(id, expected, event, Some(worker), now_ms()).await {
+/// A fenced write of `events` (one atomic step) whose refusal is expected (the task was cancelled
+/// or taken over) and whose failure is logged: the lease then lapses and the task is recovered or
+/// reaped.
+async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, worker: &str) {
+    match inner.store.append_all(id, RUNNING_STATES, events, Some(worker), now_ms()).await {
         Ok(Some(_)) => {}
         Ok(None) => tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over"),
         Err(error) => tracing::error!(task = %id, %error, "could not record the task outcome"),
@@ -837,7 +867,8 @@ async fn record(inner: &RuntimeInner, id: &TaskId, expected: &[TaskState], event
 }
 
 /// Stores what a handler emits that belongs to the task record: messages and artifacts. Text,
-/// deltas, assets and control signals are transient and not persisted.
+/// deltas, assets and control signals are transient and not persisted. What the handler emitted
+/// while the previous write was in flight is stored in one write.
 async fn forward_events(
     inner: Arc<RuntimeInner>,
     id: TaskId,
@@ -845,6 +876,7 @@ async fn forward_events(
     drain: CancellationToken,
 ) {
     let worker = inner.config.worker_id.clone();
+    let mut batch = Vec::new();
     loop {
         let frame = tokio::select! {
             frame = frames.recv() => frame,
@@ -855,14 +887,24 @@ async fn forward_events(
             }
         };
         let Some(frame) = frame else { break };
-        let event = match frame.event {
-            RunEvent::Message(message) => TaskEventKind::Message { message },
-            RunEvent::Artifact { artifact, append, last_chunk } => {
-                TaskEventKind::Artifact { artifact, append, last_chunk }
-            }
-            _ => continue,
-        };
-        record(&inner, &id, RUNNING_STATES, event, &worker).await;
+        batch.extend(stored_event(frame));
+        while let Ok(frame) = frames.try_recv() {
+            batch.extend(stored_event(frame));
+        }
+        if !batch.is_empty() {
+            record(&inner, &id, std::mem::take(&mut batch), &worker).await;
+        }
+    }
+}
+
+/// The log entry a handler's frame becomes, if it is kept.
+fn stored_event(frame: RunFrame) -> Option<TaskEventKind> {
+    match frame.event {
+        RunEvent::Message(message) => Some(TaskEventKind::Message { message }),
+        RunEvent::Artifact { artifact, append, last_chunk } => {
+            Some(TaskEventKind::Artifact { artifact, append, last_chunk })
+        }
+        _ => None,
     }
 }
 

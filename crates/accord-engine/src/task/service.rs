@@ -595,6 +595,7 @@ impl TaskService {
         let owner = request.caller.owner;
         let mut reservation = self.reservation(request, valid);
         reservation.admission_ttl = payment.admission_ttl();
+        reservation.paid = true;
         if !payment.has_credential() {
             let Some(message) = payment.payment_request() else {
                 return Ok(PaidStart::ChallengeNeeded);

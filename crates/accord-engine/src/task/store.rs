@@ -318,7 +318,31 @@ pub trait TaskStore: Send + Sync + 'static {
     /// exists; enforces capacity (after reaping expired admissions and, where the store evicts,
     /// evicting terminal tasks only), failing with [`StoreError::CapacityExhausted`] when only
     /// non-terminal tasks remain; wakes subscribers.
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError>;
+    ///
+    /// Provided: [`TaskStore::create_with`] with nothing after the first entry.
+    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
+        let task_id = record.task.id.clone();
+        let created = self.create_with(record, event.clone(), Vec::new()).await?;
+        Ok(TaskEvent { task_id, sequence: 1, at: created.task.created_at, kind: event })
+    }
+
+    /// Stores a new record with `event` as its first log entry (sequence 1, describing the
+    /// record as given: logged, not applied), then appends each of `then` in order and applies
+    /// it with [`apply_to_record`] — all in one atomic step, durable before it returns. Returns the
+    /// record as stored (after `then`).
+    ///
+    /// This is how a task is reserved with its caller's message, or reserved *and claimed* in one
+    /// step: a record given with an active lease and no admission expiry is a running task from
+    /// its first durable moment, recovered like any other if its worker dies.
+    ///
+    /// Guarantees those of [`TaskStore::create`]: nothing is stored when the id exists or the
+    /// store is full.
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError>;
 
     /// The record, if it exists (whoever owns it: callers check the owner).
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError>;
@@ -376,13 +400,32 @@ pub trait TaskStore: Send + Sync + 'static {
     /// worker's handler has returned when it writes that status, and the follow-up that resumes
     /// the task must be able to claim it at once: a lease given up by a later, separate call would
     /// refuse a follow-up that came between the two. A waiting write keeps an admission expiry: it
-    /// marks a reserved task that never ran (a paid task waiting for its payment). Returns the updated record, or `None` when the condition does not hold.
-    /// Atomic and, for a durable store, durable. Wakes subscribers.
+    /// marks a reserved task that never ran (a paid task waiting for its payment). Returns the
+    /// updated record, or `None` when the condition does not hold. Atomic and, for a durable
+    /// store, durable. Wakes subscribers.
+    ///
+    /// Provided: [`TaskStore::append_all`] with one event.
     async fn compare_and_set(
         &self,
         id: &TaskId,
         expected: &[TaskState],
         event: TaskEventKind,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.append_all(id, expected, vec![event], execution_owner, now).await
+    }
+
+    /// [`TaskStore::compare_and_set`] for several events at once: the condition is checked once,
+    /// before the first; then every event is appended and applied in order, all in one atomic
+    /// (and, for a durable store, durable) step, or none when the condition does not hold. The
+    /// whole end of a run — its artifacts and its result — is one write this way. An empty
+    /// `events` changes nothing and returns the record when the condition holds.
+    async fn append_all(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError>;

@@ -76,8 +76,13 @@ impl TaskStore for ScratchStore {
         self.store.durability()
     }
 
-    async fn create(&self, record: StoredTask, event: TaskEventKind) -> Result<TaskEvent, StoreError> {
-        self.store.create(record, event).await
+    async fn create_with(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
+        self.store.create_with(record, event, then).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
@@ -118,15 +123,15 @@ impl TaskStore for ScratchStore {
         self.store.activate_execution(id, worker, expires_at, now).await
     }
 
-    async fn compare_and_set(
+    async fn append_all(
         &self,
         id: &TaskId,
         expected: &[TaskState],
-        event: TaskEventKind,
+        events: Vec<TaskEventKind>,
         execution_owner: Option<&str>,
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
-        self.store.compare_and_set(id, expected, event, execution_owner, now).await
+        self.store.append_all(id, expected, events, execution_owner, now).await
     }
 
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
