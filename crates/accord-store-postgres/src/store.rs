@@ -332,7 +332,8 @@ impl Shared {
     ) -> Result<StoredTask, StoreError> {
         const OPERATION: &str = "creating a task";
         let now = now_ms();
-        let created = TaskEvent { task_id: record.task.id.clone(), sequence: 1, at: now, kind: event };
+        let at = record.task.created_at;
+        let created = TaskEvent { task_id: record.task.id.clone(), sequence: 1, at, kind: event };
         // The row is stored as it is after `then`; the entries after the first follow in the same
         // transaction.
         let mut stored = Locked { record, last_sequence: 1, appended: Vec::with_capacity(then.len()) };

@@ -49,6 +49,8 @@ pub struct SqliteStore {
     /// admission expiry, prepared-lease expiry or retention end it stored, and at most
     /// [`FOREIGN_DUE_CHECK`] ahead. It keeps reads from querying for housekeeping each time.
     next_due: Arc<AtomicU64>,
+    /// See [`SqliteStore::paid_syncs`].
+    paid_syncs: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -100,6 +102,7 @@ impl SqliteStore {
         }
         let wakeups = Arc::new(WakeupHub::new());
         let next_due = Arc::new(AtomicU64::new(0));
+        let paid_syncs = Arc::new(AtomicU64::new(0));
         let settings = Settings {
             busy_timeout: config.busy_timeout,
             capacity: config.max_active_tasks,
@@ -108,6 +111,7 @@ impl SqliteStore {
                 .then(|| wal_path(&config.path)),
             wakeups: Arc::clone(&wakeups),
             next_due: Arc::clone(&next_due),
+            paid_syncs: Arc::clone(&paid_syncs),
         };
         let writer = match options.connect().await {
             Ok(connection) => Writer::start(connection, settings),
@@ -117,12 +121,19 @@ impl SqliteStore {
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
-        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due })
+        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due, paid_syncs })
     }
 
     /// The settings it was opened with.
     pub fn config(&self) -> &SqliteStoreConfig {
         &self.config
+    }
+
+    /// How many times this store synced the write-ahead log to disk after a commit because the
+    /// commit held a paid task's write (below [`Synchronous::Full`]; at `FULL` every commit is
+    /// synced by SQLite itself and this stays 0).
+    pub fn paid_syncs(&self) -> u64 {
+        self.paid_syncs.load(Ordering::Relaxed)
     }
 
     fn ensure_open(&self) -> Result<(), StoreError> {

@@ -106,6 +106,8 @@ pub(crate) struct Settings {
     pub(crate) wakeups: Arc<WakeupHub>,
     /// The store's next housekeeping time, lowered for every expiry the writer stores.
     pub(crate) next_due: Arc<AtomicU64>,
+    /// How many times the write-ahead log was synced for a paid task's write.
+    pub(crate) paid_syncs: Arc<AtomicU64>,
 }
 
 impl Settings {
@@ -179,7 +181,7 @@ async fn run(mut connection: SqliteConnection, mut queue: mpsc::Receiver<Job>, s
         let mut answers = commit_group(&mut connection, ops, &settings, &mut changed).await;
         if let Some(wal) = &settings.wal_to_sync
             && answers.iter().any(|answer| answer.as_ref().is_ok_and(Outcome::paid))
-            && let Err(error) = sync_file(wal.clone()).await
+            && let Err(error) = sync_file(wal.clone(), &settings.paid_syncs).await
         {
             tracing::error!(target: "accord_store_sqlite", %error, "syncing the write-ahead log failed");
             for answer in answers.iter_mut().filter(|answer| answer.as_ref().is_ok_and(Outcome::paid)) {
@@ -201,11 +203,13 @@ async fn run(mut connection: SqliteConnection, mut queue: mpsc::Receiver<Job>, s
     }
 }
 
-/// Syncs a file's data to disk, off the async threads.
-async fn sync_file(path: PathBuf) -> std::io::Result<()> {
+/// Syncs a file's data to disk, off the async threads, and counts it.
+async fn sync_file(path: PathBuf, syncs: &AtomicU64) -> std::io::Result<()> {
     tokio::task::spawn_blocking(move || std::fs::File::open(path)?.sync_data())
         .await
-        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)))?;
+    syncs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Runs a group of writes in one transaction; one answer per write, in order. The ids of the tasks
@@ -367,7 +371,8 @@ async fn create(
     if inserted.rows_affected() == 0 {
         return Ok(Outcome::Created(Err(Refusal::Duplicate)));
     }
-    insert_events(connection, id, 1, now, kinds).await?;
+    // The first entry is dated with the task's creation, the ones after it with the store's clock.
+    insert_events(connection, id, 1, (record.task.created_at, now), kinds).await?;
     settings.note_due(&record);
     grown.push(id.clone());
     Ok(Outcome::Created(Ok(record)))
@@ -486,19 +491,21 @@ async fn write_change(
     .bind(last)
     .execute(&mut *connection)
     .await?;
-    insert_events(connection, &task.id, first, at, kinds).await
+    insert_events(connection, &task.id, first, (at, at), kinds).await
 }
 
-/// Appends log entries (their kinds already encoded) numbered from `first`, in one statement.
+/// Appends log entries (their kinds already encoded) numbered from `first`, in one statement: the
+/// first dated `at.0`, the others `at.1`.
 async fn insert_events(
     connection: &mut SqliteConnection,
     id: &TaskId,
     first: i64,
-    at: Millis,
+    (first_at, at): (Millis, Millis),
     kinds: Vec<String>,
 ) -> Result<(), Fault> {
     let mut insert = QueryBuilder::<Sqlite>::new("INSERT INTO task_events (task_id, sequence, at, kind) ");
     insert.push_values(kinds.into_iter().zip(first..), |mut row, (kind, sequence)| {
+        let at = if sequence == first { first_at } else { at };
         row.push_bind(id.as_str().to_owned()).push_bind(sequence).push_bind(sql_time(at)).push_bind(kind);
     });
     insert.build().execute(&mut *connection).await?;

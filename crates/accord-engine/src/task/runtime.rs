@@ -125,6 +125,11 @@ pub enum TaskFailure {
         /// The store's capacity.
         capacity: usize,
     },
+    /// The in-process store's byte budget is taken by unfinished tasks.
+    BytesExhausted {
+        /// The budget, in bytes.
+        budget: usize,
+    },
     /// The execution claim could not be taken or was lost.
     ClaimLost {
         /// The id.
@@ -159,6 +164,9 @@ impl std::fmt::Display for TaskFailure {
             Self::CapacityExhausted { capacity } => {
                 write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
             }
+            Self::BytesExhausted { budget } => {
+                write!(f, "A2A task memory ({budget} bytes) is exhausted by active tasks")
+            }
             Self::ClaimLost { id } => write!(f, "the execution claim on task {id} was lost"),
             Self::NotWaiting { id, state } if state.is_terminal() => {
                 write!(f, "Task \"{id}\" has ended and takes no more messages")
@@ -177,6 +185,7 @@ impl From<StoreError> for TaskFailure {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::CapacityExhausted { capacity } => Self::CapacityExhausted { capacity },
+            StoreError::BytesExhausted { budget } => Self::BytesExhausted { budget },
             StoreError::Closed => Self::Closed,
             other => Self::Store(other),
         }
@@ -1008,7 +1017,7 @@ impl From<TaskFailure> for Error {
             TaskFailure::NotFound { .. } => ErrorKind::TaskNotFound,
             TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
             TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
-            TaskFailure::CapacityExhausted { .. } => ErrorKind::CapacityExhausted,
+            TaskFailure::CapacityExhausted { .. } | TaskFailure::BytesExhausted { .. } => ErrorKind::CapacityExhausted,
             TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
             TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
             TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,
