@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
@@ -227,10 +227,9 @@ struct RuntimeInner {
     agent: Agent,
     store: Arc<dyn TaskStore>,
     config: RuntimeConfig,
-    /// The cancellation tokens of the runs on this worker, with a number per run: a run that
-    /// ends removes its own entry only, never that of a later run of the same task (a follow-up
-    /// resumed on this worker).
-    local: Mutex<HashMap<TaskId, (u64, CancellationToken)>>,
+    /// The runs on this worker, each with a number: a run that ends removes its own entry only,
+    /// never that of a later run of the same task (a follow-up resumed on this worker).
+    local: Mutex<HashMap<TaskId, LocalRun>>,
     runs: std::sync::atomic::AtomicU64,
     closing: CancellationToken,
 }
@@ -244,9 +243,24 @@ impl RuntimeInner {
         (self.config.lease_ttl / 3).max(Duration::from_millis(10))
     }
 
-    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, (u64, CancellationToken)>> {
+    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, LocalRun>> {
         self.local.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Tells the local run's watchers the task as this worker's write just stored it.
+    fn publish(&self, task: Task) {
+        if let Some(run) = self.local().get(&task.id) {
+            run.latest.send_replace(task);
+        }
+    }
+}
+
+/// A run on this worker.
+struct LocalRun {
+    number: u64,
+    cancel: CancellationToken,
+    /// The task as this run's last committed write left it.
+    latest: watch::Sender<Task>,
 }
 
 /// Runs tasks for an agent over a [`TaskStore`]. Cheap to clone; clones share everything.
@@ -514,8 +528,8 @@ impl TaskRuntime {
     /// Records a terminal `event` on a task that has not ended, and stops its local handler.
     async fn end(&self, id: &TaskId, event: TaskEventKind) -> Result<Task, TaskFailure> {
         if let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? {
-            if let Some((_, token)) = self.inner.local().get(id) {
-                token.cancel();
+            if let Some(run) = self.inner.local().get(id) {
+                run.cancel.cancel();
             }
             return Ok(record.task);
         }
@@ -558,10 +572,20 @@ impl TaskRuntime {
         let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? else {
             return Err(TaskFailure::CancelRace { id: id.clone() });
         };
-        if let Some((_, token)) = self.inner.local().get(id) {
-            token.cancel();
+        if let Some(run) = self.inner.local().get(id) {
+            run.cancel.cancel();
         }
         Ok(record.task)
+    }
+
+    /// The task as the run on this worker leaves it with each write — `None` when the task does
+    /// not run here. Every value is a committed state of the task; the channel closes when the
+    /// run ends, whether or not its end was written by it (a cancellation is written by whoever
+    /// cancels). A way to wait for a local run without reading the store; the log
+    /// ([`TaskRuntime::events`]) remains the truth. The caller must already know the task is the
+    /// owner's: this does not check.
+    pub fn watch_local_run(&self, id: &TaskId) -> Option<watch::Receiver<Task>> {
+        self.inner.local().get(id).map(|run| run.latest.subscribe())
     }
 
     /// The owner's task's events after sequence `after` (0: from the start), then live ones,
@@ -585,7 +609,7 @@ impl TaskRuntime {
     /// store keeps them `working` with leases another worker can recover; then the store closes.
     pub async fn close(&self) {
         self.inner.closing.cancel();
-        let tokens: Vec<_> = self.inner.local().values().map(|(_, token)| token.clone()).collect();
+        let tokens: Vec<_> = self.inner.local().values().map(|run| run.cancel.clone()).collect();
         for token in tokens {
             token.cancel();
         }
@@ -715,7 +739,8 @@ fn submitted() -> TaskEventKind {
 fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, valid: ValidInput) {
     let cancel = CancellationToken::new();
     let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    inner.local().insert(task.id.clone(), (run, cancel.clone()));
+    let (latest, _) = watch::channel(task.clone());
+    inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
     tokio::spawn(execute(Arc::clone(inner), task, valid, cancel, run));
 }
 
@@ -859,7 +884,7 @@ fn merged_metadata(
 /// Removes this run's cancellation token, unless a later run of the task has replaced it.
 fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
     let mut local = inner.local();
-    if local.get(id).is_some_and(|(current, _)| *current == run) {
+    if local.get(id).is_some_and(|current| current.number == run) {
         local.remove(id);
     }
 }
@@ -869,7 +894,7 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
 /// reaped.
 async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, worker: &str) {
     match inner.store.append_all(id, RUNNING_STATES, events, Some(worker), now_ms()).await {
-        Ok(Some(_)) => {}
+        Ok(Some(record)) => inner.publish(record.task),
         Ok(None) => tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over"),
         Err(error) => tracing::error!(task = %id, %error, "could not record the task outcome"),
     }
