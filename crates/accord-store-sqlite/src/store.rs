@@ -19,7 +19,7 @@ use accord_engine::task::{
 };
 use async_trait::async_trait;
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, QueryBuilder, Row};
+use sqlx::{Connection, QueryBuilder, Row};
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
@@ -105,6 +105,12 @@ impl SqliteStore {
         let paid_syncs = Arc::new(AtomicU64::new(0));
         let settings = Settings {
             busy_timeout: config.busy_timeout,
+            synchronous: match config.synchronous {
+                Synchronous::Off => "OFF",
+                Synchronous::Normal => "NORMAL",
+                Synchronous::Full => "FULL",
+                Synchronous::Extra => "EXTRA",
+            },
             capacity: config.max_active_tasks,
             retention: config.retention,
             wal_to_sync: matches!(config.synchronous, Synchronous::Off | Synchronous::Normal)
@@ -113,11 +119,11 @@ impl SqliteStore {
             next_due: Arc::clone(&next_due),
             paid_syncs: Arc::clone(&paid_syncs),
         };
-        let writer = match options.connect().await {
-            Ok(connection) => Writer::start(connection, settings),
+        let writer = match Writer::start(&config.path, settings) {
+            Ok(writer) => writer,
             Err(error) => {
                 pool.close().await;
-                return Err(store_error(error, &opening, config.busy_timeout));
+                return Err(error);
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
