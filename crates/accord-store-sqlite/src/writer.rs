@@ -144,10 +144,21 @@ struct Job {
     reply: oneshot::Sender<Result<Outcome, StoreError>>,
 }
 
-/// The handle to the writer thread.
+/// How often the checkpointer copies the write-ahead log into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+/// The log size (in pages) at which the writer checkpoints by itself: only when the checkpointer
+/// falls far behind.
+const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
+/// The page cache of the writer's connection, in KiB (SQLite's negative `cache_size`).
+const WRITER_CACHE_KIB: i64 = 8_192;
+
+/// The handle to the writer thread and its checkpointer.
 pub(crate) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Dropped to stop the checkpointer.
+    checkpoints: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// Why a write failed, before it is mapped to a [`StoreError`] with the name of the call.
@@ -183,15 +194,36 @@ impl From<crate::rows::Fault> for Fault {
 
 impl Writer {
     /// Opens the writer's connection to the database at `path` and starts its thread.
+    ///
+    /// The writer leaves copying the write-ahead log into the database (checkpoints) to a thread
+    /// of its own, which runs one every [`CHECKPOINT_EVERY`] on its own connection without
+    /// blocking writes; the writer checkpoints itself only when the log passes
+    /// [`WRITER_CHECKPOINT_PAGES`].
     pub(crate) fn start(path: &Path, settings: Settings) -> Result<Self, StoreError> {
         let opening = "opening the SQLite task store's writer";
-        let connection = open(path, &settings).map_err(|error| writer_error(&error, opening, settings.busy_timeout))?;
+        let failed = |error: rusqlite::Error| writer_error(&error, opening, settings.busy_timeout);
+        let connection = open(path, &settings).map_err(failed)?;
+        connection.pragma_update(None, "cache_size", -WRITER_CACHE_KIB).map_err(failed)?;
+        connection.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES).map_err(failed)?;
+        let checkpointing = open(path, &settings).map_err(failed)?;
+        let unable =
+            |error: std::io::Error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}"));
+        let (stop_checkpoints, stopped) = std::sync::mpsc::channel();
+        let checkpointer = std::thread::Builder::new()
+            .name("accord-sqlite-checkpoint".into())
+            .spawn(move || checkpoint_until_stopped(&checkpointing, &stopped))
+            .map_err(unable)?;
         let (jobs, queue) = mpsc::channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("accord-sqlite-writer".into())
             .spawn(move || run(connection, queue, &settings))
-            .map_err(|error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}")))?;
-        Ok(Self { jobs: Mutex::new(Some(jobs)), thread: Mutex::new(Some(thread)) })
+            .map_err(unable)?;
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+            checkpoints: Mutex::new(Some(stop_checkpoints)),
+            checkpointer: Mutex::new(Some(checkpointer)),
+        })
     }
 
     /// Runs `op` in the next group and waits until that group has committed.
@@ -210,9 +242,28 @@ impl Writer {
     pub(crate) async fn stop(&self) {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner).take();
         let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(thread) = thread {
-            // A writer that panicked has nothing left to finish.
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        self.checkpoints.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let checkpointer = self.checkpointer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let _ = tokio::task::spawn_blocking(move || {
+            // A thread that panicked has nothing left to finish.
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+            if let Some(checkpointer) = checkpointer {
+                let _ = checkpointer.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// Runs a passive checkpoint every [`CHECKPOINT_EVERY`] until `stop` is dropped. A checkpoint
+/// that fails (the database busy past the timeout, say) is logged and tried again next time.
+fn checkpoint_until_stopped(connection: &Connection, stop: &std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        let checkpoint = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get::<_, i64>(0));
+        if let Err(error) = checkpoint {
+            tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed");
         }
     }
 }
