@@ -605,3 +605,19 @@ impl TaskStore for PostgresStore {
         self.shared.pool.close().await;
     }
 }
+
+#[cfg(test)]
+impl PostgresStore {
+    /// Starts recording, for each group the writers commit from now on, whether it wrote a paid
+    /// task and the `synchronous_commit` level its transaction had just before `COMMIT`, as the
+    /// server reports it.
+    pub(crate) fn record_commit_levels(&self) {
+        *self.shared.settings.commit_levels.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
+    }
+
+    /// The levels recorded since the last call.
+    pub(crate) fn commit_levels(&self) -> Vec<(bool, String)> {
+        let mut levels = self.shared.settings.commit_levels.lock().unwrap_or_else(PoisonError::into_inner);
+        levels.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+}

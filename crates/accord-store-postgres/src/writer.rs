@@ -482,3 +482,134 @@ async fn write_creates(
     }
     Ok(paid)
 }
+
+/// Paid tasks' writes commit at `synchronous_commit = on` even when the store's connections are
+/// set to `off`: the level is read from the server inside each group's transaction, just before
+/// it commits, and from the lease statements' own answers.
+#[cfg(test)]
+mod durability {
+    use accord_engine::task::{AccessToken, Task, TaskPayload, TaskStore, now_ms};
+    use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
+
+    use super::*;
+    use crate::{PostgresStore, PostgresStoreConfig, SynchronousCommit};
+
+    fn server_url() -> String {
+        match std::env::var("ACCORD_PG_URL") {
+            Ok(url) if !url.trim().is_empty() => url,
+            _ => panic!(
+                "ACCORD_PG_URL is not set, so the durability test has no server. Run the tests through \
+                 scripts/with-postgres: `scripts/with-postgres cargo test -p accord-store-postgres`"
+            ),
+        }
+    }
+
+    /// `url` with its database replaced by `database`.
+    fn database_url(url: &str, database: &str) -> String {
+        let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
+        let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        match query {
+            Some(query) => format!("{server}/{database}?{query}"),
+            None => format!("{server}/{database}"),
+        }
+    }
+
+    fn record(paid: bool) -> StoredTask {
+        let now = now_ms();
+        let mut payload = TaskPayload::new("work", serde_json::json!({}));
+        payload.paid = paid;
+        StoredTask {
+            task: Task::submitted(TaskId::generate(), "work", None, now),
+            owner: AccessToken::generate().owner(),
+            payload,
+            admission_expires_at: Some(now + 60_000),
+            lease: None,
+        }
+    }
+
+    fn submitted() -> TaskEventKind {
+        TaskEventKind::Status { state: TaskState::Submitted, message: None }
+    }
+
+    async fn create(store: &PostgresStore, paid: bool) -> TaskId {
+        let record = record(paid);
+        let id = record.task.id.clone();
+        store.create(record, submitted()).await.expect("create");
+        id
+    }
+
+    async fn append(store: &PostgresStore, id: &TaskId) {
+        let working = TaskEventKind::Status { state: TaskState::Working, message: None };
+        let all = [TaskState::Submitted, TaskState::Working];
+        store.compare_and_set(id, &all, working, None, now_ms()).await.expect("cas").expect("accepted");
+    }
+
+    fn levels(pairs: &[(bool, &str)]) -> Vec<(bool, String)> {
+        pairs.iter().map(|(paid, level)| (*paid, (*level).to_owned())).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_paid_write_commits_at_synchronous_commit_on_when_sessions_are_off() {
+        let server = server_url();
+        let name = format!("accord_durability_{}", std::process::id());
+        let mut admin = PgConnection::connect(&server).await.expect("connect to ACCORD_PG_URL");
+        for statement in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
+            sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut admin).await.expect("make a scratch database");
+        }
+        let url = database_url(&server, &name);
+        let config = PostgresStoreConfig::new(url.clone())
+            .housekeeping_interval(None)
+            .synchronous_commit(Some(SynchronousCommit::Off));
+        let store = PostgresStore::connect(config).await.expect("connect");
+        store.record_commit_levels();
+
+        let unpaid = create(&store, false).await;
+        let paid = create(&store, true).await;
+        append(&store, &unpaid).await;
+        append(&store, &paid).await;
+        append(&store, &unpaid).await;
+        assert_eq!(
+            store.commit_levels(),
+            levels(&[(false, "off"), (true, "on"), (false, "off"), (true, "on"), (false, "off")]),
+            "only the paid task's writes are raised to on, and only for their own transaction"
+        );
+
+        // A lease update is a statement of its own: it raises its own commit for a paid task.
+        let mut connection = PgConnection::connect(&url).await.expect("connect");
+        sqlx::raw_sql("SET synchronous_commit = off").execute(&mut connection).await.expect("set");
+        for (id, expected) in [(&unpaid, "off"), (&paid, "on")] {
+            store.claim_execution(id, "worker", now_ms() + 60_000, now_ms()).await.expect("claim").expect("claimed");
+            let now = i64::try_from(now_ms()).expect("a time");
+            let row = sqlx::query(sql::RENEW)
+                .bind(id.as_str())
+                .bind("worker")
+                .bind(now + 60_000)
+                .bind(now)
+                .fetch_one(&mut connection)
+                .await
+                .expect("renew the lease");
+            let level: String = row.try_get("commit_level").expect("the level of the renewal's commit");
+            assert_eq!(level, expected);
+        }
+        let level: String =
+            sqlx::query_scalar(sql::COMMIT_LEVEL).fetch_one(&mut connection).await.expect("the session's level");
+        assert_eq!(level, "off", "the raise lasted for its own transaction only");
+
+        // With the default configuration every session commits at on already.
+        let default =
+            PostgresStore::connect(PostgresStoreConfig::new(url).housekeeping_interval(None)).await.expect("connect");
+        default.record_commit_levels();
+        let task = create(&default, false).await;
+        create(&default, true).await;
+        append(&default, &task).await;
+        assert_eq!(default.commit_levels(), levels(&[(false, "on"), (true, "on"), (false, "on")]));
+
+        store.close().await;
+        default.close().await;
+        drop(connection);
+        sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            .execute(&mut admin)
+            .await
+            .expect("drop the scratch database");
+    }
+}
