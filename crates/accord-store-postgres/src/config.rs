@@ -18,7 +18,10 @@ pub struct PostgresStoreConfig {
     pub max_connections: u32,
     /// How many writers commit creates and appends (default 2), each on a connection of its own.
     /// A writer takes every write queued when it is free and commits them as one transaction;
-    /// while one writer waits for its commit to reach the disk, another prepares the next group.
+    /// while one writer waits for its commit to reach the disk, another prepares the next group,
+    /// and a group that waits for a row lock (held by another worker) does not hold up every
+    /// write of this one. One writer makes the largest groups, which pays when flushes to disk
+    /// are slow; measure before changing it.
     pub writers: usize,
     /// The `synchronous_commit` level every connection of the store sets (default
     /// [`SynchronousCommit::On`]: each commit is flushed to disk before the call that made it
