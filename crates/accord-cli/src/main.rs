@@ -5,12 +5,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use accord_cli::store::{StoreSpec, open_store};
+use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{AccessToken, AnonymousAccess, RuntimeConfig, ServiceConfig, TaskRuntime};
+use accord_engine::task::{AccessToken, AnonymousAccess, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
+use accord_store_sqlite::Synchronous;
 use accord_types::a2a::ErrorMapping;
 use accord_types::tasks::{TaskStatus, TaskView};
 use clap::{Parser, Subcommand};
@@ -85,6 +86,8 @@ enum Command {
         #[arg(long, default_value = accord_cli::store::DEFAULT_STORE, env = "ACCORD_STORE", hide_env_values = true)]
         store: StoreSpec,
         #[command(flatten)]
+        store_options: StoreArgs,
+        #[command(flatten)]
         workers: WorkerArgs,
         #[command(flatten)]
         signed_card: card_cmd::SignedCardArgs,
@@ -147,6 +150,65 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// How the store keeps tasks.
+#[derive(Debug, clap::Args)]
+struct StoreArgs {
+    /// SQLite only: when a commit waits for the disk. `normal` (the default) survives a killed
+    /// process; `full` also survives a loss of power, at about a millisecond per commit. Paid
+    /// tasks are always committed as with `full`.
+    #[arg(long, value_enum, env = "ACCORD_SYNC")]
+    sync: Option<SyncArg>,
+    /// The in-process store (`--store memory`): the most tasks it keeps. When full, the terminal
+    /// tasks changed longest ago make room; new tasks are refused when none has ended.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..), env = "ACCORD_MEMORY_TASKS")]
+    memory_tasks: u64,
+    /// The in-process store: the most bytes its tasks may take (inputs, histories, artifacts,
+    /// results and logs, as their JSON length), e.g. `64MiB`, `1GiB` or a number of bytes.
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes, env = "ACCORD_MEMORY_BYTES")]
+    memory_bytes: usize,
+}
+
+/// `--sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SyncArg {
+    /// Survives a killed process.
+    Normal,
+    /// Also survives a loss of power.
+    Full,
+}
+
+impl StoreArgs {
+    fn options(&self) -> StoreOptions {
+        StoreOptions {
+            sync: self.sync.map(|sync| match sync {
+                SyncArg::Normal => Synchronous::Normal,
+                SyncArg::Full => Synchronous::Full,
+            }),
+            memory: MemoryStoreConfig {
+                max_tasks: usize::try_from(self.memory_tasks).unwrap_or(usize::MAX),
+                max_bytes: self.memory_bytes,
+                ..MemoryStoreConfig::default()
+            },
+        }
+    }
+}
+
+/// A size: a number of bytes, or a number followed by `KiB`, `MiB` or `GiB`.
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => return Err("expected a number of bytes, or a number followed by KiB, MiB or GiB".into()),
+    };
+    let number: usize = number.parse().map_err(|_| "expected a number of bytes".to_owned())?;
+    number.checked_mul(1 << shift).filter(|bytes| *bytes > 0).ok_or_else(|| "the size must be above 0 and fit".into())
 }
 
 /// How this process works as one of several workers on a shared store.
@@ -401,6 +463,7 @@ async fn main() -> ExitCode {
             base_path,
             demo_token,
             store,
+            store_options,
             workers,
             signed_card,
             demo_prices,
@@ -414,6 +477,7 @@ async fn main() -> ExitCode {
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
             let options = ServeOptions { agent, mapping, demo_token, demo_prices, anonymous_list };
+            let store = (store, store_options.options());
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
@@ -464,7 +528,7 @@ async fn serve(
     port: u16,
     base_path: &str,
     options: ServeOptions,
-    store: &StoreSpec,
+    (store, store_options): &(StoreSpec, StoreOptions),
     workers: &WorkerArgs,
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
@@ -485,7 +549,10 @@ async fn serve(
         let token = AccessToken::parse(&token).map_err(|error| usage(format!("--demo-token: {error}")))?;
         tokens = tokens.with(&token, "demo", [accord_cli::demo::SLOW_SCOPE]);
     }
-    let task_store = open_store(store).await.map_err(|error| Failure {
+    if store_options.sync.is_some() && !matches!(store, StoreSpec::Sqlite(_)) {
+        return Err(usage("--sync sets how a SQLite store syncs; it cannot be used with this --store"));
+    }
+    let task_store = open_store(store, store_options).await.map_err(|error| Failure {
         code: EXIT_FAILED,
         message: format!("cannot open the task store {}: {error}", store.describe()),
     })?;
@@ -845,4 +912,38 @@ fn describe(kind: &str, data: &Value) -> String {
 fn print_json(value: &Value, pretty: bool) {
     let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };
     println!("{}", text.unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_binary_units() {
+        assert_eq!(parse_bytes("65536"), Ok(65_536));
+        assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_bytes("2 GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1KiB"), Ok(1024));
+        for refused in ["", "0", "0MiB", "64MB", "-1", "1.5GiB", "GiB", "99999999999999999999999GiB"] {
+            assert!(parse_bytes(refused).is_err(), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn store_flags_set_the_store_options() {
+        let cli =
+            Cli::try_parse_from(["accord", "serve", "--sync", "full", "--memory-tasks", "5", "--memory-bytes", "1MiB"])
+                .expect("valid flags");
+        let Command::Serve { store_options, .. } = cli.command else { panic!("serve") };
+        let options = store_options.options();
+        assert_eq!(options.sync, Some(Synchronous::Full));
+        assert_eq!((options.memory.max_tasks, options.memory.max_bytes), (5, 1 << 20));
+        let cli = Cli::try_parse_from(["accord", "serve"]).expect("defaults");
+        let Command::Serve { store_options, .. } = cli.command else { panic!("serve") };
+        let options = store_options.options();
+        assert_eq!(options.sync, None, "the store's own default (normal) applies");
+        assert_eq!(options.memory, MemoryStoreConfig::default());
+        assert!(Cli::try_parse_from(["accord", "serve", "--memory-tasks", "0"]).is_err());
+        assert!(Cli::try_parse_from(["accord", "serve", "--sync", "off"]).is_err());
+    }
 }

@@ -5,9 +5,9 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use accord_engine::task::{MemoryStore, StoreError, TaskStore};
+use accord_engine::task::{MemoryStore, MemoryStoreConfig, StoreError, TaskStore};
 use accord_store_postgres::{PostgresStore, PostgresStoreConfig};
-use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
+use accord_store_sqlite::{SqliteStore, SqliteStoreConfig, Synchronous};
 
 /// The store `accord serve` uses when none is given.
 pub const DEFAULT_STORE: &str = "sqlite://accord.db";
@@ -67,11 +67,30 @@ impl FromStr for StoreSpec {
     }
 }
 
-/// Opens (and, for the durable stores, migrates) the store.
-pub async fn open_store(spec: &StoreSpec) -> Result<Arc<dyn TaskStore>, StoreError> {
+/// The settings of the store kinds beyond where they are.
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    /// SQLite: when commits wait for the disk (default [`Synchronous::Normal`]).
+    pub sync: Option<Synchronous>,
+    /// The in-process store's limits.
+    pub memory: MemoryStoreConfig,
+}
+
+/// Opens (and, for the durable stores, migrates) the store. A SQLite level given for another
+/// kind of store is refused rather than ignored.
+pub async fn open_store(spec: &StoreSpec, options: &StoreOptions) -> Result<Arc<dyn TaskStore>, StoreError> {
+    if options.sync.is_some() && !matches!(spec, StoreSpec::Sqlite(_)) {
+        return Err(StoreError::Unavailable("--sync sets how a SQLite store syncs; this store is not one".into()));
+    }
     Ok(match spec {
-        StoreSpec::Memory => Arc::new(MemoryStore::default()),
-        StoreSpec::Sqlite(url) => Arc::new(SqliteStore::open(SqliteStoreConfig::from_url(url)?).await?),
+        StoreSpec::Memory => Arc::new(MemoryStore::new(options.memory)),
+        StoreSpec::Sqlite(url) => {
+            let mut config = SqliteStoreConfig::from_url(url)?;
+            if let Some(sync) = options.sync {
+                config = config.synchronous(sync);
+            }
+            Arc::new(SqliteStore::open(config).await?)
+        }
         StoreSpec::Postgres(url) => Arc::new(PostgresStore::connect(PostgresStoreConfig::new(url.clone())).await?),
     })
 }

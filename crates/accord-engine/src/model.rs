@@ -16,20 +16,21 @@ pub fn now_ms() -> Millis {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as Millis)
 }
 
-/// A task's id (a UUID when Accord makes it).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct TaskId(String);
+/// A task's id (a UUID when Accord makes it). Shared, not copied, when cloned: an id is held by
+/// its record, its log entries, indexes and wake-ups.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(std::sync::Arc<str>);
 
 impl TaskId {
     /// A fresh random id.
     pub fn generate() -> Self {
-        Self(uuid::Uuid::new_v4().to_string())
+        let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+        Self(std::sync::Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text)))
     }
 
     /// Wraps an id received from a caller or a store.
     pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+        Self(std::sync::Arc::from(id.into()))
     }
 
     /// The id as text.
@@ -41,6 +42,18 @@ impl TaskId {
 impl std::fmt::Display for TaskId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl Serialize for TaskId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::new)
     }
 }
 

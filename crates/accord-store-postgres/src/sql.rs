@@ -502,14 +502,16 @@ pub(crate) struct NewRow {
     lease_owner: Option<String>,
     lease_expires_at: Option<i64>,
     lease_phase: Option<&'static str>,
+    /// When the entries after the first were logged.
     at: i64,
     /// The log's entries, numbered from 1.
     kinds: Vec<String>,
 }
 
 impl NewRow {
-    /// `record` as it is stored, with `kinds` (encoded) as its log from sequence 1, logged at
-    /// `at`. Refuses text PostgreSQL cannot store.
+    /// `record` as it is stored, with `kinds` (encoded) as its log from sequence 1: the first
+    /// entry dated with the task's `created_at`, the others with `at`. Refuses text PostgreSQL
+    /// cannot store.
     pub(crate) fn new(record: &StoredTask, kinds: Vec<String>, at: Millis) -> Result<Self, StoreError> {
         let task = &record.task;
         let lease = record.lease.as_ref();
@@ -580,7 +582,9 @@ impl<'a> NewRows<'a> {
         for (sequence, kind) in (1..).zip(&row.kinds) {
             self.event_task_ids.push(&row.id);
             self.event_sequences.push(sequence);
-            self.event_times.push(row.at);
+            // The first entry is dated with the task's creation, the ones that follow it with the
+            // store's clock.
+            self.event_times.push(if sequence == 1 { row.created_at } else { row.at });
             self.event_kinds.push(kind);
         }
     }

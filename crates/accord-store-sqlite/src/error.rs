@@ -23,20 +23,7 @@ pub(crate) fn store_error(error: sqlx::Error, what: &str, busy_timeout: Duration
         sqlx::Error::PoolClosed => return StoreError::Closed,
         sqlx::Error::Database(database) => {
             let primary = database.code().and_then(|code| code.parse::<i32>().ok()).map(|code| code & 0xff);
-            match primary {
-                Some(SQLITE_BUSY | SQLITE_LOCKED) => format!(
-                    "the SQLite database stayed locked for longer than the busy timeout ({busy_timeout:?}) while \
-                     {what}: another connection or process holds a long write transaction"
-                ),
-                Some(
-                    code @ (SQLITE_READONLY | SQLITE_IOERR | SQLITE_CORRUPT | SQLITE_FULL | SQLITE_CANTOPEN
-                    | SQLITE_NOTADB),
-                ) => format!(
-                    "SQLite storage failure while {what} (code {code}): {}; check the disk, the file and its permissions",
-                    database.message()
-                ),
-                _ => format!("SQLite error while {what}: {}", database.message()),
-            }
+            database_message(primary, database.message(), what, busy_timeout)
         }
         sqlx::Error::Io(io) => format!("I/O error while {what}: {io}"),
         sqlx::Error::PoolTimedOut => {
@@ -45,6 +32,44 @@ pub(crate) fn store_error(error: sqlx::Error, what: &str, busy_timeout: Duration
         sqlx::Error::WorkerCrashed => format!("the SQLite connection's worker thread died while {what}"),
         other => format!("SQLite driver error while {what}: {}", driver_kind(other)),
     };
+    unavailable(message)
+}
+
+/// Maps an error of the writer's connection met while doing `what`.
+pub(crate) fn writer_error(error: &rusqlite::Error, what: &str, busy_timeout: Duration) -> StoreError {
+    let message = match error {
+        rusqlite::Error::SqliteFailure(failure, message) => database_message(
+            Some(failure.extended_code & 0xff),
+            message.as_deref().unwrap_or("(no message)"),
+            what,
+            busy_timeout,
+        ),
+        // The other kinds are conversions and API misuse; their text may quote values.
+        _ => format!("SQLite driver error while {what}: unexpected error"),
+    };
+    unavailable(message)
+}
+
+/// The message of a failure SQLite reported with `primary` result code.
+fn database_message(primary: Option<i32>, message: &str, what: &str, busy_timeout: Duration) -> String {
+    match primary {
+        Some(SQLITE_BUSY | SQLITE_LOCKED) => format!(
+            "the SQLite database stayed locked for longer than the busy timeout ({busy_timeout:?}) while \
+             {what}: another connection or process holds a long write transaction"
+        ),
+        Some(
+            code @ (SQLITE_READONLY | SQLITE_IOERR | SQLITE_CORRUPT | SQLITE_FULL | SQLITE_CANTOPEN | SQLITE_NOTADB),
+        ) => {
+            format!(
+                "SQLite storage failure while {what} (code {code}): {message}; check the disk, the file and its \
+                 permissions"
+            )
+        }
+        _ => format!("SQLite error while {what}: {message}"),
+    }
+}
+
+fn unavailable(message: String) -> StoreError {
     tracing::warn!(target: "accord_store_sqlite", %message, "task store unavailable");
     StoreError::Unavailable(message)
 }
@@ -71,6 +96,21 @@ fn driver_kind(error: &sqlx::Error) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_writer_names_the_busy_timeout() {
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(SQLITE_BUSY), None);
+        let StoreError::Unavailable(message) = writer_error(&busy, "claiming a task", Duration::from_millis(200))
+        else {
+            panic!("a busy database makes the store unavailable");
+        };
+        assert!(message.contains("busy timeout (200ms)") && message.contains("claiming a task"), "{message}");
+        let misuse = rusqlite::Error::InvalidColumnName("owner_hash".into());
+        let StoreError::Unavailable(message) = writer_error(&misuse, "reading", Duration::from_secs(1)) else {
+            panic!("unavailable");
+        };
+        assert!(!message.contains("owner_hash"), "no detail that could quote a value: {message}");
+    }
 
     #[test]
     fn a_closed_pool_reads_as_a_closed_store() {

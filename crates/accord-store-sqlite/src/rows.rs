@@ -22,6 +22,12 @@ impl From<sqlx::Error> for Fault {
     }
 }
 
+impl From<StoreError> for Fault {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
 /// The columns of a whole record, which [`decode_record`] reads by name.
 macro_rules! record_columns {
     () => {
@@ -95,24 +101,46 @@ pub(crate) fn decode_kind(text: &str) -> Result<TaskEventKind, Fault> {
 
 /// A whole record from a row selected with [`record_columns`].
 pub(crate) fn decode_record(row: &SqliteRow) -> Result<StoredTask, Fault> {
-    let owner: String = row.try_get("owner_hash")?;
-    let owner = OwnerHash::from_hex(&owner).ok_or_else(|| corrupt("owner_hash", "not a SHA-256 in 64 hex digits"))?;
-    let task: String = row.try_get("task")?;
-    let task = decode_task(&task)?;
-    let payload: String = row.try_get("payload")?;
-    let payload = serde_json::from_str(&payload).map_err(|error| bad_json("payload", &error))?;
-    let admission: Option<i64> = row.try_get("admission_expires_at")?;
-    let lease_owner: Option<String> = row.try_get("lease_owner")?;
-    let lease_expires_at: Option<i64> = row.try_get("lease_expires_at")?;
-    let lease_phase: Option<String> = row.try_get("lease_phase")?;
-    let lease = match (lease_owner, lease_expires_at, lease_phase) {
+    Ok(record_from_columns(RecordColumns {
+        owner: row.try_get("owner_hash")?,
+        task: row.try_get("task")?,
+        payload: row.try_get("payload")?,
+        admission: row.try_get("admission_expires_at")?,
+        lease_owner: row.try_get("lease_owner")?,
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        lease_phase: row.try_get("lease_phase")?,
+    })?)
+}
+
+/// The columns of [`record_columns`], as read by either driver.
+pub(crate) struct RecordColumns {
+    pub(crate) owner: String,
+    pub(crate) task: String,
+    pub(crate) payload: String,
+    pub(crate) admission: Option<i64>,
+    pub(crate) lease_owner: Option<String>,
+    pub(crate) lease_expires_at: Option<i64>,
+    pub(crate) lease_phase: Option<String>,
+}
+
+/// A whole record from its columns.
+pub(crate) fn record_from_columns(columns: RecordColumns) -> Result<StoredTask, StoreError> {
+    let store = |fault: Fault| match fault {
+        Fault::Store(error) => error,
+        Fault::Driver(_) => crate::error::corrupt("task", "unreadable"),
+    };
+    let owner = OwnerHash::from_hex(&columns.owner)
+        .ok_or_else(|| store(corrupt("owner_hash", "not a SHA-256 in 64 hex digits")))?;
+    let task = decode_task(&columns.task).map_err(store)?;
+    let payload = serde_json::from_str(&columns.payload).map_err(|error| store(bad_json("payload", &error)))?;
+    let lease = match (columns.lease_owner, columns.lease_expires_at, columns.lease_phase) {
         (Some(owner_id), Some(expires_at), Some(name)) => {
-            Some(ExecutionLease { owner_id, expires_at: unsigned(expires_at), phase: phase(&name)? })
+            Some(ExecutionLease { owner_id, expires_at: unsigned(expires_at), phase: phase(&name).map_err(store)? })
         }
         (None, None, None) => None,
-        _ => return Err(corrupt("lease", "a partial lease")),
+        _ => return Err(store(corrupt("lease", "a partial lease"))),
     };
-    Ok(StoredTask { task, owner, payload, admission_expires_at: admission.map(unsigned), lease })
+    Ok(StoredTask { task, owner, payload, admission_expires_at: columns.admission.map(unsigned), lease })
 }
 
 fn bad_json(column: &str, error: &serde_json::Error) -> Fault {

@@ -19,7 +19,7 @@ use accord_engine::task::{
 };
 use async_trait::async_trait;
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, QueryBuilder, Row};
+use sqlx::{Connection, QueryBuilder, Row};
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
@@ -49,6 +49,8 @@ pub struct SqliteStore {
     /// admission expiry, prepared-lease expiry or retention end it stored, and at most
     /// [`FOREIGN_DUE_CHECK`] ahead. It keeps reads from querying for housekeeping each time.
     next_due: Arc<AtomicU64>,
+    /// See [`SqliteStore::paid_syncs`].
+    paid_syncs: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -100,29 +102,44 @@ impl SqliteStore {
         }
         let wakeups = Arc::new(WakeupHub::new());
         let next_due = Arc::new(AtomicU64::new(0));
+        let paid_syncs = Arc::new(AtomicU64::new(0));
         let settings = Settings {
             busy_timeout: config.busy_timeout,
+            synchronous: match config.synchronous {
+                Synchronous::Off => "OFF",
+                Synchronous::Normal => "NORMAL",
+                Synchronous::Full => "FULL",
+                Synchronous::Extra => "EXTRA",
+            },
             capacity: config.max_active_tasks,
             retention: config.retention,
             wal_to_sync: matches!(config.synchronous, Synchronous::Off | Synchronous::Normal)
                 .then(|| wal_path(&config.path)),
             wakeups: Arc::clone(&wakeups),
             next_due: Arc::clone(&next_due),
+            paid_syncs: Arc::clone(&paid_syncs),
         };
-        let writer = match options.connect().await {
-            Ok(connection) => Writer::start(connection, settings),
+        let writer = match Writer::start(&config.path, settings) {
+            Ok(writer) => writer,
             Err(error) => {
                 pool.close().await;
-                return Err(store_error(error, &opening, config.busy_timeout));
+                return Err(error);
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
-        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due })
+        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due, paid_syncs })
     }
 
     /// The settings it was opened with.
     pub fn config(&self) -> &SqliteStoreConfig {
         &self.config
+    }
+
+    /// How many times this store synced the write-ahead log to disk after a commit because the
+    /// commit held a paid task's write (below [`Synchronous::Full`]; at `FULL` every commit is
+    /// synced by SQLite itself and this stays 0).
+    pub fn paid_syncs(&self) -> u64 {
+        self.paid_syncs.load(Ordering::Relaxed)
     }
 
     fn ensure_open(&self) -> Result<(), StoreError> {

@@ -18,8 +18,14 @@
 //! The writer also removes lock contention inside the process: its connection is the only one
 //! that asks for SQLite's write lock, so only other processes ever make it wait (up to the busy
 //! timeout). It wakes the subscribers of every task it changed once the change is committed.
+//!
+//! The writer is a thread of its own with a synchronous connection (`rusqlite`, over the same
+//! SQLite library as the reads' `sqlx` pool): a whole group — its transaction and every statement
+//! of every write in it — runs in one hand-over from the async callers to the thread and back.
+//! Through an async driver each statement is such a hand-over between threads, and on a busy
+//! server those cost more than the statements themselves.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -29,12 +35,12 @@ use accord_engine::task::{
     ExecutionLease, LeasePhase, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, WakeupHub, apply_event,
     apply_to_record,
 };
-use sqlx::{Connection, QueryBuilder, Row, Sqlite, SqliteConnection};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
-use crate::error::store_error;
-use crate::rows::{Fault, decode_record, phase_name, record_columns, sql_time, state_name, to_json};
+use crate::error::writer_error;
+use crate::rows::{RecordColumns, phase_name, record_columns, record_from_columns, sql_time, state_name, to_json};
 
 /// The most writes grouped into one transaction.
 const MAX_GROUP: usize = 128;
@@ -95,6 +101,8 @@ impl Outcome {
 /// How the writer commits, and what it tells when it has.
 pub(crate) struct Settings {
     pub(crate) busy_timeout: Duration,
+    /// The `PRAGMA synchronous` level of the writer's connection.
+    pub(crate) synchronous: &'static str,
     /// The most unfinished tasks (`None`: no limit).
     pub(crate) capacity: Option<usize>,
     /// How long terminal tasks are kept (for the store's next housekeeping time).
@@ -106,6 +114,8 @@ pub(crate) struct Settings {
     pub(crate) wakeups: Arc<WakeupHub>,
     /// The store's next housekeeping time, lowered for every expiry the writer stores.
     pub(crate) next_due: Arc<AtomicU64>,
+    /// How many times the write-ahead log was synced for a paid task's write.
+    pub(crate) paid_syncs: Arc<AtomicU64>,
 }
 
 impl Settings {
@@ -134,25 +144,93 @@ struct Job {
     reply: oneshot::Sender<Result<Outcome, StoreError>>,
 }
 
-/// The handle to the writer task.
+/// How often the checkpointer copies the write-ahead log into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+/// The log size (in pages) at which the writer checkpoints by itself: only when the checkpointer
+/// falls far behind.
+const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
+/// The page cache of the writer's connection, in KiB (SQLite's negative `cache_size`).
+const WRITER_CACHE_KIB: i64 = 8_192;
+
+/// The handle to the writer thread and its checkpointer.
 pub(crate) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Dropped to stop the checkpointer.
+    checkpoints: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Why a write failed, before it is mapped to a [`StoreError`] with the name of the call.
+enum Fault {
+    /// A failure of the store's own (a corrupt row, a value that does not encode): this write
+    /// changed nothing.
+    Store(StoreError),
+    /// SQLite failed: the group's transaction may be broken.
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Fault {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Sqlite(error)
+    }
+}
+
+impl From<StoreError> for Fault {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+impl From<crate::rows::Fault> for Fault {
+    fn from(fault: crate::rows::Fault) -> Self {
+        match fault {
+            crate::rows::Fault::Store(error) => Self::Store(error),
+            // The shared helpers the writer uses only encode and decode; they never query.
+            crate::rows::Fault::Driver(_) => Self::Store(crate::error::corrupt("task", "unreadable")),
+        }
+    }
 }
 
 impl Writer {
-    /// Starts the writer on its own connection.
-    pub(crate) fn start(connection: SqliteConnection, settings: Settings) -> Self {
+    /// Opens the writer's connection to the database at `path` and starts its thread.
+    ///
+    /// The writer leaves copying the write-ahead log into the database (checkpoints) to a thread
+    /// of its own, which runs one every [`CHECKPOINT_EVERY`] on its own connection without
+    /// blocking writes; the writer checkpoints itself only when the log passes
+    /// [`WRITER_CHECKPOINT_PAGES`].
+    pub(crate) fn start(path: &Path, settings: Settings) -> Result<Self, StoreError> {
+        let opening = "opening the SQLite task store's writer";
+        let failed = |error: rusqlite::Error| writer_error(&error, opening, settings.busy_timeout);
+        let connection = open(path, &settings).map_err(failed)?;
+        connection.pragma_update(None, "cache_size", -WRITER_CACHE_KIB).map_err(failed)?;
+        connection.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES).map_err(failed)?;
+        let checkpointing = open(path, &settings).map_err(failed)?;
+        let unable =
+            |error: std::io::Error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}"));
+        let (stop_checkpoints, stopped) = std::sync::mpsc::channel();
+        let checkpointer = std::thread::Builder::new()
+            .name("accord-sqlite-checkpoint".into())
+            .spawn(move || checkpoint_until_stopped(&checkpointing, &stopped))
+            .map_err(unable)?;
         let (jobs, queue) = mpsc::channel(QUEUE);
-        let task = tokio::spawn(run(connection, queue, settings));
-        Self { jobs: Mutex::new(Some(jobs)), task: Mutex::new(Some(task)) }
+        let thread = std::thread::Builder::new()
+            .name("accord-sqlite-writer".into())
+            .spawn(move || run(connection, queue, &settings))
+            .map_err(unable)?;
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+            checkpoints: Mutex::new(Some(stop_checkpoints)),
+            checkpointer: Mutex::new(Some(checkpointer)),
+        })
     }
 
     /// Runs `op` in the next group and waits until that group has committed.
     pub(crate) async fn submit(&self, op: Op, what: &'static str) -> Result<Outcome, StoreError> {
         let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner).clone().ok_or(StoreError::Closed)?;
         let (reply, answer) = oneshot::channel();
-        // The queue and the answer only break when the writer task died (a bug).
+        // The queue and the answer only break when the writer thread died (a bug).
         let stopped = || StoreError::Unavailable(format!("the SQLite store's writer stopped while {what}"));
         jobs.send(Job { op, what, reply }).await.map_err(|_| stopped())?;
         drop(jobs);
@@ -163,23 +241,60 @@ impl Writer {
     /// connection.
     pub(crate) async fn stop(&self) {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let task = self.task.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(task) = task {
-            // A writer that panicked has nothing left to finish.
-            let _ = task.await;
+        let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.checkpoints.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let checkpointer = self.checkpointer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let _ = tokio::task::spawn_blocking(move || {
+            // A thread that panicked has nothing left to finish.
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+            if let Some(checkpointer) = checkpointer {
+                let _ = checkpointer.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// Runs a passive checkpoint every [`CHECKPOINT_EVERY`] until `stop` is dropped. A checkpoint
+/// that fails (the database busy past the timeout, say) is logged and tried again next time.
+fn checkpoint_until_stopped(connection: &Connection, stop: &std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        let checkpoint = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get::<_, i64>(0));
+        if let Err(error) = checkpoint {
+            tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed");
         }
     }
 }
 
-async fn run(mut connection: SqliteConnection, mut queue: mpsc::Receiver<Job>, settings: Settings) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    while queue.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let (ops, replies): (Vec<_>, Vec<_>) = group.drain(..).map(|job| ((job.op, job.what), job.reply)).unzip();
+/// The writer's connection, set up as the reads' pool is.
+fn open(path: &Path, settings: &Settings) -> Result<Connection, rusqlite::Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags)?;
+    connection.busy_timeout(settings.busy_timeout)?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", settings.synchronous)?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    connection.set_prepared_statement_cache_capacity(64);
+    Ok(connection)
+}
+
+fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Settings) {
+    while let Some(first) = queue.blocking_recv() {
+        let mut group = Vec::with_capacity(MAX_GROUP);
+        group.push(first);
+        while group.len() < MAX_GROUP
+            && let Ok(job) = queue.try_recv()
+        {
+            group.push(job);
+        }
+        let (ops, replies): (Vec<_>, Vec<_>) = group.into_iter().map(|job| ((job.op, job.what), job.reply)).unzip();
         let mut changed = Vec::new();
-        let mut answers = commit_group(&mut connection, ops, &settings, &mut changed).await;
+        let mut answers = commit_group(&mut connection, ops, settings, &mut changed);
         if let Some(wal) = &settings.wal_to_sync
             && answers.iter().any(|answer| answer.as_ref().is_ok_and(Outcome::paid))
-            && let Err(error) = sync_file(wal.clone()).await
+            && let Err(error) = sync_file(wal, &settings.paid_syncs)
         {
             tracing::error!(target: "accord_store_sqlite", %error, "syncing the write-ahead log failed");
             for answer in answers.iter_mut().filter(|answer| answer.as_ref().is_ok_and(Outcome::paid)) {
@@ -196,22 +311,22 @@ async fn run(mut connection: SqliteConnection, mut queue: mpsc::Receiver<Job>, s
             let _ = reply.send(answer);
         }
     }
-    if let Err(error) = connection.close().await {
+    if let Err((_, error)) = connection.close() {
         tracing::warn!(target: "accord_store_sqlite", %error, "closing the SQLite writer connection failed");
     }
 }
 
-/// Syncs a file's data to disk, off the async threads.
-async fn sync_file(path: PathBuf) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || std::fs::File::open(path)?.sync_data())
-        .await
-        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+/// Syncs a file's data to disk, and counts it.
+fn sync_file(path: &Path, syncs: &AtomicU64) -> std::io::Result<()> {
+    std::fs::File::open(path)?.sync_data()?;
+    syncs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Runs a group of writes in one transaction; one answer per write, in order. The ids of the tasks
 /// whose logs grew go to `changed` once the group has committed.
-async fn commit_group(
-    connection: &mut SqliteConnection,
+fn commit_group(
+    connection: &mut Connection,
     ops: Vec<(Op, &'static str)>,
     settings: &Settings,
     changed: &mut Vec<TaskId>,
@@ -223,165 +338,169 @@ async fn commit_group(
         [(_, what)] => what,
         _ => "committing a group of task writes",
     };
-    let mut tx = match connection.begin_with("BEGIN IMMEDIATE").await {
+    let mut tx = match connection.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(error) => return fail_all(store_error(error, what, busy_timeout)),
+        Err(error) => return fail_all(writer_error(&error, what, busy_timeout)),
     };
     let mut answers = Vec::with_capacity(count);
     let mut grown = Vec::new();
     for (op, what) in ops {
         let attempt = match op {
             // Alone in its group, a lease update needs no savepoint: the transaction is its own.
-            Op::Lease { .. } if count > 1 => in_savepoint(&mut tx, op, settings, &mut grown).await,
-            op => execute(&mut tx, op, settings, &mut grown).await,
+            Op::Lease { .. } if count > 1 => in_savepoint(&mut tx, op, settings, &mut grown),
+            op => execute(&tx, op, settings, &mut grown),
         };
         match attempt {
             Ok(outcome) => answers.push(Ok(outcome)),
             // The store's own refusal or a corrupt row: nothing of this write was changed.
             Err(Fault::Store(error)) => answers.push(Err(error)),
-            Err(Fault::Driver(error)) => {
-                // The transaction may be broken: commit nothing of the group.
-                let error = store_error(error, what, busy_timeout);
-                let _ = tx.rollback().await;
-                return fail_all(error);
-            }
+            // The transaction may be broken: commit nothing of the group (dropping it rolls back).
+            Err(Fault::Sqlite(error)) => return fail_all(writer_error(&error, what, busy_timeout)),
         }
     }
-    match tx.commit().await {
+    match tx.commit() {
         Ok(()) => {
             changed.append(&mut grown);
             answers
         }
-        Err(error) => fail_all(store_error(error, what, busy_timeout)),
+        Err(error) => fail_all(writer_error(&error, what, busy_timeout)),
     }
 }
 
 /// Runs `op` in a savepoint that is undone when the op fails on its own data.
-async fn in_savepoint(
-    connection: &mut SqliteConnection,
+fn in_savepoint(
+    connection: &mut rusqlite::Transaction<'_>,
     op: Op,
     settings: &Settings,
     grown: &mut Vec<TaskId>,
 ) -> Result<Outcome, Fault> {
-    let mut savepoint = connection.begin().await?;
-    match execute(&mut savepoint, op, settings, grown).await {
+    let savepoint = connection.savepoint()?;
+    match execute(&savepoint, op, settings, grown) {
         Ok(outcome) => {
-            savepoint.commit().await?;
+            savepoint.commit()?;
             Ok(outcome)
         }
-        Err(Fault::Store(error)) => {
-            savepoint.rollback().await?;
-            Err(Fault::Store(error))
-        }
+        // Dropping the savepoint rolls it back.
         Err(fault) => Err(fault),
     }
 }
 
-async fn execute(
-    connection: &mut SqliteConnection,
-    op: Op,
-    settings: &Settings,
-    grown: &mut Vec<TaskId>,
-) -> Result<Outcome, Fault> {
+fn execute(connection: &Connection, op: Op, settings: &Settings, grown: &mut Vec<TaskId>) -> Result<Outcome, Fault> {
     match op {
-        Op::Create { record, event, then, now } => create(connection, *record, event, then, now, settings, grown).await,
+        Op::Create { record, event, then, now } => create(connection, *record, &event, &then, now, settings, grown),
         Op::Append { id, expected, events, execution_owner, now } => {
-            let record = append(connection, &id, &expected, events, execution_owner.as_deref(), now, grown).await?;
+            let record = append(connection, &id, &expected, events, execution_owner.as_deref(), now, grown)?;
             if let Some(record) = &record {
                 settings.note_due(record);
             }
             Ok(Outcome::Written(record))
         }
         Op::Lease { sql, id, worker, expires_at, now } => {
-            let row = sqlx::query(sql)
-                .bind(id.as_str())
-                .bind(worker)
-                .bind(sql_time(expires_at))
-                .bind(sql_time(now))
-                .fetch_optional(&mut *connection)
-                .await?;
-            let record = row.as_ref().map(decode_record).transpose()?;
+            let mut statement = connection.prepare_cached(sql)?;
+            let columns = statement
+                .query_row((id.as_str(), worker.as_str(), sql_time(expires_at), sql_time(now)), record_row)
+                .optional()?;
+            let record = columns.map(record_from_columns).transpose()?;
             if let Some(record) = &record {
                 settings.note_due(record);
             }
             Ok(Outcome::Leased(record))
         }
         Op::Housekeep { now, purge_cutoff } => {
-            let reaped = reap(connection, now, grown).await?;
-            purge(connection, purge_cutoff).await?;
+            let reaped = reap(connection, now, grown)?;
+            purge(connection, purge_cutoff)?;
             Ok(Outcome::Housekept(reaped))
         }
     }
 }
 
-async fn create(
-    connection: &mut SqliteConnection,
+/// The columns of [`record_columns`] from a row.
+fn record_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordColumns> {
+    Ok(RecordColumns {
+        owner: row.get("owner_hash")?,
+        task: row.get("task")?,
+        payload: row.get("payload")?,
+        admission: row.get("admission_expires_at")?,
+        lease_owner: row.get("lease_owner")?,
+        lease_expires_at: row.get("lease_expires_at")?,
+        lease_phase: row.get("lease_phase")?,
+    })
+}
+
+fn encode(value: &impl serde::Serialize, column: &str) -> Result<String, Fault> {
+    Ok(to_json(serde_json::to_string(value), column)?)
+}
+
+fn create(
+    connection: &Connection,
     mut record: StoredTask,
-    event: TaskEventKind,
-    then: Vec<TaskEventKind>,
+    event: &TaskEventKind,
+    then: &[TaskEventKind],
     now: Millis,
     settings: &Settings,
     grown: &mut Vec<TaskId>,
 ) -> Result<Outcome, Fault> {
     // Everything is encoded before the first change.
-    let payload = to_json(serde_json::to_string(&record.payload), "payload")?;
+    let payload = encode(&record.payload, "payload")?;
     let mut kinds = Vec::with_capacity(1 + then.len());
-    kinds.push(to_json(serde_json::to_string(&event), "task_events.kind")?);
-    for kind in &then {
-        kinds.push(to_json(serde_json::to_string(kind), "task_events.kind")?);
+    kinds.push(encode(event, "task_events.kind")?);
+    for kind in then {
+        kinds.push(encode(kind, "task_events.kind")?);
         apply_to_record(&mut record, kind, now);
     }
-    let task = to_json(serde_json::to_string(&record.task), "task")?;
+    let task = encode(&record.task, "task")?;
     if let Some(capacity) = settings.capacity
-        && unfinished(connection).await? >= capacity
+        && unfinished(connection)? >= capacity
         // Abandoned reservations make room before the limit is enforced.
-        && (reap(connection, now, grown).await? == 0 || unfinished(connection).await? >= capacity)
+        && (reap(connection, now, grown)? == 0 || unfinished(connection)? >= capacity)
     {
         return Ok(Outcome::Created(Err(Refusal::Full(capacity))));
     }
     let id = &record.task.id;
     let lease = record.lease.as_ref();
-    let inserted = sqlx::query(
-        "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
-                            admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence,
-                            skill)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-         ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id.as_str())
-    .bind(record.owner.to_hex())
-    .bind(record.task.context_id.as_deref())
-    .bind(state_name(record.task.state))
-    .bind(sql_time(record.task.created_at))
-    .bind(sql_time(record.task.updated_at))
-    .bind(task)
-    .bind(payload)
-    .bind(record.admission_expires_at.map(sql_time))
-    .bind(lease.map(|lease| lease.owner_id.as_str()))
-    .bind(lease.map(|lease| sql_time(lease.expires_at)))
-    .bind(lease.map(|lease| phase_name(lease.phase)))
-    .bind(i64::try_from(kinds.len()).unwrap_or(i64::MAX))
-    .bind(record.task.skill.as_str())
-    .execute(&mut *connection)
-    .await?;
-    if inserted.rows_affected() == 0 {
+    let inserted = connection
+        .prepare_cached(
+            "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
+                                admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence,
+                                skill)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(rusqlite::params![
+            id.as_str(),
+            record.owner.to_hex(),
+            record.task.context_id.as_deref(),
+            state_name(record.task.state),
+            sql_time(record.task.created_at),
+            sql_time(record.task.updated_at),
+            task,
+            payload,
+            record.admission_expires_at.map(sql_time),
+            lease.map(|lease| lease.owner_id.as_str()),
+            lease.map(|lease| sql_time(lease.expires_at)),
+            lease.map(|lease| phase_name(lease.phase)),
+            i64::try_from(kinds.len()).unwrap_or(i64::MAX),
+            record.task.skill.as_str(),
+        ])?;
+    if inserted == 0 {
         return Ok(Outcome::Created(Err(Refusal::Duplicate)));
     }
-    insert_events(connection, id, 1, now, kinds).await?;
+    // The first entry is dated with the task's creation, the ones after it with the store's clock.
+    insert_events(connection, id, 1, (record.task.created_at, now), kinds)?;
     settings.note_due(&record);
     grown.push(id.clone());
     Ok(Outcome::Created(Ok(record)))
 }
 
 /// How many tasks have not ended.
-async fn unfinished(connection: &mut SqliteConnection) -> Result<usize, Fault> {
+fn unfinished(connection: &Connection) -> Result<usize, Fault> {
     let count: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE terminal = 0").fetch_one(&mut *connection).await?;
+        connection.prepare_cached("SELECT COUNT(*) FROM tasks WHERE terminal = 0")?.query_row([], |row| row.get(0))?;
     Ok(usize::try_from(count).unwrap_or(usize::MAX))
 }
 
-async fn append(
-    connection: &mut SqliteConnection,
+fn append(
+    connection: &Connection,
     id: &TaskId,
     expected: &[TaskState],
     events: Vec<TaskEventKind>,
@@ -389,12 +508,12 @@ async fn append(
     now: Millis,
     grown: &mut Vec<TaskId>,
 ) -> Result<Option<StoredTask>, Fault> {
-    let row = sqlx::query(concat!("SELECT last_sequence, ", record_columns!(), " FROM tasks WHERE id = ?1"))
-        .bind(id.as_str())
-        .fetch_optional(&mut *connection)
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    let mut record = decode_record(&row)?;
+    let row = connection
+        .prepare_cached(concat!("SELECT last_sequence, ", record_columns!(), " FROM tasks WHERE id = ?1"))?
+        .query_row([id.as_str()], |row| Ok((row.get::<_, i64>("last_sequence")?, record_row(row)?)))
+        .optional()?;
+    let Some((last_sequence, columns)) = row else { return Ok(None) };
+    let mut record = record_from_columns(columns)?;
     let owner_holds =
         execution_owner.is_none_or(|owner| record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner));
     if !expected.contains(&record.task.state) || !owner_holds {
@@ -405,102 +524,121 @@ async fn append(
     }
     let mut kinds = Vec::with_capacity(events.len());
     for event in &events {
-        kinds.push(to_json(serde_json::to_string(event), "task_events.kind")?);
+        kinds.push(encode(event, "task_events.kind")?);
         apply_to_record(&mut record, event, now);
     }
-    let first = row.try_get::<i64, _>("last_sequence")? + 1;
-    write_change(connection, &record.task, record.lease.as_ref(), record.admission_expires_at, first, now, kinds)
-        .await?;
+    let task = encode(&record.task, "task")?;
+    write_change(
+        connection,
+        &record.task,
+        &task,
+        record.lease.as_ref(),
+        record.admission_expires_at,
+        last_sequence + 1,
+        now,
+        kinds,
+    )?;
     grown.push(id.clone());
     Ok(Some(record))
 }
 
 /// Cancels, with a status event each, the tasks whose admission expired without a claim and
 /// those whose prepared lease lapsed; clears both fields. Returns how many.
-async fn reap(connection: &mut SqliteConnection, now: Millis, grown: &mut Vec<TaskId>) -> Result<usize, Fault> {
-    let rows = sqlx::query(
-        "SELECT id, task, last_sequence FROM tasks
-         WHERE admission_expires_at <= ?1 AND lease_owner IS NULL AND terminal = 0
-         UNION ALL
-         SELECT id, task, last_sequence FROM tasks
-         WHERE lease_phase = 'prepared' AND lease_expires_at <= ?1 AND terminal = 0",
-    )
-    .bind(sql_time(now))
-    .fetch_all(&mut *connection)
-    .await?;
+fn reap(connection: &Connection, now: Millis, grown: &mut Vec<TaskId>) -> Result<usize, Fault> {
+    let rows = connection
+        .prepare_cached(
+            "SELECT id, task, last_sequence FROM tasks
+             WHERE admission_expires_at <= ?1 AND lease_owner IS NULL AND terminal = 0
+             UNION ALL
+             SELECT id, task, last_sequence FROM tasks
+             WHERE lease_phase = 'prepared' AND lease_expires_at <= ?1 AND terminal = 0",
+        )?
+        .query_map([sql_time(now)], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
     let cancel = TaskEventKind::Status { state: TaskState::Canceled, message: None };
-    let kind = to_json(serde_json::to_string(&cancel), "task_events.kind")?;
+    let kind = encode(&cancel, "task_events.kind")?;
     // Decoded and encoded before the first change.
     let mut changes = Vec::with_capacity(rows.len());
-    for row in rows {
-        let id = TaskId::new(row.try_get::<String, _>("id")?);
-        let mut task = crate::rows::decode_task(&row.try_get::<String, _>("task")?)?;
+    for (id, task, last_sequence) in rows {
+        let mut task = crate::rows::decode_task(&task)?;
         apply_event(&mut task, &cancel, now);
-        changes.push((id, task, row.try_get::<i64, _>("last_sequence")? + 1));
+        let json = encode(&task, "task")?;
+        changes.push((TaskId::new(id), task, json, last_sequence + 1));
     }
     let reaped = changes.len();
-    for (id, task, sequence) in changes {
-        write_change(connection, &task, None, None, sequence, now, vec![kind.clone()]).await?;
+    for (id, task, json, sequence) in changes {
+        write_change(connection, &task, &json, None, None, sequence, now, vec![kind.clone()])?;
         grown.push(id);
     }
     Ok(reaped)
 }
 
 /// Deletes terminal tasks last changed at or before `cutoff`, with their logs.
-async fn purge(connection: &mut SqliteConnection, cutoff: i64) -> Result<(), Fault> {
+fn purge(connection: &Connection, cutoff: i64) -> Result<(), Fault> {
     if cutoff >= 0 {
-        sqlx::query("DELETE FROM tasks WHERE terminal = 1 AND updated_at <= ?1")
-            .bind(cutoff)
-            .execute(&mut *connection)
-            .await?;
+        connection.prepare_cached("DELETE FROM tasks WHERE terminal = 1 AND updated_at <= ?1")?.execute([cutoff])?;
     }
     Ok(())
 }
 
-/// Writes a changed record and appends its events (already encoded), numbered from `first`.
-async fn write_change(
-    connection: &mut SqliteConnection,
+/// Writes a changed record (its task already encoded as `task_json`) and appends its events
+/// (already encoded), numbered from `first`.
+#[allow(clippy::too_many_arguments)]
+fn write_change(
+    connection: &Connection,
     task: &Task,
+    task_json: &str,
     lease: Option<&ExecutionLease>,
     admission_expires_at: Option<Millis>,
     first: i64,
     at: Millis,
     kinds: Vec<String>,
 ) -> Result<(), Fault> {
-    let task_json = to_json(serde_json::to_string(task), "task")?;
     let last = first + i64::try_from(kinds.len()).unwrap_or(i64::MAX) - 1;
-    sqlx::query(
-        "UPDATE tasks
-         SET state = ?2, updated_at = ?3, task = ?4, admission_expires_at = ?5,
-             lease_owner = ?6, lease_expires_at = ?7, lease_phase = ?8, last_sequence = ?9
-         WHERE id = ?1",
-    )
-    .bind(task.id.as_str())
-    .bind(state_name(task.state))
-    .bind(sql_time(task.updated_at))
-    .bind(task_json)
-    .bind(admission_expires_at.map(sql_time))
-    .bind(lease.map(|lease| lease.owner_id.as_str()))
-    .bind(lease.map(|lease| sql_time(lease.expires_at)))
-    .bind(lease.map(|lease| phase_name(lease.phase)))
-    .bind(last)
-    .execute(&mut *connection)
-    .await?;
-    insert_events(connection, &task.id, first, at, kinds).await
+    connection
+        .prepare_cached(
+            "UPDATE tasks
+             SET state = ?2, updated_at = ?3, task = ?4, admission_expires_at = ?5,
+                 lease_owner = ?6, lease_expires_at = ?7, lease_phase = ?8, last_sequence = ?9
+             WHERE id = ?1",
+        )?
+        .execute(rusqlite::params![
+            task.id.as_str(),
+            state_name(task.state),
+            sql_time(task.updated_at),
+            task_json,
+            admission_expires_at.map(sql_time),
+            lease.map(|lease| lease.owner_id.as_str()),
+            lease.map(|lease| sql_time(lease.expires_at)),
+            lease.map(|lease| phase_name(lease.phase)),
+            last,
+        ])?;
+    insert_events(connection, &task.id, first, (at, at), kinds)
 }
 
-/// Appends log entries (their kinds already encoded) numbered from `first`, in one statement.
-async fn insert_events(
-    connection: &mut SqliteConnection,
+/// Appends log entries (their kinds already encoded) numbered from `first`, in one statement: the
+/// first dated `at.0`, the others `at.1`.
+fn insert_events(
+    connection: &Connection,
     id: &TaskId,
     first: i64,
-    at: Millis,
+    (first_at, at): (Millis, Millis),
     kinds: Vec<String>,
 ) -> Result<(), Fault> {
-    let mut insert = QueryBuilder::<Sqlite>::new("INSERT INTO task_events (task_id, sequence, at, kind) ");
-    insert.push_values(kinds.into_iter().zip(first..), |mut row, (kind, sequence)| {
-        row.push_bind(id.as_str().to_owned()).push_bind(sequence).push_bind(sql_time(at)).push_bind(kind);
-    });
-    insert.build().execute(&mut *connection).await?;
+    let mut sql = String::from("INSERT INTO task_events (task_id, sequence, at, kind) VALUES ");
+    let mut values = Vec::with_capacity(4 * kinds.len());
+    for (index, (kind, sequence)) in kinds.into_iter().zip(first..).enumerate() {
+        sql.push_str(if index == 0 { "(?, ?, ?, ?)" } else { ", (?, ?, ?, ?)" });
+        let at = if index == 0 { first_at } else { at };
+        values.extend([
+            SqlValue::Text(id.as_str().to_owned()),
+            SqlValue::Integer(sequence),
+            SqlValue::Integer(sql_time(at)),
+            SqlValue::Text(kind),
+        ]);
+    }
+    connection.prepare_cached(&sql)?.execute(rusqlite::params_from_iter(values))?;
     Ok(())
 }

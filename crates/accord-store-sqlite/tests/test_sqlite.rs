@@ -13,7 +13,7 @@ use accord_engine::task::{
     TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
 };
 use accord_engine::{Artifact, Message, Part, SkillError, TaskState};
-use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
+use accord_store_sqlite::{SqliteStore, SqliteStoreConfig, Synchronous};
 use serde_json::json;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 use sqlx::{Connection, SqliteConnection};
@@ -416,6 +416,54 @@ async fn a_url_opens_the_file_it_names() {
     create(&store, record(owner("alice"), now_ms(), None)).await;
     store.close().await;
     assert!(path.is_file(), "the database file exists at the URL's path");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durability levels
+// ---------------------------------------------------------------------------------------------
+
+/// At the default `synchronous = NORMAL`, ordinary writes are not synced one by one, but every
+/// write of a paid task (its create, its lease changes, its appends) is synced to disk before it
+/// is answered; a refused write of a paid task syncs nothing. At `FULL`, SQLite syncs every commit
+/// itself and the store adds no sync of its own.
+#[tokio::test]
+async fn paid_tasks_are_synced_at_every_write_whatever_the_level() {
+    let dir = ScratchDir::new();
+    let store = open(&dir.database()).await;
+    assert_eq!(store.config().synchronous, Synchronous::Normal, "the default level");
+    let alice = owner("alice");
+    let now = now_ms();
+
+    let unpaid = create(&store, record(alice, now, Some(now + MINUTE))).await;
+    write(&store, &unpaid, status(TaskState::Working), None, now).await;
+    assert_eq!(store.paid_syncs(), 0, "unpaid writes are committed without a sync of their own");
+
+    let mut paid = record(alice, now, Some(now + MINUTE));
+    paid.payload.paid = true;
+    let paid = create(&store, paid).await;
+    assert_eq!(store.paid_syncs(), 1, "the paid task's creation is synced");
+    assert!(store.claim_execution(&paid, "w", now + MINUTE, now).await.expect("claim").is_some());
+    assert_eq!(store.paid_syncs(), 2, "so is its claim");
+    write(&store, &paid, completed(json!("paid for")), Some("w"), now).await;
+    assert_eq!(store.paid_syncs(), 3, "and its result");
+    let refused = store.compare_and_set(&paid, ACTIVE_STATES, status(TaskState::Working), None, now).await;
+    assert_eq!(refused.expect("compare and set"), None);
+    assert_eq!(store.paid_syncs(), 3, "a refused write changed nothing to sync");
+    store.close().await;
+
+    let reopened = open(&dir.database()).await;
+    let stored = reopened.get(&paid).await.expect("get").expect("the paid task survives");
+    assert!(stored.payload.paid, "the mark is stored with the payload");
+    reopened.close().await;
+
+    let dir = ScratchDir::new();
+    let config = SqliteStoreConfig::new(dir.database()).synchronous(Synchronous::Full);
+    let full = SqliteStore::open(config).await.expect("open at FULL");
+    let mut paid = record(alice, now, Some(now + MINUTE));
+    paid.payload.paid = true;
+    create(&full, paid).await;
+    assert_eq!(full.paid_syncs(), 0, "at FULL every commit is synced by SQLite already");
+    full.close().await;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ macro_rules! store_conformance_tests {
             create_is_readable_as_soon_as_it_returns,
             create_rejects_a_duplicate_id,
             create_logs_the_first_event_with_sequence_one,
+            create_with_stores_a_running_task_in_one_step,
+            create_with_stores_nothing_when_refused,
+            append_all_checks_once_and_appends_every_event_or_none,
+            append_all_is_atomic_against_a_racing_cancel,
             events_since_returns_the_log_in_order,
             get_returns_the_owner_for_the_caller_to_check,
             list_never_returns_another_owners_task,
@@ -351,6 +355,127 @@ pub async fn create_logs_the_first_event_with_sequence_one(factory: impl StoreFa
     assert_eq!(created.sequence, 1);
     assert_eq!(created.kind, submitted());
     assert_eq!(bench.log(&id, &alice).await, vec![created], "the log holds exactly the creation event");
+}
+
+/// `create_with` stores a record, its first entry and the entries after it in one step: a task
+/// reserved, claimed and `working` at once, with the caller's message in its history. Its active
+/// lease blocks other claims, and once it lapses the task is a recovery candidate like any other.
+pub async fn create_with_stores_a_running_task_in_one_step(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let mut record = new_record(alice, bench.base, Some("context-1"), None);
+    record.lease = lease("a", bench.at(MINUTE), LeasePhase::Active);
+    let id = record.task.id.clone();
+    let asked = message("do the work");
+    let then = vec![asked.clone(), status(TaskState::Working)];
+    let stored = bench.store.create_with(record.clone(), submitted(), then).await.expect("create with");
+
+    assert_eq!(stored.task.state, TaskState::Working);
+    assert_eq!(stored.task.history, vec![agent_message("do the work")]);
+    assert_eq!(stored.task.version, record.task.version + 2, "each entry after the first is applied once");
+    assert_eq!((stored.lease.clone(), stored.admission_expires_at), (record.lease.clone(), None));
+    assert_eq!(bench.record(&id).await, stored, "what it returns is what is stored");
+    let log = bench.log(&id, &alice).await;
+    let kinds: Vec<_> = log.iter().map(|event| (event.sequence, event.kind.clone())).collect();
+    assert_eq!(kinds, vec![(1, submitted()), (2, asked), (3, status(TaskState::Working))]);
+    assert_eq!(log[0].at, bench.base, "the first entry is dated with the task's creation");
+
+    let claim = bench.store.claim_execution(&id, "b", bench.at(2 * MINUTE), bench.at(1)).await.expect("claim");
+    assert_eq!(claim, None, "the live active lease blocks another worker");
+    assert_eq!(bench.store.expired_active_leases(bench.at(1), 10).await.expect("expired"), Vec::<TaskId>::new());
+    assert_eq!(bench.store.reap_expired_admissions(bench.at(2 * MINUTE)).await.expect("reap"), 0, "not reaped");
+    let lapsed = bench.store.expired_active_leases(bench.at(2 * MINUTE), 10).await.expect("expired");
+    assert_eq!(lapsed, vec![id.clone()], "recovered like any task whose worker died");
+    let taken = bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), bench.at(2 * MINUTE)).await;
+    assert!(taken.expect("claim").is_some(), "another worker takes it over once the lease lapsed");
+}
+
+/// A `create_with` refused (a duplicate id) stores none of its entries and leaves the existing
+/// task as it was.
+pub async fn create_with_stores_nothing_when_refused(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let original = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+    let id = bench.create(original.clone()).await;
+    let mut twin = new_record(alice, bench.at(1), None, None);
+    twin.task.id = id.clone();
+    let then = vec![message("again"), status(TaskState::Working)];
+    let refused = bench.store.create_with(twin, submitted(), then).await.expect_err("a duplicate id is refused");
+    assert_eq!(refused, StoreError::DuplicateId(id.clone()));
+    assert_eq!(bench.record(&id).await, original);
+    assert_eq!(bench.log(&id, &alice).await.len(), 1);
+}
+
+/// `append_all` checks its condition once and then appends every event, in order, applying each;
+/// when the condition fails it appends none. A run's whole end (artifacts, then the result) is
+/// one write, fenced like any other; an empty batch changes nothing.
+pub async fn append_all_checks_once_and_appends_every_event_or_none(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.running(alice, "a", bench.at(10 * MINUTE)).await;
+    let before = bench.log(&id, &alice).await.len();
+    let end = vec![artifact("a1", "part one", false), artifact("a2", "part two", false), result(json!({"ok": true}))];
+
+    let stale = bench.store.append_all(&id, RUNNING_STATES, end.clone(), Some("b"), bench.at(1)).await;
+    assert_eq!(stale.expect("append all"), None, "a worker without the lease writes nothing");
+    let unchanged = bench.store.append_all(&id, RUNNING_STATES, Vec::new(), Some("a"), bench.at(1)).await;
+    let unchanged = unchanged.expect("append all").expect("the condition holds");
+    assert_eq!(bench.log(&id, &alice).await.len(), before, "an empty batch appends nothing");
+    assert_eq!(unchanged, bench.record(&id).await);
+
+    let ended = bench.store.append_all(&id, RUNNING_STATES, end.clone(), Some("a"), bench.at(2)).await;
+    let ended = ended.expect("append all").expect("the lease holder ends the run");
+    assert_eq!(ended.task.state, TaskState::Completed);
+    assert_eq!(ended.task.artifacts.len(), 2);
+    assert_eq!(ended.lease, None, "the terminal entry clears the lease, even as the last of a batch");
+    assert_eq!(ended.task.version, unchanged.task.version + 3);
+    let log = bench.log(&id, &alice).await;
+    let tail: Vec<_> = log[before..].iter().map(|event| (event.sequence, event.kind.clone())).collect();
+    let sequences = (before as u64 + 1..).zip(end.clone()).collect::<Vec<_>>();
+    assert_eq!(tail, sequences, "every event, in order, numbered without gaps");
+
+    // A batch on a task that has ended is refused whole.
+    let late = bench.store.append_all(&id, RUNNING_STATES, end, None, bench.at(3)).await;
+    assert_eq!(late.expect("append all"), None);
+    assert_eq!(bench.log(&id, &alice).await.len(), log.len(), "nothing of a refused batch is appended");
+}
+
+/// A cancellation racing a run's final batch (artifacts and result) has exactly one winner, and
+/// the log never holds part of the batch: either the whole end of the run, or the cancellation
+/// and none of it.
+pub async fn append_all_is_atomic_against_a_racing_cancel(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for round in 0..10 {
+        let id = bench.running(alice, "a", bench.at(10 * MINUTE)).await;
+        let end = vec![artifact("a1", "one", false), artifact("a2", "two", false), result(json!(round))];
+        let (store, batch_id) = (Arc::clone(&bench.store), id.clone());
+        let batch = tokio::spawn(async move {
+            store.append_all(&batch_id, RUNNING_STATES, end, Some("a"), now_ms()).await.expect("append all")
+        });
+        let (store, cancel_id) = (Arc::clone(&bench.store), id.clone());
+        let cancel = tokio::spawn(async move {
+            store
+                .compare_and_set(&cancel_id, ACTIVE_STATES, status(TaskState::Canceled), None, now_ms())
+                .await
+                .expect("compare and set")
+        });
+        let (batch, cancel) = (batch.await.expect("batch task"), cancel.await.expect("cancel task"));
+        assert!(batch.is_some() != cancel.is_some(), "exactly one wins in round {round}");
+        let kinds: Vec<_> = bench.log(&id, &alice).await.into_iter().map(|event| event.kind).collect();
+        let artifacts = kinds.iter().filter(|kind| matches!(kind, TaskEventKind::Artifact { .. })).count();
+        match batch {
+            Some(record) => {
+                assert_eq!(artifacts, 2);
+                assert_eq!(record.task.state, TaskState::Completed);
+                assert!(kinds.last().is_some_and(|kind| matches!(kind, TaskEventKind::Result { .. })));
+            }
+            None => {
+                assert_eq!(artifacts, 0, "no part of the losing batch is in the log");
+                assert_eq!(kinds.last(), Some(&status(TaskState::Canceled)));
+            }
+        }
+    }
 }
 
 /// `events_since` returns the entries after a sequence number, in order, numbered without gaps.

@@ -137,6 +137,78 @@ mod memory_store {
         assert!(store.create(record(alice, base + 30_000, None), submitted()).await.is_err(), "then the store is full");
     }
 
+    fn budgeted(max_bytes: usize) -> Arc<MemoryStore> {
+        Arc::new(MemoryStore::new(MemoryStoreConfig { max_bytes, ..MemoryStoreConfig::default() }))
+    }
+
+    fn sized(owner: OwnerHash, created_at: Millis, bytes: usize) -> StoredTask {
+        let mut record = record(owner, created_at, None);
+        record.payload.input = json!({ "text": "x".repeat(bytes) });
+        record
+    }
+
+    /// The byte budget counts what tasks hold: a task's input, and what its log adds (twice: the
+    /// record holds it too); when a new task does not fit, the terminal tasks changed longest ago
+    /// are evicted until it does.
+    #[tokio::test]
+    async fn the_byte_budget_evicts_the_oldest_terminal_tasks_until_a_new_one_fits() {
+        let store = budgeted(100_000);
+        let alice = owner("alice");
+        let now = now_ms();
+        let first = create(&store, sized(alice, now, 30_000)).await;
+        let after_one = store.bytes();
+        assert!((30_000..31_000).contains(&after_one), "the input is counted: {after_one}");
+        let second = create(&store, sized(alice, now, 30_000)).await;
+        complete(&store, &first, now + 1).await;
+        complete(&store, &second, now + 2).await;
+        let big = TaskEventKind::Message { message: accord_engine::Message::agent_text("y".repeat(5_000)) };
+        store.compare_and_set(&second, &[TaskState::Completed], big, None, now + 2).await.expect("append");
+        assert!(store.bytes() >= 2 * after_one + 10_000, "an entry counts twice: {}", store.bytes());
+
+        // 30,000 more do not fit beside both: the oldest terminal task makes room.
+        let third = create(&store, sized(alice, now, 30_000)).await;
+        assert!(!exists(&store, &first).await, "the oldest terminal task was evicted");
+        assert!(exists(&store, &second).await && exists(&store, &third).await);
+        assert!(store.bytes() <= 100_000, "within the budget: {}", store.bytes());
+        assert_eq!(store.len(), 2);
+    }
+
+    /// Unfinished tasks are never evicted: a task that does not fit beside them is refused, as is
+    /// a task larger than the whole budget; a refused task leaves nothing behind.
+    #[tokio::test]
+    async fn the_byte_budget_refuses_what_does_not_fit_beside_unfinished_tasks() {
+        let store = budgeted(100_000);
+        let alice = owner("alice");
+        let now = now_ms();
+        let running = create(&store, sized(alice, now, 60_000)).await;
+        let refused = store.create(sized(alice, now, 60_000), submitted()).await;
+        assert_eq!(refused.expect_err("it does not fit"), StoreError::BytesExhausted { budget: 100_000 });
+        let huge = store.create(sized(alice, now, 200_000), submitted()).await;
+        assert_eq!(huge.expect_err("larger than the budget"), StoreError::BytesExhausted { budget: 100_000 });
+        assert_eq!(store.len(), 1);
+        let before = store.bytes();
+
+        // Once the running task ends, it is evicted for the next one.
+        complete(&store, &running, now + 1).await;
+        assert!(store.bytes() > before, "its result is counted");
+        create(&store, sized(alice, now, 60_000)).await;
+        assert!(!exists(&store, &running).await);
+
+        // Through the runtime, a full budget is the capacity failure every face reports.
+        let store = budgeted(4_000);
+        let runtime = runtime(Arc::clone(&store));
+        let input = runtime
+            .agent()
+            .skill("work")
+            .expect("the skill")
+            .validate_input(json!({ "text": "z".repeat(5_000) }))
+            .expect("valid input");
+        let failure = runtime.reserve(Reservation::new(alice, input)).await.expect_err("too big for the store");
+        assert!(matches!(failure, TaskFailure::BytesExhausted { budget: 4_000 }), "{failure:?}");
+        assert!(failure.to_string().contains("4000 bytes"), "{failure}");
+        assert!(store.is_empty());
+    }
+
     #[tokio::test]
     async fn capacity_refuses_new_work_when_every_task_is_active() {
         let store = bounded(2);
@@ -162,7 +234,8 @@ mod memory_store {
     #[tokio::test]
     async fn terminal_tasks_expire_after_the_retention() {
         let retention = Duration::from_millis(50);
-        let store = Arc::new(MemoryStore::new(MemoryStoreConfig { max_tasks: 100, retention }));
+        let store =
+            Arc::new(MemoryStore::new(MemoryStoreConfig { max_tasks: 100, retention, ..MemoryStoreConfig::default() }));
         let alice = owner("alice");
         let base = now_ms();
 

@@ -21,14 +21,47 @@ use crate::run::TaskState;
 pub struct MemoryStoreConfig {
     /// The most tasks kept at once (default 1,000). Must be at least 1.
     pub max_tasks: usize,
+    /// The most bytes the tasks kept may take, as [`MemoryStore::bytes`] counts them (default
+    /// 64 MiB): records, inputs, histories, artifacts, results and logs.
+    pub max_bytes: usize,
     /// How long a terminal task is kept after its last change (default 24 h).
     pub retention: Duration,
 }
 
 impl Default for MemoryStoreConfig {
     fn default() -> Self {
-        Self { max_tasks: 1000, retention: Duration::from_secs(24 * 60 * 60) }
+        Self { max_tasks: 1000, max_bytes: 64 << 20, retention: Duration::from_secs(24 * 60 * 60) }
     }
+}
+
+/// What a record or a log entry is counted as, beyond its JSON form: its place in the maps and
+/// indexes, and the fixed parts of its structures.
+const RECORD_OVERHEAD: usize = 256;
+const EVENT_OVERHEAD: usize = 64;
+
+/// The length of `value`'s JSON form, without writing it anywhere: what a task's content is
+/// counted as against the byte budget.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Counting never fails; a value that cannot be serialized counts what was written before.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// What a log entry adds: itself, and about as much again in the record it changes (a message
+/// joins the history, an artifact the artifacts, a result the result).
+fn event_bytes(kind: &TaskEventKind) -> usize {
+    EVENT_OVERHEAD + 2 * json_len(kind)
 }
 
 /// The records, with an index of the terminal ones by last change: eviction and retention take
@@ -37,6 +70,8 @@ impl Default for MemoryStoreConfig {
 struct Entries {
     map: HashMap<TaskId, Entry>,
     terminal: std::collections::BTreeSet<(Millis, TaskId)>,
+    /// The sum of every entry's `bytes`.
+    bytes: usize,
 }
 
 impl Entries {
@@ -61,11 +96,13 @@ impl Entries {
         self.map.get_mut(id).map(|entry| &mut entry.record)
     }
 
-    /// Changes a record through `change`, keeping the terminal index right.
+    /// Changes a record through `change`, keeping the terminal index and the byte count right.
     fn change<R>(&mut self, id: &TaskId, change: impl FnOnce(&mut Entry) -> R) -> Option<R> {
         let entry = self.map.get_mut(id)?;
         let before = index_key(&entry.record);
+        let bytes_before = entry.bytes;
         let result = change(entry);
+        self.bytes = self.bytes - bytes_before + entry.bytes;
         let after = index_key(&entry.record);
         if before != after {
             if let Some(key) = before {
@@ -82,17 +119,25 @@ impl Entries {
         if let Some(key) = index_key(&entry.record) {
             self.terminal.insert(key);
         }
-        if let Some(old) = self.map.insert(id, entry)
-            && let Some(key) = index_key(&old.record)
-        {
-            self.terminal.remove(&key);
+        self.bytes += entry.bytes;
+        if let Some(old) = self.map.insert(id, entry) {
+            self.bytes -= old.bytes;
+            if let Some(key) = index_key(&old.record) {
+                self.terminal.remove(&key);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &TaskId) {
+        if let Some(entry) = self.map.remove(id) {
+            self.bytes -= entry.bytes;
         }
     }
 
     /// Removes and returns the terminal task changed longest ago.
     fn evict_oldest_terminal(&mut self) -> Option<TaskId> {
         let (_, id) = self.terminal.pop_first()?;
-        self.map.remove(&id);
+        self.remove(&id);
         Some(id)
     }
 
@@ -102,7 +147,7 @@ impl Entries {
             && *updated_at <= cutoff
         {
             if let Some((_, id)) = self.terminal.pop_first() {
-                self.map.remove(&id);
+                self.remove(&id);
             }
         }
     }
@@ -110,6 +155,7 @@ impl Entries {
     fn clear(&mut self) {
         self.map.clear();
         self.terminal.clear();
+        self.bytes = 0;
     }
 }
 
@@ -121,13 +167,19 @@ fn index_key(record: &StoredTask) -> Option<(Millis, TaskId)> {
 struct Entry {
     record: StoredTask,
     events: Vec<TaskEvent>,
+    /// What the entry counts against the byte budget.
+    bytes: usize,
 }
 
 /// A task store in this process's memory (`durability = process`).
 ///
-/// Bounded: at most [`MemoryStoreConfig::max_tasks`] tasks; when full, the terminal task changed
-/// longest ago is evicted; when no task is terminal, new tasks are refused. Terminal tasks expire
-/// after the retention. Expired admissions are reaped before capacity is enforced.
+/// Bounded: at most [`MemoryStoreConfig::max_tasks`] tasks taking at most
+/// [`MemoryStoreConfig::max_bytes`]; when a new task does not fit, the terminal tasks changed
+/// longest ago are evicted until it does; when only unfinished tasks remain, it is refused
+/// ([`StoreError::CapacityExhausted`], [`StoreError::BytesExhausted`]). A task admitted may grow
+/// past the byte budget while it runs (its output is never refused): the next new task makes room
+/// or is refused. Terminal tasks expire after the retention. Expired admissions are reaped before
+/// capacity is enforced.
 pub struct MemoryStore {
     config: MemoryStoreConfig,
     entries: Mutex<Entries>,
@@ -178,6 +230,24 @@ impl MemoryStore {
         self.wakeups.wake(id);
     }
 
+    /// What the tasks kept take against [`MemoryStoreConfig::max_bytes`]: the length of their
+    /// JSON forms (records and log entries, counting each entry's content twice, since the record
+    /// holds it too) plus a fixed amount per record and per entry. An estimate of the memory
+    /// they use, not a measure.
+    pub fn bytes(&self) -> usize {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner).bytes
+    }
+
+    /// How many tasks are kept.
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Whether no task is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Reaps expired admissions and purges terminal tasks past retention; returns the reaped ids.
     fn retention_ms(&self) -> Millis {
         self.config.retention.as_millis() as Millis
@@ -223,17 +293,25 @@ fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
 }
 
 fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) {
+    entry.bytes += event_bytes(&kind);
     apply_to_record(&mut entry.record, &kind, now);
     let sequence = entry.events.last().map_or(1, |last| last.sequence + 1);
     entry.events.push(TaskEvent { task_id: entry.record.task.id.clone(), sequence, at: now, kind });
 }
 
-/// Evicts terminal tasks, oldest change first, until there is room for one more; refuses when only
-/// unfinished tasks remain.
-fn make_room(entries: &mut Entries, max_tasks: usize) -> Result<(), StoreError> {
-    while entries.len() >= max_tasks {
+/// Evicts terminal tasks, oldest change first, until there is room for one more task of `bytes`;
+/// refuses when only unfinished tasks remain (or the task alone exceeds the budget).
+fn make_room(entries: &mut Entries, config: &MemoryStoreConfig, bytes: usize) -> Result<(), StoreError> {
+    if bytes > config.max_bytes {
+        return Err(StoreError::BytesExhausted { budget: config.max_bytes });
+    }
+    while entries.len() >= config.max_tasks || entries.bytes + bytes > config.max_bytes {
         if entries.evict_oldest_terminal().is_none() {
-            return Err(StoreError::CapacityExhausted { capacity: max_tasks });
+            return Err(if entries.len() >= config.max_tasks {
+                StoreError::CapacityExhausted { capacity: config.max_tasks }
+            } else {
+                StoreError::BytesExhausted { budget: config.max_bytes }
+            });
         }
     }
     Ok(())
@@ -276,12 +354,19 @@ impl TaskStore for MemoryStore {
         then: Vec<TaskEventKind>,
     ) -> Result<StoredTask, StoreError> {
         let now = now_ms();
+        // Counted before the lock is taken.
+        let bytes = RECORD_OVERHEAD
+            + json_len(&record.task)
+            + json_len(&record.payload)
+            + EVENT_OVERHEAD
+            + json_len(&event)
+            + then.iter().map(event_bytes).sum::<usize>();
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
         let admitted = if entries.contains_key(&record.task.id) {
             Err(StoreError::DuplicateId(record.task.id.clone()))
         } else {
-            make_room(&mut entries, self.config.max_tasks)
+            make_room(&mut entries, &self.config, bytes)
         };
         if let Err(error) = admitted {
             drop(entries);
@@ -291,12 +376,14 @@ impl TaskStore for MemoryStore {
             return Err(error);
         }
         let id = record.task.id.clone();
-        let mut entry = Entry { record, events: Vec::with_capacity(1 + then.len()) };
+        let mut entry = Entry { record, events: Vec::with_capacity(1 + then.len()), bytes: 0 };
         // The creation event describes the record as given; it is logged, not applied twice.
-        entry.events.push(TaskEvent { task_id: id.clone(), sequence: 1, at: now, kind: event });
+        let at = entry.record.task.created_at;
+        entry.events.push(TaskEvent { task_id: id.clone(), sequence: 1, at, kind: event });
         for kind in then {
             append(&mut entry, kind, now);
         }
+        entry.bytes = bytes;
         let stored = entry.record.clone();
         self.note_due(&entry.record);
         entries.insert(id.clone(), entry);

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
@@ -125,6 +125,11 @@ pub enum TaskFailure {
         /// The store's capacity.
         capacity: usize,
     },
+    /// The in-process store's byte budget is taken by unfinished tasks.
+    BytesExhausted {
+        /// The budget, in bytes.
+        budget: usize,
+    },
     /// The execution claim could not be taken or was lost.
     ClaimLost {
         /// The id.
@@ -159,6 +164,9 @@ impl std::fmt::Display for TaskFailure {
             Self::CapacityExhausted { capacity } => {
                 write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
             }
+            Self::BytesExhausted { budget } => {
+                write!(f, "A2A task memory ({budget} bytes) is exhausted by active tasks")
+            }
             Self::ClaimLost { id } => write!(f, "the execution claim on task {id} was lost"),
             Self::NotWaiting { id, state } if state.is_terminal() => {
                 write!(f, "Task \"{id}\" has ended and takes no more messages")
@@ -177,6 +185,7 @@ impl From<StoreError> for TaskFailure {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::CapacityExhausted { capacity } => Self::CapacityExhausted { capacity },
+            StoreError::BytesExhausted { budget } => Self::BytesExhausted { budget },
             StoreError::Closed => Self::Closed,
             other => Self::Store(other),
         }
@@ -218,10 +227,9 @@ struct RuntimeInner {
     agent: Agent,
     store: Arc<dyn TaskStore>,
     config: RuntimeConfig,
-    /// The cancellation tokens of the runs on this worker, with a number per run: a run that
-    /// ends removes its own entry only, never that of a later run of the same task (a follow-up
-    /// resumed on this worker).
-    local: Mutex<HashMap<TaskId, (u64, CancellationToken)>>,
+    /// The runs on this worker, each with a number: a run that ends removes its own entry only,
+    /// never that of a later run of the same task (a follow-up resumed on this worker).
+    local: Mutex<HashMap<TaskId, LocalRun>>,
     runs: std::sync::atomic::AtomicU64,
     closing: CancellationToken,
 }
@@ -235,9 +243,24 @@ impl RuntimeInner {
         (self.config.lease_ttl / 3).max(Duration::from_millis(10))
     }
 
-    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, (u64, CancellationToken)>> {
+    fn local(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, LocalRun>> {
         self.local.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Tells the local run's watchers the task as this worker's write just stored it.
+    fn publish(&self, task: Task) {
+        if let Some(run) = self.local().get(&task.id) {
+            run.latest.send_replace(task);
+        }
+    }
+}
+
+/// A run on this worker.
+struct LocalRun {
+    number: u64,
+    cancel: CancellationToken,
+    /// The task as this run's last committed write left it.
+    latest: watch::Sender<Task>,
 }
 
 /// Runs tasks for an agent over a [`TaskStore`]. Cheap to clone; clones share everything.
@@ -505,8 +528,8 @@ impl TaskRuntime {
     /// Records a terminal `event` on a task that has not ended, and stops its local handler.
     async fn end(&self, id: &TaskId, event: TaskEventKind) -> Result<Task, TaskFailure> {
         if let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? {
-            if let Some((_, token)) = self.inner.local().get(id) {
-                token.cancel();
+            if let Some(run) = self.inner.local().get(id) {
+                run.cancel.cancel();
             }
             return Ok(record.task);
         }
@@ -549,10 +572,20 @@ impl TaskRuntime {
         let Some(record) = self.inner.store.compare_and_set(id, ACTIVE_STATES, event, None, now_ms()).await? else {
             return Err(TaskFailure::CancelRace { id: id.clone() });
         };
-        if let Some((_, token)) = self.inner.local().get(id) {
-            token.cancel();
+        if let Some(run) = self.inner.local().get(id) {
+            run.cancel.cancel();
         }
         Ok(record.task)
+    }
+
+    /// The task as the run on this worker leaves it with each write — `None` when the task does
+    /// not run here. Every value is a committed state of the task; the channel closes when the
+    /// run ends, whether or not its end was written by it (a cancellation is written by whoever
+    /// cancels). A way to wait for a local run without reading the store; the log
+    /// ([`TaskRuntime::events`]) remains the truth. The caller must already know the task is the
+    /// owner's: this does not check.
+    pub fn watch_local_run(&self, id: &TaskId) -> Option<watch::Receiver<Task>> {
+        self.inner.local().get(id).map(|run| run.latest.subscribe())
     }
 
     /// The owner's task's events after sequence `after` (0: from the start), then live ones,
@@ -576,7 +609,7 @@ impl TaskRuntime {
     /// store keeps them `working` with leases another worker can recover; then the store closes.
     pub async fn close(&self) {
         self.inner.closing.cancel();
-        let tokens: Vec<_> = self.inner.local().values().map(|(_, token)| token.clone()).collect();
+        let tokens: Vec<_> = self.inner.local().values().map(|run| run.cancel.clone()).collect();
         for token in tokens {
             token.cancel();
         }
@@ -706,7 +739,8 @@ fn submitted() -> TaskEventKind {
 fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, valid: ValidInput) {
     let cancel = CancellationToken::new();
     let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    inner.local().insert(task.id.clone(), (run, cancel.clone()));
+    let (latest, _) = watch::channel(task.clone());
+    inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
     tokio::spawn(execute(Arc::clone(inner), task, valid, cancel, run));
 }
 
@@ -850,7 +884,7 @@ fn merged_metadata(
 /// Removes this run's cancellation token, unless a later run of the task has replaced it.
 fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
     let mut local = inner.local();
-    if local.get(id).is_some_and(|(current, _)| *current == run) {
+    if local.get(id).is_some_and(|current| current.number == run) {
         local.remove(id);
     }
 }
@@ -860,7 +894,7 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
 /// reaped.
 async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, worker: &str) {
     match inner.store.append_all(id, RUNNING_STATES, events, Some(worker), now_ms()).await {
-        Ok(Some(_)) => {}
+        Ok(Some(record)) => inner.publish(record.task),
         Ok(None) => tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over"),
         Err(error) => tracing::error!(task = %id, %error, "could not record the task outcome"),
     }
@@ -1008,7 +1042,7 @@ impl From<TaskFailure> for Error {
             TaskFailure::NotFound { .. } => ErrorKind::TaskNotFound,
             TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
             TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
-            TaskFailure::CapacityExhausted { .. } => ErrorKind::CapacityExhausted,
+            TaskFailure::CapacityExhausted { .. } | TaskFailure::BytesExhausted { .. } => ErrorKind::CapacityExhausted,
             TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
             TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
             TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,

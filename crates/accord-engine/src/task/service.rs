@@ -535,12 +535,32 @@ impl TaskService {
         Ok(TaskUpdates { snapshot: Some(task), events })
     }
 
-    /// Waits until `task` settles or `limit` passes, watching the log after the snapshot.
+    /// Waits until `task` settles or `limit` passes: through the run on this worker when the task
+    /// runs here (no store read), else by watching the log after the snapshot.
     async fn until_settled(&self, task: Task, owner: &OwnerHash, limit: Duration) -> Result<Task, Error> {
         if is_settled(task.state) {
             return Ok(task);
         }
         let id = task.id.clone();
+        let deadline = tokio::time::Instant::now() + limit;
+        if let Some(mut run) = self.runtime.watch_local_run(&id) {
+            let settled = async {
+                loop {
+                    let latest = run.borrow_and_update().clone();
+                    if is_settled(latest.state) {
+                        return Some(latest);
+                    }
+                    // Closed: the run ended without writing its end (it was cancelled).
+                    run.changed().await.ok()?;
+                }
+            };
+            match tokio::time::timeout_at(deadline, settled).await {
+                Ok(Some(task)) => return Ok(task),
+                Err(_elapsed) => return Ok(self.runtime.get(&id, owner).await?),
+                Ok(None) => {}
+            }
+        }
+        let limit = deadline.saturating_duration_since(tokio::time::Instant::now());
         let mut events = self.runtime.events(&id, owner, after_snapshot(&task)).await?;
         let settle = async {
             while let Some(Ok(event)) = events.next().await {

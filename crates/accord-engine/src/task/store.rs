@@ -64,6 +64,12 @@ pub enum StoreError {
         /// The store's capacity.
         capacity: usize,
     },
+    /// An in-process store's byte budget is taken by tasks that are not terminal (or the task
+    /// alone is larger than the budget).
+    BytesExhausted {
+        /// The budget, in bytes.
+        budget: usize,
+    },
     /// The store has been closed.
     Closed,
     /// The backing storage failed; the message is for operators, not callers.
@@ -76,6 +82,9 @@ impl std::fmt::Display for StoreError {
             Self::DuplicateId(id) => write!(f, "task {id} exists already"),
             Self::CapacityExhausted { capacity } => {
                 write!(f, "task capacity ({capacity}) is exhausted by active tasks")
+            }
+            Self::BytesExhausted { budget } => {
+                write!(f, "the task store's byte budget ({budget} bytes) is exhausted by active tasks")
             }
             Self::Closed => f.write_str("the task store is closed"),
             Self::Unavailable(reason) => write!(f, "the task store is unavailable: {reason}"),
@@ -326,8 +335,9 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(TaskEvent { task_id, sequence: 1, at: created.task.created_at, kind: event })
     }
 
-    /// Stores a new record with `event` as its first log entry (sequence 1, describing the
-    /// record as given: logged, not applied), then appends each of `then` in order and applies
+    /// Stores a new record with `event` as its first log entry (sequence 1, dated with the task's
+    /// `created_at`, describing the record as given: logged, not applied), then appends each of
+    /// `then` (dated with the store's clock) in order and applies
     /// it with [`apply_to_record`] — all in one atomic step, durable before it returns. Returns the
     /// record as stored (after `then`).
     ///

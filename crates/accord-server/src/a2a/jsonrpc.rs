@@ -91,7 +91,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         Err(error) => return rpc_error(id, &error),
     };
     let owner = caller_of(parts.extensions.get::<Principal>());
-    let resource = super::resource_of(&parts.headers, &parts.uri, &parts.extensions);
+    let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
     let last_event_id =
         parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);

@@ -223,6 +223,12 @@ impl A2aCore {
     /// Starts or continues the task a message asks for, paying for a priced skill through the
     /// x402 extension: the task as it is then (running, waiting for its payment, or ended by its
     /// payment's failure).
+    /// The URL a payment is for ([`resource_of`]); empty when this face takes no payments, so
+    /// that free requests do not build it.
+    pub(crate) fn resource(&self, headers: &http::HeaderMap, uri: &http::Uri, extensions: &http::Extensions) -> String {
+        if self.payments.is_some() { resource_of(headers, uri, extensions) } else { String::new() }
+    }
+
     async fn start(&self, send: SendRequest, resource: String) -> Result<Task, A2aError> {
         let follow_up = send.task_id.is_some();
         let mut payment = x402::X402Payment::new(self.payments.as_ref(), resource, send.message.as_ref(), follow_up);

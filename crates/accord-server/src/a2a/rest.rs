@@ -150,7 +150,7 @@ fn from_query<T: DeserializeOwned + Validate>(
 
 async fn send(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
-    let resource = super::resource_of(request.headers(), request.uri(), request.extensions());
+    let resource = state.core.resource(request.headers(), request.uri(), request.extensions());
     let result = async {
         let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
         body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
@@ -164,7 +164,7 @@ async fn send(State(state): Shared, params: Params, request: Request) -> Respons
 
 async fn stream(State(state): Shared, params: Params, request: Request) -> Response {
     let owner = owner(&request);
-    let resource = super::resource_of(request.headers(), request.uri(), request.extensions());
+    let resource = state.core.resource(request.headers(), request.uri(), request.extensions());
     let result = async {
         let mut body: a2a::SendMessageRequest = body_of(&state, request).await?;
         body.tenant = with_tenant(body.tenant.take(), tenant_of(&params))?;
