@@ -12,9 +12,22 @@ pub struct PostgresStoreConfig {
     /// The database URL, `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAMS]`. Never
     /// printed with its password: `Debug` redacts it.
     pub url: String,
-    /// The most connections the store's pool opens (default 10). The store also holds one more
-    /// connection of its own, to listen for task events.
+    /// The most connections the store's pool opens (default 10), for reads and lease updates.
+    /// The store also holds one connection to listen for task events and one per writer
+    /// ([`PostgresStoreConfig::writers`]).
     pub max_connections: u32,
+    /// How many writers commit creates and appends (default 2), each on a connection of its own.
+    /// A writer takes every write queued when it is free and commits them as one transaction;
+    /// while one writer waits for its commit to reach the disk, another prepares the next group,
+    /// and a group that waits for a row lock (held by another worker) does not hold up every
+    /// write of this one. One writer makes the largest groups, which pays when flushes to disk
+    /// are slow; measure before changing it.
+    pub writers: usize,
+    /// The `synchronous_commit` level every connection of the store sets (default
+    /// [`SynchronousCommit::On`]: each commit is flushed to disk before the call that made it
+    /// returns). `None` keeps the level the server, the database or the role sets. Whatever
+    /// it is, a write of a paid task is committed at `on` or stronger.
+    pub synchronous_commit: Option<SynchronousCommit>,
     /// The most tasks that are not terminal at once (default: no limit). Abandoned
     /// reservations are reaped before the limit is enforced; a `create` beyond it fails with
     /// `StoreError::CapacityExhausted`.
@@ -39,6 +52,8 @@ impl PostgresStoreConfig {
         Self {
             url: url.into(),
             max_connections: 10,
+            writers: 2,
+            synchronous_commit: Some(SynchronousCommit::On),
             max_active_tasks: None,
             retention: Duration::from_secs(7 * 24 * 60 * 60),
             statement_timeout: Duration::from_secs(30),
@@ -50,6 +65,18 @@ impl PostgresStoreConfig {
     /// Sets [`PostgresStoreConfig::max_connections`] (at least 1).
     pub fn max_connections(mut self, max_connections: u32) -> Self {
         self.max_connections = max_connections.max(1);
+        self
+    }
+
+    /// Sets [`PostgresStoreConfig::writers`] (at least 1).
+    pub fn writers(mut self, writers: usize) -> Self {
+        self.writers = writers.max(1);
+        self
+    }
+
+    /// Sets [`PostgresStoreConfig::synchronous_commit`].
+    pub fn synchronous_commit(mut self, synchronous_commit: Option<SynchronousCommit>) -> Self {
+        self.synchronous_commit = synchronous_commit;
         self
     }
 
@@ -89,12 +116,45 @@ impl std::fmt::Debug for PostgresStoreConfig {
         f.debug_struct("PostgresStoreConfig")
             .field("url", &redact_url(&self.url))
             .field("max_connections", &self.max_connections)
+            .field("writers", &self.writers)
+            .field("synchronous_commit", &self.synchronous_commit)
             .field("max_active_tasks", &self.max_active_tasks)
             .field("retention", &self.retention)
             .field("statement_timeout", &self.statement_timeout)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("housekeeping_interval", &self.housekeeping_interval)
             .finish()
+    }
+}
+
+/// PostgreSQL's `synchronous_commit` levels, weakest first: how far a commit has gone before
+/// it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum SynchronousCommit {
+    /// `off`: the commit returns before it is flushed; a server crash can lose the last
+    /// acknowledged commits (never corrupting the database).
+    Off,
+    /// `local`: flushed to this server's disk.
+    Local,
+    /// `remote_write`: flushed locally and written (not yet flushed) by synchronous standbys.
+    RemoteWrite,
+    /// `on`: flushed locally and by synchronous standbys, if any.
+    On,
+    /// `remote_apply`: as `on`, and applied by synchronous standbys (visible to their readers).
+    RemoteApply,
+}
+
+impl SynchronousCommit {
+    /// The setting's value, as PostgreSQL spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Local => "local",
+            Self::RemoteWrite => "remote_write",
+            Self::On => "on",
+            Self::RemoteApply => "remote_apply",
+        }
     }
 }
 

@@ -4,6 +4,7 @@ mod config;
 mod sql;
 mod store;
 mod wakeups;
+mod writer;
 
-pub use config::PostgresStoreConfig;
-pub use store::{Housekeeping, LISTENER_APPLICATION_NAME, PostgresStore};
+pub use config::{PostgresStoreConfig, SynchronousCommit};
+pub use store::{Housekeeping, LISTENER_APPLICATION_NAME, PostgresStore, WRITER_APPLICATION_NAME};

@@ -8,9 +8,8 @@
 use accord_engine::TaskState;
 use accord_engine::task::{
     ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, PageStart, StoreError, StoredTask, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskPayload,
+    TaskEventKind, TaskId, TaskPayload, apply_to_record,
 };
-use serde_json::Value;
 use sqlx::QueryBuilder;
 use sqlx::postgres::Postgres;
 use sqlx::types::Json;
@@ -45,35 +44,91 @@ pub(crate) const CHANNEL: &str = "accord_task_events";
 /// The payload that wakes every subscriber.
 pub(crate) const WAKE_ALL: &str = "*";
 
-/// Stores a new record and its creation event (sequence 1) in one statement, and announces it.
-pub(crate) const CREATE: &str = concat!(
+/// Stores new records, each with its first log entries, in one statement; returns the ids
+/// stored. A record whose id exists already is skipped (and its entries with it): the ids missing
+/// from the answer are duplicates. Rows go in in id order, so two groups creating the same ids at
+/// once wait for each other in the same order (never a deadlock).
+///
+/// Nothing is announced: nobody can be subscribed to a task that did not exist (`subscribe`
+/// refuses an unknown task), so a create has nobody to wake. (An announcement would also take
+/// PostgreSQL's database-wide notification lock, held through the commit's flush to disk, and so
+/// serialize the commits of every worker.)
+pub(crate) const CREATE_MANY: &str = concat!(
     "WITH created AS (",
     " INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,",
     "  admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence)",
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1)",
+    " SELECT n.id, n.owner_hash, n.context_id, n.state, n.created_at, n.updated_at, n.task::jsonb,",
+    "  n.payload::jsonb, n.admission_expires_at, n.lease_owner, n.lease_expires_at, n.lease_phase,",
+    "  n.last_sequence",
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],",
+    "  $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[])",
+    " AS n(id, owner_hash, context_id, state, created_at, updated_at, task, payload, admission_expires_at,",
+    "  lease_owner, lease_expires_at, lease_phase, last_sequence)",
+    " ORDER BY n.id COLLATE \"C\"",
+    " ON CONFLICT (id) DO NOTHING",
     " RETURNING id",
     "), logged AS (",
     " INSERT INTO accord_task_events (task_id, sequence, at, kind)",
-    " SELECT id, 1, $13, $14 FROM created",
-    " RETURNING task_id",
+    " SELECT e.task_id, e.sequence, e.at, e.kind::jsonb",
+    " FROM unnest($14::text[], $15::bigint[], $16::bigint[], $17::text[]) AS e(task_id, sequence, at, kind)",
+    " JOIN created ON created.id = e.task_id",
     ")",
-    " SELECT pg_notify('accord_task_events', ",
-    notify_payload!("'1'", "task_id"),
-    ") FROM logged"
+    " SELECT id FROM created"
 );
+
+/// Locks the rows of the tasks `$1` for a group of writes, in id order (so that groups and
+/// reapers locking overlapping tasks, on any worker, never deadlock), and reads them.
+pub(crate) const LOCK_FOR_WRITE: &str =
+    concat!("SELECT id, ", record_columns!(), " FROM accord_tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE");
+
+/// How many tasks are not terminal, and which of the ids `$1` exist already (run once
+/// [`LOCK_CAPACITY`] is held, so that the count includes every create committed before).
+pub(crate) const ACTIVE_AND_EXISTING: &str = concat!(
+    "SELECT (SELECT count(*) FROM accord_tasks WHERE state NOT IN ",
+    terminal_states!(),
+    ") AS active, ARRAY(SELECT id FROM accord_tasks WHERE id = ANY($1)) AS existing"
+);
+
+/// The `synchronous_commit` levels below `on`: a commit at one of them may return before it is
+/// flushed on every synchronous server.
+macro_rules! weaker_than_on {
+    () => {
+        "('off', 'local', 'remote_write')"
+    };
+}
+
+/// Raises this transaction's `synchronous_commit` to `on` when the session's is weaker (an
+/// operator's choice), for a transaction that writes a paid task; returns the level the commit
+/// will use. PostgreSQL reads the level when the transaction commits.
+pub(crate) const RAISE_DURABILITY: &str = concat!(
+    "SELECT CASE WHEN current_setting('synchronous_commit') IN ",
+    weaker_than_on!(),
+    " THEN set_config('synchronous_commit', 'on', true) ELSE current_setting('synchronous_commit') END"
+);
+
+/// The `synchronous_commit` level the transaction would commit with now.
+#[cfg(test)]
+pub(crate) const COMMIT_LEVEL: &str = "SELECT current_setting('synchronous_commit')";
+
+/// The column a lease update returns besides the record: the `synchronous_commit` level its
+/// commit uses, raised to `on` for a paid task (see [`RAISE_DURABILITY`]). A lease update is one
+/// statement in a transaction of its own, so this sets the level of its commit.
+macro_rules! lease_durability {
+    () => {
+        concat!(
+            ", CASE WHEN (payload ->> 'paid')::boolean AND current_setting('synchronous_commit') IN ",
+            weaker_than_on!(),
+            " THEN set_config('synchronous_commit', 'on', true) ELSE current_setting('synchronous_commit') END",
+            " AS commit_level"
+        )
+    };
+}
 
 /// Serializes creations while a capacity limit is enforced, so that two workers cannot both
 /// take the last place (an advisory lock held until the transaction ends).
 pub(crate) const LOCK_CAPACITY: &str = "SELECT pg_advisory_xact_lock(7240531101250283114)";
 
-/// How many tasks are not terminal.
-pub(crate) const COUNT_ACTIVE: &str =
-    concat!("SELECT count(*) FROM accord_tasks WHERE state NOT IN ", terminal_states!());
-
 pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1");
-
-pub(crate) const GET_FOR_UPDATE: &str =
-    concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1 FOR UPDATE");
 
 /// Appends the `list` statement for the owner's tasks matching `query`: the count of all that
 /// match and one page of them, in one snapshot (a row with a NULL task when the page is empty).
@@ -129,7 +184,8 @@ pub(crate) const CLAIM: &str = concat!(
     " AND (lease_owner IS NULL OR lease_expires_at <= $4)",
     " AND (admission_expires_at IS NULL OR admission_expires_at > $4)",
     " RETURNING ",
-    record_columns!()
+    record_columns!(),
+    lease_durability!()
 );
 
 /// Extends `$2`'s live lease to `$3` at `$4`, keeping its phase.
@@ -139,7 +195,8 @@ pub(crate) const RENEW: &str = concat!(
     terminal_states!(),
     " AND lease_owner = $2 AND lease_expires_at > $4",
     " RETURNING ",
-    record_columns!()
+    record_columns!(),
+    lease_durability!()
 );
 
 /// Turns `$2`'s live prepared lease active until `$3` at `$4`.
@@ -149,7 +206,8 @@ pub(crate) const ACTIVATE: &str = concat!(
     terminal_states!(),
     " AND lease_owner = $2 AND lease_phase = 'prepared' AND lease_expires_at > $4",
     " RETURNING ",
-    record_columns!()
+    record_columns!(),
+    lease_durability!()
 );
 
 /// Tasks that reaping terminalizes at `$1`: an admission expired without a lease, or a prepared
@@ -182,19 +240,20 @@ pub(crate) const LOCK_REAPABLE: &str = concat!(
 /// changed task (delivered when the transaction commits).
 pub(crate) const WRITE_CHANGES: &str = concat!(
     "WITH changes AS (",
-    " SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::bigint[], $6::text[],",
+    " SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[],",
     "  $7::bigint[], $8::text[], $9::bigint[])",
     " AS c(id, state, updated_at, task, admission_expires_at, lease_owner, lease_expires_at, lease_phase,",
     "  last_sequence)",
     "), updated AS (",
-    " UPDATE accord_tasks AS t SET state = c.state, updated_at = c.updated_at, task = c.task,",
+    " UPDATE accord_tasks AS t SET state = c.state, updated_at = c.updated_at, task = c.task::jsonb,",
     "  admission_expires_at = c.admission_expires_at, lease_owner = c.lease_owner,",
     "  lease_expires_at = c.lease_expires_at, lease_phase = c.lease_phase, last_sequence = c.last_sequence",
     " FROM changes AS c WHERE t.id = c.id",
     " RETURNING t.id, t.last_sequence",
     "), logged AS (",
     " INSERT INTO accord_task_events (task_id, sequence, at, kind)",
-    " SELECT * FROM unnest($10::text[], $11::bigint[], $12::bigint[], $13::jsonb[])",
+    " SELECT task_id, sequence, at, kind::jsonb",
+    " FROM unnest($10::text[], $11::bigint[], $12::bigint[], $13::text[]) AS e(task_id, sequence, at, kind)",
     " RETURNING task_id",
     ")",
     " SELECT pg_notify('accord_task_events', ",
@@ -325,18 +384,18 @@ fn corrupt(what: &str) -> StoreError {
 #[derive(Default)]
 pub(crate) struct Changes {
     ids: Vec<String>,
-    states: Vec<String>,
+    states: Vec<&'static str>,
     updated_at: Vec<i64>,
-    tasks: Vec<Value>,
+    tasks: Vec<String>,
     admission_expires_at: Vec<Option<i64>>,
     lease_owners: Vec<Option<String>>,
     lease_expires_at: Vec<Option<i64>>,
-    lease_phases: Vec<Option<String>>,
+    lease_phases: Vec<Option<&'static str>>,
     last_sequences: Vec<i64>,
     event_task_ids: Vec<String>,
     event_sequences: Vec<i64>,
     event_times: Vec<i64>,
-    event_kinds: Vec<Value>,
+    event_kinds: Vec<String>,
 }
 
 impl Changes {
@@ -344,78 +403,244 @@ impl Changes {
         self.ids.is_empty()
     }
 
-    /// Adds a record as it now is, and the events appended to it.
-    pub(crate) fn push(
-        &mut self,
-        record: &StoredTask,
-        last_sequence: u64,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
+    /// Adds a locked record as it now is, and the entries appended to it. Fails, adding nothing,
+    /// when the record cannot be encoded.
+    pub(crate) fn push(&mut self, locked: &Locked) -> Result<(), StoreError> {
+        let record = &locked.record;
         let task = &record.task;
+        let encoded = encode(task)?;
         self.ids.push(task.id.as_str().to_owned());
-        self.states.push(state_name(task.state).to_owned());
+        self.states.push(state_name(task.state));
         self.updated_at.push(to_db(task.updated_at));
-        self.tasks.push(to_json(task)?);
+        self.tasks.push(encoded);
         self.admission_expires_at.push(record.admission_expires_at.map(to_db));
         self.lease_owners.push(record.lease.as_ref().map(|lease| lease.owner_id.clone()));
         self.lease_expires_at.push(record.lease.as_ref().map(|lease| to_db(lease.expires_at)));
-        self.lease_phases.push(record.lease.as_ref().map(|lease| phase_name(lease.phase).to_owned()));
-        self.last_sequences.push(to_db(last_sequence));
-        for event in events {
-            self.event_task_ids.push(event.task_id.as_str().to_owned());
+        self.lease_phases.push(record.lease.as_ref().map(|lease| phase_name(lease.phase)));
+        self.last_sequences.push(to_db(locked.last_sequence));
+        for event in &locked.appended {
+            self.event_task_ids.push(task.id.as_str().to_owned());
             self.event_sequences.push(to_db(event.sequence));
             self.event_times.push(to_db(event.at));
-            self.event_kinds.push(to_json(&event.kind)?);
+            self.event_kinds.push(event.kind.clone());
         }
         Ok(())
     }
 
     /// The [`WRITE_CHANGES`] statement with these changes bound.
-    pub(crate) fn statement(self) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    pub(crate) fn statement(&self) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
         sqlx::query(WRITE_CHANGES)
-            .bind(self.ids)
-            .bind(self.states)
-            .bind(self.updated_at)
-            .bind(self.tasks)
-            .bind(self.admission_expires_at)
-            .bind(self.lease_owners)
-            .bind(self.lease_expires_at)
-            .bind(self.lease_phases)
-            .bind(self.last_sequences)
-            .bind(self.event_task_ids)
-            .bind(self.event_sequences)
-            .bind(self.event_times)
-            .bind(self.event_kinds)
+            .bind(self.ids.as_slice())
+            .bind(self.states.as_slice())
+            .bind(self.updated_at.as_slice())
+            .bind(self.tasks.as_slice())
+            .bind(self.admission_expires_at.as_slice())
+            .bind(self.lease_owners.as_slice())
+            .bind(self.lease_expires_at.as_slice())
+            .bind(self.lease_phases.as_slice())
+            .bind(self.last_sequences.as_slice())
+            .bind(self.event_task_ids.as_slice())
+            .bind(self.event_sequences.as_slice())
+            .bind(self.event_times.as_slice())
+            .bind(self.event_kinds.as_slice())
     }
 }
 
-/// The columns [`CREATE`] binds for a new record.
-pub(crate) fn create_statement(
-    record: &StoredTask,
-    created: &TaskEvent,
-) -> Result<sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>, StoreError> {
-    let task = &record.task;
-    let lease = record.lease.as_ref();
-    Ok(sqlx::query(CREATE)
-        .bind(task.id.as_str().to_owned())
-        .bind(record.owner.to_hex())
-        .bind(task.context_id.clone())
-        .bind(state_name(task.state))
-        .bind(to_db(task.created_at))
-        .bind(to_db(task.updated_at))
-        .bind(to_json(task)?)
-        .bind(to_json(&record.payload)?)
-        .bind(record.admission_expires_at.map(to_db))
-        .bind(lease.map(|lease| lease.owner_id.clone()))
-        .bind(lease.map(|lease| to_db(lease.expires_at)))
-        .bind(lease.map(|lease| phase_name(lease.phase)))
-        .bind(to_db(created.at))
-        .bind(to_json(&created.kind)?))
+/// A log entry appended in this transaction, its kind encoded.
+pub(crate) struct Appended {
+    pub(crate) sequence: u64,
+    pub(crate) at: Millis,
+    pub(crate) kind: String,
 }
 
-fn to_json(value: &impl serde::Serialize) -> Result<Value, StoreError> {
-    serde_json::to_value(value)
+/// A record read under its row lock, with the entries appended to it in this transaction.
+pub(crate) struct Locked {
+    pub(crate) record: StoredTask,
+    pub(crate) last_sequence: u64,
+    pub(crate) appended: Vec<Appended>,
+}
+
+impl Locked {
+    pub(crate) fn new(row: TaskRow) -> Result<Self, StoreError> {
+        let (record, last_sequence) = row.into_record()?;
+        Ok(Self { record, last_sequence, appended: Vec::new() })
+    }
+
+    /// Appends `kind` (encoded as `encoded`) and applies it to the record with
+    /// [`apply_to_record`]: a write that ends the execution clears the lease (and, when
+    /// terminal, the admission expiry).
+    pub(crate) fn append(&mut self, kind: &TaskEventKind, encoded: String, now: Millis) {
+        apply_to_record(&mut self.record, kind, now);
+        self.last_sequence += 1;
+        self.appended.push(Appended { sequence: self.last_sequence, at: now, kind: encoded });
+    }
+
+    /// Cancels the task as reaping does.
+    pub(crate) fn reap(&mut self, now: Millis) -> Result<(), StoreError> {
+        let cancel = TaskEventKind::Status { state: TaskState::Canceled, message: None };
+        let encoded = encode(&cancel)?;
+        self.append(&cancel, encoded, now);
+        self.record.lease = None;
+        self.record.admission_expires_at = None;
+        Ok(())
+    }
+}
+
+/// A new record with its first log entries, checked and encoded: what [`CREATE_MANY`] binds for
+/// it.
+#[derive(Clone)]
+pub(crate) struct NewRow {
+    id: String,
+    owner_hash: String,
+    context_id: Option<String>,
+    state: &'static str,
+    created_at: i64,
+    updated_at: i64,
+    task: String,
+    payload: String,
+    admission_expires_at: Option<i64>,
+    lease_owner: Option<String>,
+    lease_expires_at: Option<i64>,
+    lease_phase: Option<&'static str>,
+    /// When the entries after the first were logged.
+    at: i64,
+    /// The log's entries, numbered from 1.
+    kinds: Vec<String>,
+}
+
+impl NewRow {
+    /// `record` as it is stored, with `kinds` (encoded) as its log from sequence 1: the first
+    /// entry dated with the task's `created_at`, the others with `at`. Refuses text PostgreSQL
+    /// cannot store.
+    pub(crate) fn new(record: &StoredTask, kinds: Vec<String>, at: Millis) -> Result<Self, StoreError> {
+        let task = &record.task;
+        let lease = record.lease.as_ref();
+        let texts = [Some(task.id.as_str()), task.context_id.as_deref(), lease.map(|lease| lease.owner_id.as_str())];
+        if texts.into_iter().flatten().any(|text| text.contains('\0')) {
+            return Err(nul_refused("creating a task"));
+        }
+        Ok(Self {
+            id: task.id.as_str().to_owned(),
+            owner_hash: record.owner.to_hex(),
+            context_id: task.context_id.clone(),
+            state: state_name(task.state),
+            created_at: to_db(task.created_at),
+            updated_at: to_db(task.updated_at),
+            task: encode_storable(task, "creating a task")?,
+            payload: encode_storable(&record.payload, "creating a task")?,
+            admission_expires_at: record.admission_expires_at.map(to_db),
+            lease_owner: lease.map(|lease| lease.owner_id.clone()),
+            lease_expires_at: lease.map(|lease| to_db(lease.expires_at)),
+            lease_phase: lease.map(|lease| phase_name(lease.phase)),
+            at: to_db(at),
+            kinds,
+        })
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// New records, as the column arrays [`CREATE_MANY`] binds.
+#[derive(Default)]
+pub(crate) struct NewRows<'a> {
+    ids: Vec<&'a str>,
+    owner_hashes: Vec<&'a str>,
+    context_ids: Vec<Option<&'a str>>,
+    states: Vec<&'static str>,
+    created_at: Vec<i64>,
+    updated_at: Vec<i64>,
+    tasks: Vec<&'a str>,
+    payloads: Vec<&'a str>,
+    admission_expires_at: Vec<Option<i64>>,
+    lease_owners: Vec<Option<&'a str>>,
+    lease_expires_at: Vec<Option<i64>>,
+    lease_phases: Vec<Option<&'static str>>,
+    last_sequences: Vec<i64>,
+    event_task_ids: Vec<&'a str>,
+    event_sequences: Vec<i64>,
+    event_times: Vec<i64>,
+    event_kinds: Vec<&'a str>,
+}
+
+impl<'a> NewRows<'a> {
+    pub(crate) fn push(&mut self, row: &'a NewRow) {
+        self.ids.push(&row.id);
+        self.owner_hashes.push(&row.owner_hash);
+        self.context_ids.push(row.context_id.as_deref());
+        self.states.push(row.state);
+        self.created_at.push(row.created_at);
+        self.updated_at.push(row.updated_at);
+        self.tasks.push(&row.task);
+        self.payloads.push(&row.payload);
+        self.admission_expires_at.push(row.admission_expires_at);
+        self.lease_owners.push(row.lease_owner.as_deref());
+        self.lease_expires_at.push(row.lease_expires_at);
+        self.lease_phases.push(row.lease_phase);
+        self.last_sequences.push(count_to_db(row.kinds.len()));
+        for (sequence, kind) in (1..).zip(&row.kinds) {
+            self.event_task_ids.push(&row.id);
+            self.event_sequences.push(sequence);
+            // The first entry is dated with the task's creation, the ones that follow it with the
+            // store's clock.
+            self.event_times.push(if sequence == 1 { row.created_at } else { row.at });
+            self.event_kinds.push(kind);
+        }
+    }
+
+    /// The [`CREATE_MANY`] statement with these records bound.
+    pub(crate) fn statement(
+        &self,
+    ) -> sqlx::query::QueryScalar<'_, sqlx::Postgres, String, sqlx::postgres::PgArguments> {
+        sqlx::query_scalar(CREATE_MANY)
+            .bind(self.ids.as_slice())
+            .bind(self.owner_hashes.as_slice())
+            .bind(self.context_ids.as_slice())
+            .bind(self.states.as_slice())
+            .bind(self.created_at.as_slice())
+            .bind(self.updated_at.as_slice())
+            .bind(self.tasks.as_slice())
+            .bind(self.payloads.as_slice())
+            .bind(self.admission_expires_at.as_slice())
+            .bind(self.lease_owners.as_slice())
+            .bind(self.lease_expires_at.as_slice())
+            .bind(self.lease_phases.as_slice())
+            .bind(self.last_sequences.as_slice())
+            .bind(self.event_task_ids.as_slice())
+            .bind(self.event_sequences.as_slice())
+            .bind(self.event_times.as_slice())
+            .bind(self.event_kinds.as_slice())
+    }
+}
+
+/// `value` as JSON text.
+pub(crate) fn encode(value: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(value)
         .map_err(|error| StoreError::Unavailable(format!("a task could not be serialized for storage: {error}")))
+}
+
+/// `value` as JSON text that PostgreSQL's JSONB can hold: refused (by `operation`) when it has a
+/// NUL character.
+pub(crate) fn encode_storable(value: &impl serde::Serialize, operation: &str) -> Result<String, StoreError> {
+    let json = encode(value)?;
+    if has_nul_escape(&json) { Err(nul_refused(operation)) } else { Ok(json) }
+}
+
+/// Whether JSON text holds the escape of a NUL character (`\u0000`), which JSONB refuses. The
+/// escape's backslash is one that is not itself escaped: `\\u0000` is a backslash and `u0000`.
+pub(crate) fn has_nul_escape(json: &str) -> bool {
+    json.match_indices("u0000").any(|(at, _)| {
+        let backslashes = json.as_bytes()[..at].iter().rev().take_while(|byte| **byte == b'\\').count();
+        backslashes % 2 == 1
+    })
+}
+
+/// The refusal of a task holding text PostgreSQL cannot store.
+pub(crate) fn nul_refused(operation: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "{operation}: the task holds text PostgreSQL cannot store (a NUL character, \\u0000)"
+    ))
 }
 
 /// One log entry read back.
@@ -431,6 +656,7 @@ pub(crate) fn event(task_id: &TaskId, sequence: i64, at: i64, kind: Json<TaskEve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     const ALL_STATES: [TaskState; 8] = [
         TaskState::Submitted,
@@ -461,11 +687,23 @@ mod tests {
     }
 
     #[test]
-    fn every_write_announces_itself_on_the_channel() {
+    fn every_change_announces_itself_on_the_channel() {
         let notify = format!("pg_notify('{CHANNEL}', ");
-        for statement in [CREATE, WRITE_CHANGES] {
-            assert!(statement.contains(&notify), "{statement}");
-        }
+        assert!(WRITE_CHANGES.contains(&notify), "{WRITE_CHANGES}");
+        assert!(!CREATE_MANY.contains("pg_notify"), "a new task has no subscribers to wake");
+    }
+
+    #[test]
+    fn nul_characters_are_found_in_json_text() {
+        let json = |value: Value| encode(&value).expect("JSON");
+        assert!(has_nul_escape(&json(Value::from("a\u{0}b"))));
+        assert!(has_nul_escape(&json(serde_json::json!({"key\u{0}": 1}))));
+        assert!(has_nul_escape(&json(Value::from("\\\u{0}"))), "a backslash, then a NUL");
+        assert!(!has_nul_escape(&json(Value::from("\\u0000"))), "a backslash, then the text u0000");
+        assert!(!has_nul_escape(&json(Value::from("\\\\u0000"))));
+        assert!(!has_nul_escape(&json(Value::from("u0000"))));
+        let refused = encode_storable(&Value::from("\u{0}"), "creating a task");
+        assert!(matches!(refused, Err(StoreError::Unavailable(message)) if message.contains("NUL character")));
     }
 
     #[test]
@@ -490,6 +728,7 @@ mod tests {
 #[cfg(test)]
 mod plans {
     use super::*;
+    use serde_json::Value;
     use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
     const TASKS: u32 = 100_000;
@@ -596,7 +835,20 @@ mod plans {
                 "expired active leases",
                 sqlx::query_scalar(explain(EXPIRED_ACTIVE_LEASES)).bind(NOW).bind(100_i64).fetch_one(&mut db).await,
             ),
-            ("count active", sqlx::query_scalar(explain(COUNT_ACTIVE)).fetch_one(&mut db).await),
+            (
+                "count active",
+                sqlx::query_scalar(explain(ACTIVE_AND_EXISTING))
+                    .bind(vec!["task-7".to_owned()])
+                    .fetch_one(&mut db)
+                    .await,
+            ),
+            (
+                "lock for a write",
+                sqlx::query_scalar(explain(LOCK_FOR_WRITE))
+                    .bind(vec!["task-7".to_owned(), "task-8".to_owned()])
+                    .fetch_one(&mut db)
+                    .await,
+            ),
             ("purge", sqlx::query_scalar(explain(PURGE)).bind(NOW).bind(256_i64).fetch_one(&mut db).await),
             ("get", sqlx::query_scalar(explain(GET)).bind("task-7").fetch_one(&mut db).await),
             (

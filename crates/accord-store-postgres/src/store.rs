@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    Durability, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId,
-    TaskPage, TaskStore, TaskWakeups, apply_to_record, now_ms,
+    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
+    TaskStore, TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -15,9 +15,10 @@ use sqlx::types::Json;
 use sqlx::{QueryBuilder, Row};
 use tokio::task::JoinHandle;
 
-use crate::config::{PostgresStoreConfig, redact_url};
-use crate::sql::{self, Changes, TaskRow, to_db};
+use crate::config::{PostgresStoreConfig, SynchronousCommit, redact_url};
+use crate::sql::{self, Changes, Locked, NewRow, TaskRow, to_db};
 use crate::wakeups::{self, Wakeups};
+use crate::writer::{self, Op, Outcome, Refusal, Settings, Writers, due_for_reaping};
 
 /// How many tasks one reaping or purging transaction handles.
 const BATCH: i64 = 256;
@@ -25,6 +26,8 @@ const BATCH: i64 = 256;
 const APPLICATION_NAME: &str = "accord";
 /// The `application_name` of the connection that listens for task events.
 pub const LISTENER_APPLICATION_NAME: &str = "accord-listener";
+/// The `application_name` of the writers' connections, which commit creates and appends.
+pub const WRITER_APPLICATION_NAME: &str = "accord-writer";
 
 /// What one round of [`PostgresStore::housekeep`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +51,9 @@ pub struct PostgresStore {
 struct Shared {
     config: PostgresStoreConfig,
     pool: PgPool,
+    writers: Writers,
+    /// What the writers know, shared with them.
+    settings: Arc<Settings>,
     wakeups: Arc<Wakeups>,
     closed: AtomicBool,
 }
@@ -64,67 +70,7 @@ impl std::fmt::Debug for PostgresStore {
 /// Maps a database failure to the store's error: a message for operators naming the operation.
 /// Parameters (owner hashes, payloads) never appear in it: statements only carry them as binds.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-    move |error| match error {
-        sqlx::Error::PoolClosed => StoreError::Closed,
-        sqlx::Error::Database(database) if database.code().as_deref() == Some("22P05") => StoreError::Unavailable(
-            format!("{operation}: the task holds text PostgreSQL cannot store (a NUL character, \\u0000)"),
-        ),
-        other => StoreError::Unavailable(format!("{operation} failed: {other}")),
-    }
-}
-
-fn is_unique_violation(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(database) if database.code().as_deref() == Some("23505"))
-}
-
-/// Whether reaping terminalizes this record at `now`: an admission that expired without a
-/// lease, or a prepared lease that lapsed.
-fn due_for_reaping(record: &StoredTask, now: Millis) -> bool {
-    if record.task.state.is_terminal() {
-        return false;
-    }
-    let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
-    let lapsed =
-        record.lease.as_ref().is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
-    abandoned || lapsed
-}
-
-/// A record read under its row lock, with the events appended to it in this transaction.
-struct Locked {
-    record: StoredTask,
-    last_sequence: u64,
-    appended: Vec<TaskEvent>,
-}
-
-impl Locked {
-    fn new(row: TaskRow) -> Result<Self, StoreError> {
-        let (record, last_sequence) = row.into_record()?;
-        Ok(Self { record, last_sequence, appended: Vec::new() })
-    }
-
-    /// Appends `kind` and applies it to the record; a write that ends the execution (a terminal
-    /// state, or waiting for the caller) clears the lease and the admission expiry.
-    fn append(&mut self, kind: TaskEventKind, now: Millis) {
-        apply_to_record(&mut self.record, &kind, now);
-        self.last_sequence += 1;
-        self.appended.push(TaskEvent {
-            task_id: self.record.task.id.clone(),
-            sequence: self.last_sequence,
-            at: now,
-            kind,
-        });
-    }
-
-    /// Cancels the task as reaping does.
-    fn reap(&mut self, now: Millis) {
-        self.append(TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
-        self.record.lease = None;
-        self.record.admission_expires_at = None;
-    }
-
-    fn changes(&self, changes: &mut Changes) -> Result<(), StoreError> {
-        changes.push(&self.record, self.last_sequence, &self.appended)
-    }
+    move |error| writer::store_error(operation, error)
 }
 
 impl PostgresStore {
@@ -144,13 +90,15 @@ impl PostgresStore {
         let options = PgConnectOptions::from_str(&config.url)
             .map_err(|error| StoreError::Unavailable(format!("invalid PostgreSQL URL {where_to}: {error}")))?;
         let timeout_ms = config.statement_timeout.as_millis().max(1).to_string();
-        let options = options.options([
-            // Commits are durable before they return, whatever the server's default.
-            ("synchronous_commit", "on".to_owned()),
+        let mut settings = vec![
             ("statement_timeout", timeout_ms.clone()),
             ("lock_timeout", timeout_ms.clone()),
             ("idle_in_transaction_session_timeout", timeout_ms),
-        ]);
+        ];
+        if let Some(level) = config.synchronous_commit {
+            settings.push(("synchronous_commit", level.as_str().to_owned()));
+        }
+        let options = options.options(settings);
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
@@ -165,13 +113,27 @@ impl PostgresStore {
             StoreError::Unavailable(format!("cannot migrate the task store schema at {where_to}: {error}"))
         })?;
 
-        let listener_options = options.application_name(LISTENER_APPLICATION_NAME);
+        let listener_options = options.clone().application_name(LISTENER_APPLICATION_NAME);
         let listener = wakeups::open_listener(&listener_options).await.map_err(|error| {
             StoreError::Unavailable(format!("cannot listen for task events at {where_to}: {error}"))
         })?;
 
-        let shared =
-            Arc::new(Shared { config, pool, wakeups: Arc::new(Wakeups::default()), closed: AtomicBool::new(false) });
+        let settings = Arc::new(Settings {
+            options: options.clone().application_name(WRITER_APPLICATION_NAME),
+            capacity: config.max_active_tasks,
+            sessions_flush: config.synchronous_commit.is_some_and(|level| level >= SynchronousCommit::On),
+            #[cfg(test)]
+            commit_levels: Mutex::new(None),
+        });
+        let writers = Writers::start(config.writers, Arc::clone(&settings));
+        let shared = Arc::new(Shared {
+            config,
+            pool,
+            writers,
+            settings,
+            wakeups: Arc::new(Wakeups::default()),
+            closed: AtomicBool::new(false),
+        });
         let mut background =
             vec![tokio::spawn(wakeups::forward(listener, listener_options, Arc::clone(&shared.wakeups)))];
         if let Some(interval) = shared.config.housekeeping_interval {
@@ -299,17 +261,22 @@ impl Shared {
             .map_err(failed("reaping abandoned tasks"))?;
         let mut changes = Changes::default();
         let mut reaped = 0;
+        let mut paid = false;
         for row in rows {
             let mut locked = Locked::new(row)?;
             // The lock re-checked the row in SQL; the same rule in Rust decides.
             if due_for_reaping(&locked.record, now) {
-                locked.reap(now);
-                locked.changes(&mut changes)?;
+                locked.reap(now)?;
+                changes.push(&locked)?;
+                paid |= locked.record.payload.paid;
                 reaped += 1;
             }
         }
         if !changes.is_empty() {
             changes.statement().execute(&mut *tx).await.map_err(failed("reaping abandoned tasks"))?;
+        }
+        if paid && !self.settings.sessions_flush {
+            sqlx::query(sql::RAISE_DURABILITY).execute(&mut *tx).await.map_err(failed("reaping abandoned tasks"))?;
         }
         tx.commit().await.map_err(failed("reaping abandoned tasks"))?;
         Ok(reaped)
@@ -332,49 +299,46 @@ impl Shared {
     ) -> Result<StoredTask, StoreError> {
         const OPERATION: &str = "creating a task";
         let now = now_ms();
-        let at = record.task.created_at;
-        let created = TaskEvent { task_id: record.task.id.clone(), sequence: 1, at, kind: event };
-        // The row is stored as it is after `then`; the entries after the first follow in the same
-        // transaction.
-        let mut stored = Locked { record, last_sequence: 1, appended: Vec::with_capacity(then.len()) };
-        for kind in then {
-            stored.append(kind, now);
+        // Checked and encoded here, by the caller, so that the writer only binds and commits.
+        // The row is stored as it is after `then`, with every entry in its log.
+        let mut record = record;
+        let mut kinds = Vec::with_capacity(1 + then.len());
+        kinds.push(sql::encode_storable(&event, OPERATION)?);
+        for kind in &then {
+            kinds.push(sql::encode_storable(kind, OPERATION)?);
+            apply_to_record(&mut record, kind, now);
         }
-        let statement = sql::create_statement(&stored.record, &created)?;
-        let mut changes = Changes::default();
-        if !stored.appended.is_empty() {
-            stored.changes(&mut changes)?;
+        let row = Box::new(NewRow::new(&record, kinds, now)?);
+        let paid = record.payload.paid;
+        // With a capacity limit, a create refused for want of room is tried once more after
+        // abandoned reservations are reaped.
+        let retry = self.config.max_active_tasks.is_some().then(|| row.clone());
+        let mut outcome = self.writers.submit(Op::Create { row, paid }, OPERATION).await?;
+        if let (Outcome::Created(Err(Refusal::Full(_))), Some(row)) = (&outcome, retry)
+            && self.reap_for_room(now).await?
+        {
+            outcome = self.writers.submit(Op::Create { row, paid }, OPERATION).await?;
         }
-        let outcome = if self.config.max_active_tasks.is_none() && changes.is_empty() {
-            statement.execute(&self.pool).await.map(drop)
-        } else {
-            if self.config.max_active_tasks.is_some() {
-                self.reap_before(OPERATION, now).await?;
-            }
-            let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
-            if let Some(capacity) = self.config.max_active_tasks {
-                sqlx::query(sql::LOCK_CAPACITY).execute(&mut *tx).await.map_err(failed(OPERATION))?;
-                let active: i64 = sqlx::query_scalar(sql::COUNT_ACTIVE)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(failed("counting active tasks"))?;
-                if usize::try_from(active).unwrap_or(usize::MAX) >= capacity {
-                    return Err(StoreError::CapacityExhausted { capacity });
-                }
-            }
-            let mut written = statement.execute(&mut *tx).await.map(drop);
-            if written.is_ok() && !changes.is_empty() {
-                written = changes.statement().execute(&mut *tx).await.map(drop);
-            }
-            match written {
-                Ok(()) => tx.commit().await,
-                Err(error) => Err(error),
-            }
-        };
         match outcome {
-            Ok(()) => Ok(stored.record),
-            Err(error) if is_unique_violation(&error) => Err(StoreError::DuplicateId(stored.record.task.id)),
-            Err(error) => Err(failed(OPERATION)(error)),
+            Outcome::Created(Ok(())) => Ok(record),
+            Outcome::Created(Err(Refusal::Duplicate)) => Err(StoreError::DuplicateId(record.task.id)),
+            Outcome::Created(Err(Refusal::Full(capacity))) => Err(StoreError::CapacityExhausted { capacity }),
+            Outcome::Written(_) => {
+                Err(StoreError::Unavailable(format!("{OPERATION}: the writer answered another write")))
+            }
+        }
+    }
+
+    /// Reaps abandoned work to make room for a create; whether any was reaped. A failure is only
+    /// logged: the create is then refused for want of room.
+    async fn reap_for_room(&self, now: Millis) -> Result<bool, StoreError> {
+        match self.reap(now).await {
+            Ok(reaped) => Ok(reaped > 0),
+            Err(StoreError::Closed) => Err(StoreError::Closed),
+            Err(error) => {
+                tracing::warn!(%error, "reaping abandoned tasks to make room failed");
+                Ok(false)
+            }
         }
     }
 
@@ -426,36 +390,28 @@ impl Shared {
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError> {
         const OPERATION: &str = "updating a task";
-        let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
-        let row: Option<TaskRow> = sqlx::query_as(sql::GET_FOR_UPDATE)
-            .bind(id.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed(OPERATION))?;
-        let Some(row) = row else { return Ok(None) };
-        let mut locked = Locked::new(row)?;
-        // As the in-memory store does, work abandoned by `now` is reaped before the condition is
-        // checked: a lapsed prepared claim cannot be written through.
-        if due_for_reaping(&locked.record, now) {
-            locked.reap(now);
-        }
-        let accepted = expected.contains(&locked.record.task.state)
-            && execution_owner
-                .is_none_or(|owner| locked.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner));
-        if accepted {
-            for event in events {
-                locked.append(event, now);
+        // Encoded here, by the caller; text PostgreSQL cannot store refuses the write only if
+        // the condition holds (the writer decides).
+        let events = events
+            .into_iter()
+            .map(|kind| {
+                let encoded = sql::encode_storable(&kind, OPERATION);
+                (kind, encoded)
+            })
+            .collect();
+        let op = Op::Append {
+            id: id.clone(),
+            expected: expected.to_vec(),
+            events,
+            execution_owner: execution_owner.map(str::to_owned),
+            now,
+        };
+        match self.writers.submit(op, OPERATION).await? {
+            Outcome::Written(record) => Ok(record.map(|record| *record)),
+            Outcome::Created(_) => {
+                Err(StoreError::Unavailable(format!("{OPERATION}: the writer answered another write")))
             }
         }
-        if locked.appended.is_empty() {
-            // Nothing to write; dropping the transaction rolls it back.
-            return Ok(accepted.then_some(locked.record));
-        }
-        let mut changes = Changes::default();
-        locked.changes(&mut changes)?;
-        changes.statement().execute(&mut *tx).await.map_err(failed(OPERATION))?;
-        tx.commit().await.map_err(failed(OPERATION))?;
-        Ok(accepted.then_some(locked.record))
     }
 
     async fn expired_active_leases(&self, now: Millis, count: usize) -> Result<Vec<TaskId>, StoreError> {
@@ -644,7 +600,24 @@ impl TaskStore for PostgresStore {
     async fn close(&self) {
         self.shared.closed.store(true, Ordering::Release);
         self.stop_background();
+        self.shared.writers.stop().await;
         self.shared.wakeups.close();
         self.shared.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+impl PostgresStore {
+    /// Starts recording, for each group the writers commit from now on, whether it wrote a paid
+    /// task and the `synchronous_commit` level its transaction had just before `COMMIT`, as the
+    /// server reports it.
+    pub(crate) fn record_commit_levels(&self) {
+        *self.shared.settings.commit_levels.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
+    }
+
+    /// The levels recorded since the last call.
+    pub(crate) fn commit_levels(&self) -> Vec<(bool, String)> {
+        let mut levels = self.shared.settings.commit_levels.lock().unwrap_or_else(PoisonError::into_inner);
+        levels.as_mut().map(std::mem::take).unwrap_or_default()
     }
 }
