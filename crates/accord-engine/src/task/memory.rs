@@ -91,19 +91,23 @@ impl Entries {
         self.map.contains_key(id)
     }
 
-    /// A record to change without touching its state or last change (its lease, its expiries).
+    /// A live record to change without touching its state or last change (its lease, its
+    /// expiries). `None` for a frozen (terminal) one, which has no lease to change.
     fn lease_mut(&mut self, id: &TaskId) -> Option<&mut StoredTask> {
-        self.map.get_mut(id).map(|entry| &mut entry.record)
+        match &mut self.map.get_mut(id)?.body {
+            Body::Live(live) => Some(&mut live.record),
+            Body::Frozen(_) => None,
+        }
     }
 
-    /// Changes a record through `change`, keeping the terminal index and the byte count right.
+    /// Changes an entry through `change`, keeping the terminal index and the byte count right.
     fn change<R>(&mut self, id: &TaskId, change: impl FnOnce(&mut Entry) -> R) -> Option<R> {
         let entry = self.map.get_mut(id)?;
-        let before = index_key(&entry.record);
+        let before = index_key(id, &entry.head);
         let bytes_before = entry.bytes;
         let result = change(entry);
         self.bytes = self.bytes - bytes_before + entry.bytes;
-        let after = index_key(&entry.record);
+        let after = index_key(id, &entry.head);
         if before != after {
             if let Some(key) = before {
                 self.terminal.remove(&key);
@@ -116,13 +120,13 @@ impl Entries {
     }
 
     fn insert(&mut self, id: TaskId, entry: Entry) {
-        if let Some(key) = index_key(&entry.record) {
+        if let Some(key) = index_key(&id, &entry.head) {
             self.terminal.insert(key);
         }
         self.bytes += entry.bytes;
-        if let Some(old) = self.map.insert(id, entry) {
+        if let Some(old) = self.map.insert(id.clone(), entry) {
             self.bytes -= old.bytes;
-            if let Some(key) = index_key(&old.record) {
+            if let Some(key) = index_key(&id, &old.head) {
                 self.terminal.remove(&key);
             }
         }
@@ -159,26 +163,57 @@ impl Entries {
     }
 }
 
-/// A record's key in the terminal index, when it is terminal.
-fn index_key(record: &StoredTask) -> Option<(Millis, TaskId)> {
-    record.task.state.is_terminal().then(|| (record.task.updated_at, record.task.id.clone()))
+/// An entry's key in the terminal index, when it is terminal.
+fn index_key(id: &TaskId, head: &Head) -> Option<(Millis, TaskId)> {
+    head.state.is_terminal().then(|| (head.updated_at, id.clone()))
 }
 
-/// A task's record and log. A terminal task is kept *frozen*: its content (history, artifacts,
-/// result, input, log) as one compact JSON blob, its record stripped to what lists filter and sort
-/// on; it is decoded when read, and thawed when written to again. Most tasks a store holds have
-/// ended and are rarely read: frozen, they take a fraction of the memory (one allocation instead
-/// of dozens, no small-map nodes) and are dropped in one free when evicted.
+/// A task's record and log.
+///
+/// A terminal task is kept *frozen*: what lists filter and sort on in a small [`Head`], the rest
+/// (history, artifacts, result, input, log) as one compact JSON blob, decoded when read and thawed
+/// when written to again. Most tasks a store holds have ended and are rarely read: frozen, each
+/// takes a fraction of the memory of its live form (two allocations instead of dozens, no
+/// small-map nodes) and is dropped in two frees when evicted.
 struct Entry {
-    /// The record; when frozen, only its id, context, skill, state, times, version, owner and
-    /// lease fields are meaningful.
-    record: StoredTask,
-    /// The log; empty when frozen.
-    events: Vec<TaskEvent>,
-    /// The frozen content.
-    frozen: Option<Box<[u8]>>,
+    head: Head,
+    body: Body,
     /// What the entry counts against the byte budget.
     bytes: usize,
+}
+
+/// What lists filter and sort on, and the owner: the same for live and frozen entries.
+struct Head {
+    owner: OwnerHash,
+    state: TaskState,
+    created_at: Millis,
+    updated_at: Millis,
+    skill: Box<str>,
+    context_id: Option<Box<str>>,
+}
+
+impl Head {
+    fn of(record: &StoredTask) -> Self {
+        let task = &record.task;
+        Self {
+            owner: record.owner,
+            state: task.state,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+            skill: task.skill.as_str().into(),
+            context_id: task.context_id.as_deref().map(Into::into),
+        }
+    }
+}
+
+enum Body {
+    Live(Box<Live>),
+    Frozen(Box<[u8]>),
+}
+
+struct Live {
+    record: StoredTask,
+    events: Vec<TaskEvent>,
 }
 
 /// What a frozen entry's blob holds.
@@ -186,114 +221,124 @@ struct Entry {
 struct Frozen {
     task: Task,
     payload: crate::model::TaskPayload,
+    admission_expires_at: Option<Millis>,
+    lease: Option<ExecutionLease>,
     events: Vec<(u64, Millis, TaskEventKind)>,
 }
 
-impl Entry {
-    /// Freezes a terminal entry (a no-op for one that is live or already frozen).
-    fn freeze(&mut self) {
-        if self.frozen.is_some() || !self.record.task.state.is_terminal() {
-            return;
-        }
-        let mut stripped = Task::submitted(
-            self.record.task.id.clone(),
-            self.record.task.skill.clone(),
-            self.record.task.context_id.clone(),
-            self.record.task.created_at,
-        );
-        stripped.state = self.record.task.state;
-        stripped.updated_at = self.record.task.updated_at;
-        stripped.version = self.record.task.version;
-        let frozen = Frozen {
-            task: std::mem::replace(&mut self.record.task, stripped),
-            payload: std::mem::replace(
-                &mut self.record.payload,
-                crate::model::TaskPayload::new(String::new(), serde_json::Value::Null),
-            ),
-            events: std::mem::take(&mut self.events)
-                .into_iter()
-                .map(|event| (event.sequence, event.at, event.kind))
-                .collect(),
-        };
-        match serde_json::to_vec(&frozen) {
-            Ok(blob) => {
-                self.bytes = RECORD_OVERHEAD + blob.len();
-                self.frozen = Some(blob.into_boxed_slice());
-            }
-            // Engine types always serialize; were one not to, the entry simply stays live.
-            Err(_) => self.restore(frozen),
-        }
-    }
-
-    fn restore(&mut self, frozen: Frozen) {
-        let id = frozen.task.id.clone();
-        self.record.task = frozen.task;
-        self.record.payload = frozen.payload;
-        self.events = frozen
-            .events
-            .into_iter()
-            .map(|(sequence, at, kind)| TaskEvent { task_id: id.clone(), sequence, at, kind })
-            .collect();
-    }
-
-    fn unfreeze(blob: &[u8]) -> Result<Frozen, StoreError> {
+impl Frozen {
+    fn decode(blob: &[u8]) -> Result<Self, StoreError> {
         serde_json::from_slice(blob)
             .map_err(|error| StoreError::Unavailable(format!("an in-memory task could not be read back: {error}")))
     }
 
-    /// Makes a frozen entry live again, to be written to.
-    fn thaw(&mut self) -> Result<(), StoreError> {
-        if let Some(blob) = self.frozen.take() {
-            let frozen = match Self::unfreeze(&blob) {
-                Ok(frozen) => frozen,
-                Err(error) => {
-                    self.frozen = Some(blob);
-                    return Err(error);
-                }
-            };
-            self.restore(frozen);
+    fn into_live(self, owner: OwnerHash) -> Live {
+        let id = self.task.id.clone();
+        let events = self
+            .events
+            .into_iter()
+            .map(|(sequence, at, kind)| TaskEvent { task_id: id.clone(), sequence, at, kind })
+            .collect();
+        let record = StoredTask {
+            task: self.task,
+            owner,
+            payload: self.payload,
+            admission_expires_at: self.admission_expires_at,
+            lease: self.lease,
+        };
+        Live { record, events }
+    }
+}
+
+impl Entry {
+    fn live(live: Live, bytes: usize) -> Self {
+        Self { head: Head::of(&live.record), body: Body::Live(Box::new(live)), bytes }
+    }
+
+    /// The live record and log, thawing a frozen entry first.
+    fn live_mut(&mut self) -> Result<&mut Live, StoreError> {
+        if let Body::Frozen(blob) = &self.body {
+            let live = Frozen::decode(blob)?.into_live(self.head.owner);
             self.bytes = RECORD_OVERHEAD
-                + json_len(&self.record.task)
-                + json_len(&self.record.payload)
-                + self.events.iter().map(|event| event_bytes(&event.kind)).sum::<usize>();
+                + json_len(&live.record.task)
+                + json_len(&live.record.payload)
+                + live.events.iter().map(|event| event_bytes(&event.kind)).sum::<usize>();
+            self.body = Body::Live(Box::new(live));
         }
-        Ok(())
+        match &mut self.body {
+            Body::Live(live) => Ok(live),
+            Body::Frozen(_) => Err(StoreError::Unavailable("an in-memory task could not be thawed".into())),
+        }
+    }
+
+    /// The live record, if the entry is live.
+    fn live_record(&self) -> Option<&StoredTask> {
+        match &self.body {
+            Body::Live(live) => Some(&live.record),
+            Body::Frozen(_) => None,
+        }
+    }
+
+    /// Brings the head up to date after the live record changed, and freezes the entry if the
+    /// task has ended.
+    fn settle(&mut self) {
+        let Body::Live(live) = &mut self.body else { return };
+        self.head = Head::of(&live.record);
+        if !self.head.state.is_terminal() {
+            return;
+        }
+        let Live { record, events } = &**live;
+        let frozen = FrozenRef {
+            task: &record.task,
+            payload: &record.payload,
+            admission_expires_at: record.admission_expires_at,
+            lease: record.lease.as_ref(),
+            events: events.iter().map(|event| (event.sequence, event.at, &event.kind)).collect(),
+        };
+        // Engine types always serialize; were one not to, the entry simply stays live.
+        if let Ok(blob) = serde_json::to_vec(&frozen) {
+            self.bytes = RECORD_OVERHEAD + blob.len();
+            self.body = Body::Frozen(blob.into_boxed_slice());
+        }
     }
 
     /// The whole record.
     fn full_record(&self) -> Result<StoredTask, StoreError> {
-        match &self.frozen {
-            None => Ok(self.record.clone()),
-            Some(blob) => {
-                let frozen = Self::unfreeze(blob)?;
-                Ok(StoredTask { task: frozen.task, payload: frozen.payload, ..self.record.clone() })
-            }
+        match &self.body {
+            Body::Live(live) => Ok(live.record.clone()),
+            Body::Frozen(blob) => Ok(Frozen::decode(blob)?.into_live(self.head.owner).record),
         }
     }
 
     /// The whole task.
     fn full_task(&self) -> Result<Task, StoreError> {
-        match &self.frozen {
-            None => Ok(self.record.task.clone()),
-            Some(blob) => Self::unfreeze(blob).map(|frozen| frozen.task),
+        match &self.body {
+            Body::Live(live) => Ok(live.record.task.clone()),
+            Body::Frozen(blob) => Frozen::decode(blob).map(|frozen| frozen.task),
         }
     }
 
     /// The log entries after `after`.
     fn events_after(&self, after: u64) -> Result<Vec<TaskEvent>, StoreError> {
-        match &self.frozen {
-            None => Ok(self.events.iter().filter(|event| event.sequence > after).cloned().collect()),
-            Some(blob) => {
-                let id = &self.record.task.id;
-                Ok(Self::unfreeze(blob)?
-                    .events
-                    .into_iter()
-                    .filter(|(sequence, _, _)| *sequence > after)
-                    .map(|(sequence, at, kind)| TaskEvent { task_id: id.clone(), sequence, at, kind })
-                    .collect())
+        match &self.body {
+            Body::Live(live) => Ok(live.events.iter().filter(|event| event.sequence > after).cloned().collect()),
+            Body::Frozen(blob) => {
+                let mut events = Frozen::decode(blob)?.into_live(self.head.owner).events;
+                events.retain(|event| event.sequence > after);
+                Ok(events)
             }
         }
     }
+}
+
+/// [`Frozen`], borrowed, for writing the blob without cloning the record.
+#[derive(serde::Serialize)]
+struct FrozenRef<'a> {
+    task: &'a Task,
+    payload: &'a crate::model::TaskPayload,
+    admission_expires_at: Option<Millis>,
+    lease: Option<&'a ExecutionLease>,
+    events: Vec<(u64, Millis, &'a TaskEventKind)>,
 }
 
 /// A task store in this process's memory (`durability = process`).
@@ -399,8 +444,16 @@ impl MemoryStore {
 
     fn recompute_due(&self, entries: &Entries) {
         let retention = self.retention_ms();
-        let due = entries.values().filter_map(|entry| due_of(&entry.record, retention)).min().unwrap_or(Millis::MAX);
+        let due = entries.values().filter_map(|entry| entry_due(entry, retention)).min().unwrap_or(Millis::MAX);
         self.next_due.store(due, Ordering::Release);
+    }
+}
+
+/// When an entry next needs housekeeping ([`due_of`]; a frozen one is terminal).
+fn entry_due(entry: &Entry, retention: Millis) -> Option<Millis> {
+    match entry.live_record() {
+        Some(record) => due_of(record, retention),
+        None => Some(entry.head.updated_at.saturating_add(retention)),
     }
 }
 
@@ -417,11 +470,12 @@ fn due_of(record: &StoredTask, retention: Millis) -> Option<Millis> {
     }
 }
 
-fn append(entry: &mut Entry, kind: TaskEventKind, now: Millis) {
-    entry.bytes += event_bytes(&kind);
-    apply_to_record(&mut entry.record, &kind, now);
-    let sequence = entry.events.last().map_or(1, |last| last.sequence + 1);
-    entry.events.push(TaskEvent { task_id: entry.record.task.id.clone(), sequence, at: now, kind });
+/// Appends to a live entry (its head is brought up to date by [`Entry::settle`]).
+fn append(live: &mut Live, bytes: &mut usize, kind: TaskEventKind, now: Millis) {
+    *bytes += event_bytes(&kind);
+    apply_to_record(&mut live.record, &kind, now);
+    let sequence = live.events.last().map_or(1, |last| last.sequence + 1);
+    live.events.push(TaskEvent { task_id: live.record.task.id.clone(), sequence, at: now, kind });
 }
 
 /// Evicts terminal tasks, oldest change first, until there is room for one more task of `bytes`;
@@ -445,8 +499,8 @@ fn make_room(entries: &mut Entries, config: &MemoryStoreConfig, bytes: usize) ->
 fn reap(entries: &mut Entries, now: Millis) -> Vec<TaskId> {
     let due: Vec<TaskId> = entries
         .values()
-        .filter(|entry| {
-            let record = &entry.record;
+        .filter_map(Entry::live_record)
+        .filter(|record| {
             let abandoned = record.lease.is_none() && record.admission_expires_at.is_some_and(|at| at <= now);
             let lapsed = record
                 .lease
@@ -454,14 +508,15 @@ fn reap(entries: &mut Entries, now: Millis) -> Vec<TaskId> {
                 .is_some_and(|lease| lease.phase == LeasePhase::Prepared && lease.expires_at <= now);
             !record.task.state.is_terminal() && (abandoned || lapsed)
         })
-        .map(|entry| entry.record.task.id.clone())
+        .map(|record| record.task.id.clone())
         .collect();
     for id in &due {
         entries.change(id, |entry| {
-            append(entry, TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
-            entry.record.lease = None;
-            entry.record.admission_expires_at = None;
-            entry.freeze();
+            let Body::Live(live) = &mut entry.body else { return };
+            append(live, &mut entry.bytes, TaskEventKind::Status { state: TaskState::Canceled, message: None }, now);
+            live.record.lease = None;
+            live.record.admission_expires_at = None;
+            entry.settle();
         });
     }
     due
@@ -502,16 +557,17 @@ impl TaskStore for MemoryStore {
             return Err(error);
         }
         let id = record.task.id.clone();
-        let mut entry = Entry { record, events: Vec::with_capacity(1 + then.len()), frozen: None, bytes: 0 };
+        let mut live = Live { record, events: Vec::with_capacity(1 + then.len()) };
         // The creation event describes the record as given; it is logged, not applied twice.
-        let at = entry.record.task.created_at;
-        entry.events.push(TaskEvent { task_id: id.clone(), sequence: 1, at, kind: event });
+        let at = live.record.task.created_at;
+        live.events.push(TaskEvent { task_id: id.clone(), sequence: 1, at, kind: event });
+        let mut counted = 0;
         for kind in then {
-            append(&mut entry, kind, now);
+            append(&mut live, &mut counted, kind, now);
         }
-        entry.bytes = bytes;
-        let stored = entry.record.clone();
-        entry.freeze();
+        let stored = live.record.clone();
+        let mut entry = Entry::live(live, bytes);
+        entry.settle();
         self.note_due(&stored);
         entries.insert(id.clone(), entry);
         drop(entries);
@@ -538,31 +594,30 @@ impl TaskStore for MemoryStore {
         let now = now_ms();
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
-        let mut matching: Vec<&Entry> = entries
-            .values()
-            .filter(|entry| entry.record.owner == *owner)
-            .filter(|entry| {
-                let task = &entry.record.task;
-                query.context_id.as_ref().is_none_or(|context| task.context_id.as_ref() == Some(context))
-                    && query.states.as_ref().is_none_or(|states| states.contains(&task.state))
-                    && query.skill.as_ref().is_none_or(|skill| task.skill == *skill)
-                    && query.updated_after.is_none_or(|after| task.updated_at >= after)
+        let mut matching: Vec<(&TaskId, &Entry)> = entries
+            .map
+            .iter()
+            .filter(|(_, entry)| {
+                let head = &entry.head;
+                head.owner == *owner
+                    && query.context_id.as_deref().is_none_or(|context| head.context_id.as_deref() == Some(context))
+                    && query.states.as_ref().is_none_or(|states| states.contains(&head.state))
+                    && query.skill.as_deref().is_none_or(|skill| *head.skill == *skill)
+                    && query.updated_after.is_none_or(|after| head.updated_at >= after)
             })
             .collect();
-        let key = |entry: &&Entry| (entry.record.task.created_at, entry.record.task.id.clone());
-        matching.sort_unstable_by_key(|entry| std::cmp::Reverse(key(entry)));
+        matching.sort_unstable_by(|(a_id, a), (b_id, b)| (b.head.created_at, *b_id).cmp(&(a.head.created_at, *a_id)));
         let total = matching.len();
         let start = match &query.page {
             PageStart::Offset(offset) => (*offset).min(total),
             // The tasks at or before the cursor in list order come first.
-            PageStart::After(cursor) => matching.partition_point(|entry| {
-                let task = &entry.record.task;
-                (task.created_at, &task.id) >= (cursor.created_at, &cursor.id)
-            }),
+            PageStart::After(cursor) => {
+                matching.partition_point(|(id, entry)| (entry.head.created_at, *id) >= (cursor.created_at, &cursor.id))
+            }
         };
         let end = start.saturating_add(query.limit).min(total);
         // Only the page is copied (or decoded), under the lock.
-        let tasks = matching[start..end].iter().map(|entry| entry.full_task()).collect::<Result<Vec<Task>, _>>();
+        let tasks = matching[start..end].iter().map(|(_, entry)| entry.full_task()).collect::<Result<Vec<Task>, _>>();
         drop(entries);
         for reaped in reaped {
             self.wake(&reaped);
@@ -637,9 +692,13 @@ impl TaskStore for MemoryStore {
         let mut entries = self.lock()?;
         let reaped = self.housekeep(&mut entries, now);
         let allowed = entries.get(id).is_some_and(|entry| {
-            expected.contains(&entry.record.task.state)
-                && execution_owner
-                    .is_none_or(|owner| entry.record.lease.as_ref().is_some_and(|lease| lease.owner_id == owner))
+            expected.contains(&entry.head.state)
+                && execution_owner.is_none_or(|owner| {
+                    entry
+                        .live_record()
+                        .and_then(|record| record.lease.as_ref())
+                        .is_some_and(|lease| lease.owner_id == owner)
+                })
         });
         let changed = allowed && !events.is_empty();
         let result = if allowed {
@@ -648,12 +707,16 @@ impl TaskStore for MemoryStore {
                     if events.is_empty() {
                         return entry.full_record();
                     }
-                    entry.thaw()?;
+                    // Thawed first, so that the count starts from the live form.
+                    entry.live_mut()?;
+                    let mut bytes = entry.bytes;
+                    let live = entry.live_mut()?;
                     for kind in events {
-                        append(entry, kind, now);
+                        append(live, &mut bytes, kind, now);
                     }
-                    let record = entry.record.clone();
-                    entry.freeze();
+                    let record = live.record.clone();
+                    entry.bytes = bytes;
+                    entry.settle();
                     Ok(record)
                 })
                 .transpose()?
@@ -693,10 +756,11 @@ impl TaskStore for MemoryStore {
         let entries = self.lock()?;
         let mut expired: Vec<_> = entries
             .values()
-            .filter_map(|entry| {
-                let lease = entry.record.lease.as_ref()?;
-                (lease.phase == LeasePhase::Active && lease.expires_at <= now && claimable(entry.record.task.state))
-                    .then(|| (lease.expires_at, entry.record.task.id.clone()))
+            .filter_map(Entry::live_record)
+            .filter_map(|record| {
+                let lease = record.lease.as_ref()?;
+                (lease.phase == LeasePhase::Active && lease.expires_at <= now && claimable(record.task.state))
+                    .then(|| (lease.expires_at, record.task.id.clone()))
             })
             .collect();
         expired.sort();
@@ -712,14 +776,14 @@ impl TaskStore for MemoryStore {
         let entries = self.lock()?;
         Ok(entries
             .get(id)
-            .filter(|entry| entry.record.owner == *owner)
+            .filter(|entry| entry.head.owner == *owner)
             .map(|entry| entry.events_after(after))
             .transpose()?)
     }
 
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
         let entries = self.lock()?;
-        let owned = entries.get(id).is_some_and(|entry| entry.record.owner == *owner);
+        let owned = entries.get(id).is_some_and(|entry| entry.head.owner == *owner);
         if !owned {
             return Ok(None);
         }
