@@ -146,9 +146,13 @@ struct Job {
 
 /// How often the checkpointer copies the write-ahead log into the database.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+/// The log size (in pages) past which the checkpointer also restarts the log: the log only starts
+/// over from its beginning once a checkpoint has copied all of it, which under steady writes a
+/// passive checkpoint never does.
+const RESTART_PAGES: i64 = 4_096;
 /// The log size (in pages) at which the writer checkpoints by itself: only when the checkpointer
 /// falls far behind.
-const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
+const WRITER_CHECKPOINT_PAGES: u32 = 65_536;
 /// The page cache of the writer's connection, in KiB (SQLite's negative `cache_size`).
 const WRITER_CACHE_KIB: i64 = 8_192;
 
@@ -257,12 +261,18 @@ impl Writer {
     }
 }
 
-/// Runs a passive checkpoint every [`CHECKPOINT_EVERY`] until `stop` is dropped. A checkpoint
+/// Every [`CHECKPOINT_EVERY`] until `stop` is dropped: a passive checkpoint, which copies the log
+/// into the database beside the writes; then, when the log has grown past [`RESTART_PAGES`], a
+/// restarting one, which copies the little that the passive one left, waits for the writes in
+/// flight and lets the next write start the log over (writes wait for it briefly). A checkpoint
 /// that fails (the database busy past the timeout, say) is logged and tried again next time.
 fn checkpoint_until_stopped(connection: &Connection, stop: &std::sync::mpsc::Receiver<()>) {
+    let checkpoint =
+        |mode: &str| connection.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| row.get::<_, i64>(1));
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
-        let checkpoint = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get::<_, i64>(0));
-        if let Err(error) = checkpoint {
+        let outcome = checkpoint("PASSIVE")
+            .and_then(|pages| if pages > RESTART_PAGES { checkpoint("RESTART").map(drop) } else { Ok(()) });
+        if let Err(error) = outcome {
             tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed");
         }
     }
