@@ -483,29 +483,31 @@ impl TaskStore for SqliteStore {
     ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
         self.ensure_open()?;
         let events = async {
-            let mut tx = self.pool.begin().await?;
-            let stored_owner: Option<String> = sqlx::query_scalar("SELECT owner_hash FROM tasks WHERE id = ?1")
-                .bind(id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-            // Compared as hashes, in constant time.
-            if stored_owner.and_then(|stored| OwnerHash::from_hex(&stored)).is_none_or(|stored| stored != *owner) {
-                return Ok(None);
-            }
+            // One statement, so one snapshot: the owner and the entries after `after` (none: a
+            // single row of NULLs beside the owner; no row: no such task).
             let rows = sqlx::query(
-                "SELECT sequence, at, kind FROM task_events WHERE task_id = ?1 AND sequence > ?2 ORDER BY sequence",
+                "SELECT t.owner_hash, e.sequence, e.at, e.kind
+                 FROM tasks t LEFT JOIN task_events e ON e.task_id = t.id AND e.sequence > ?2
+                 WHERE t.id = ?1
+                 ORDER BY e.sequence",
             )
             .bind(id.as_str())
             .bind(i64::try_from(after).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
+            .fetch_all(&self.pool)
             .await?;
-            tx.commit().await?;
+            let Some(first) = rows.first() else { return Ok(None) };
+            // Compared as hashes, in constant time.
+            let stored_owner: String = first.try_get("owner_hash")?;
+            if OwnerHash::from_hex(&stored_owner).is_none_or(|stored| stored != *owner) {
+                return Ok(None);
+            }
             let mut events = Vec::with_capacity(rows.len());
             for row in rows {
+                let Some(sequence) = row.try_get::<Option<i64>, _>("sequence")? else { continue };
                 let kind: String = row.try_get("kind")?;
                 events.push(TaskEvent {
                     task_id: id.clone(),
-                    sequence: unsigned(row.try_get("sequence")?),
+                    sequence: unsigned(sequence),
                     at: unsigned(row.try_get("at")?),
                     kind: decode_kind(&kind)?,
                 });
