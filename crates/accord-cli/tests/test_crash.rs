@@ -15,7 +15,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
 
 const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
-const TASKS: usize = 200;
+const TASKS: usize = 1000;
 
 struct Worker {
     child: Child,
@@ -51,7 +51,7 @@ fn unique_token() -> String {
     format!("crash-test-{}", AccessToken::generate().expose())
 }
 
-/// Creates 200 slow tasks on worker a, kills a with SIGKILL mid-flight, and waits for worker b to
+/// Creates 1,000 slow tasks on worker a, kills a with SIGKILL mid-flight, and waits for worker b to
 /// finish them all; then checks the store's logs: one result per task.
 async fn kill_one_worker_mid_flight(store_url: &str, store: Arc<dyn TaskStore>) {
     let a = Worker::start(store_url, "worker-a");
@@ -70,7 +70,7 @@ async fn kill_one_worker_mid_flight(store_url: &str, store: Arc<dyn TaskStore>) 
                     .map(|sent| sent.access.task_id)
             }
         })
-        .buffer_unordered(16)
+        .buffer_unordered(64)
         .try_collect()
         .await
         .expect("every task is created");
