@@ -617,6 +617,13 @@ async fn serve(
         );
     }
     let _ = out.flush();
+    // Streams write many small frames: without TCP_NODELAY, Nagle's algorithm holds each one until
+    // the last is acknowledged, and a client's delayed ACK makes that up to 40 ms per frame.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

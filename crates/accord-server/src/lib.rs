@@ -16,6 +16,12 @@
 //!     .build()?;
 //! let app = axum::Router::new().nest("/agents/echo", agent.router());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! // Streams write many small frames: without TCP_NODELAY, each may wait up to 40 ms for the
+//! // client's delayed acknowledgement of the one before.
+//! use axum::serve::ListenerExt;
+//! let listener = listener.tap_io(|stream| {
+//!     let _ = stream.set_nodelay(true);
+//! });
 //! axum::serve(listener, app).await?;
 //! # Ok(()) }
 //! ```
