@@ -147,26 +147,29 @@ mod memory_store {
         record
     }
 
-    /// The byte budget counts what tasks hold: a task's input, and what its log adds (twice: the
-    /// record holds it too); when a new task does not fit, the terminal tasks changed longest ago
-    /// are evicted until it does.
+    /// The byte budget counts what tasks hold: a task's input, and what its log adds (a running
+    /// task's entries twice, since its record holds them too; an ended task's in its compact form);
+    /// when a new task does not fit, the terminal tasks changed longest ago are evicted until it
+    /// does.
     #[tokio::test]
     async fn the_byte_budget_evicts_the_oldest_terminal_tasks_until_a_new_one_fits() {
         let store = budgeted(100_000);
         let alice = owner("alice");
         let now = now_ms();
-        let first = create(&store, sized(alice, now, 30_000)).await;
+        let first = create(&store, sized(alice, now, 35_000)).await;
         let after_one = store.bytes();
-        assert!((30_000..31_000).contains(&after_one), "the input is counted: {after_one}");
-        let second = create(&store, sized(alice, now, 30_000)).await;
+        assert!((35_000..36_000).contains(&after_one), "the input is counted: {after_one}");
+        let second = create(&store, sized(alice, now, 35_000)).await;
         complete(&store, &first, now + 1).await;
         complete(&store, &second, now + 2).await;
+        let ended = store.bytes();
+        assert!((70_000..72_000).contains(&ended), "ended tasks count their compact form: {ended}");
         let big = TaskEventKind::Message { message: accord_engine::Message::agent_text("y".repeat(5_000)) };
         store.compare_and_set(&second, &[TaskState::Completed], big, None, now + 2).await.expect("append");
-        assert!(store.bytes() >= 2 * after_one + 10_000, "an entry counts twice: {}", store.bytes());
+        assert!(store.bytes() >= ended + 5_000, "what the log adds is counted: {}", store.bytes());
 
-        // 30,000 more do not fit beside both: the oldest terminal task makes room.
-        let third = create(&store, sized(alice, now, 30_000)).await;
+        // 35,000 more do not fit beside both: the oldest terminal task makes room.
+        let third = create(&store, sized(alice, now, 35_000)).await;
         assert!(!exists(&store, &first).await, "the oldest terminal task was evicted");
         assert!(exists(&store, &second).await && exists(&store, &third).await);
         assert!(store.bytes() <= 100_000, "within the budget: {}", store.bytes());
@@ -207,6 +210,43 @@ mod memory_store {
         assert!(matches!(failure, TaskFailure::BytesExhausted { budget: 4_000 }), "{failure:?}");
         assert!(failure.to_string().contains("4000 bytes"), "{failure}");
         assert!(store.is_empty());
+    }
+
+    /// A task that has ended is kept in a compact form; it reads back exactly as it was written,
+    /// record and log, whether or not its log alone rebuilds it (a task created with content of
+    /// its own keeps that content), and it is written to again as any other.
+    #[tokio::test]
+    async fn an_ended_task_reads_back_exactly_as_written() {
+        let store = bounded(10);
+        let alice = owner("alice");
+        let now = now_ms();
+        let mut with_content = record(alice, now, None);
+        with_content.task.metadata = Some(json!({"origin": "test"}));
+        with_content.task.history.push(accord_engine::Message::agent_text("created with a history"));
+        for record in [record(alice, now, None), with_content] {
+            let id = create(&store, record).await;
+            let message = TaskEventKind::Message { message: accord_engine::Message::agent_text("a question") };
+            let events = vec![message, completed()];
+            let written = store
+                .append_all(&id, &[TaskState::Submitted], events, None, now + 1)
+                .await
+                .expect("append all")
+                .expect("written");
+            assert_eq!(written.task.state, TaskState::Completed);
+            let log = store.events_since(&id, &alice, 0).await.expect("events").expect("owned");
+            assert_eq!(store.get(&id).await.expect("get"), Some(written.clone()), "the record reads back whole");
+            let listed = store.list(&alice, &ListQuery::default()).await.expect("list");
+            assert!(listed.tasks.contains(&written.task), "listed whole");
+            assert_eq!(log.len(), 3);
+            assert_eq!(store.events_since(&id, &alice, 2).await.expect("events").expect("owned"), log[2..].to_vec());
+
+            let note = TaskEventKind::Message { message: accord_engine::Message::agent_text("a note") };
+            let later = store.compare_and_set(&id, &[TaskState::Completed], note, None, now + 2).await;
+            let later = later.expect("compare and set").expect("an ended task is written to again");
+            assert_eq!(later.task.history.len(), written.task.history.len() + 1);
+            assert_eq!(store.get(&id).await.expect("get"), Some(later));
+            assert_eq!(store.events_since(&id, &alice, 0).await.expect("events").expect("owned").len(), 4);
+        }
     }
 
     #[tokio::test]

@@ -219,17 +219,44 @@ struct Live {
 /// What a frozen entry's blob holds.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Frozen {
+    /// The task; with `replay`, the task as created, which its log after the first entry turns
+    /// into the task as it is (so the blob holds a message, an artifact or a result once, not twice).
     task: Task,
+    #[serde(default)]
+    replay: bool,
     payload: crate::model::TaskPayload,
     admission_expires_at: Option<Millis>,
     lease: Option<ExecutionLease>,
     events: Vec<(u64, Millis, TaskEventKind)>,
 }
 
+/// The task as the runtime creates it, for a task whose log may rebuild it.
+fn as_created(task: &Task) -> Task {
+    let mut created = Task::submitted(task.id.clone(), task.skill.clone(), task.context_id.clone(), task.created_at);
+    created.metadata.clone_from(&task.metadata);
+    created
+}
+
+/// `task` with the log entries after the first applied, as the store applied them.
+fn replayed<'a>(mut task: Task, events: impl Iterator<Item = (u64, Millis, &'a TaskEventKind)>) -> Task {
+    for (sequence, at, kind) in events {
+        if sequence > 1 {
+            crate::task::store::apply_event(&mut task, kind, at);
+        }
+    }
+    task
+}
+
 impl Frozen {
     fn decode(blob: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(blob)
-            .map_err(|error| StoreError::Unavailable(format!("an in-memory task could not be read back: {error}")))
+        let mut frozen: Self = serde_json::from_slice(blob)
+            .map_err(|error| StoreError::Unavailable(format!("an in-memory task could not be read back: {error}")))?;
+        if frozen.replay {
+            let created = std::mem::replace(&mut frozen.task, Task::submitted(TaskId::new(""), "", None, 0));
+            frozen.task = replayed(created, frozen.events.iter().map(|(sequence, at, kind)| (*sequence, *at, kind)));
+            frozen.replay = false;
+        }
+        Ok(frozen)
     }
 
     fn into_live(self, owner: OwnerHash) -> Live {
@@ -288,8 +315,13 @@ impl Entry {
             return;
         }
         let Live { record, events } = &**live;
+        // Most tasks are what their log made of the task as created: only that is kept then.
+        let created = as_created(&record.task);
+        let log = || events.iter().map(|event| (event.sequence, event.at, &event.kind));
+        let replay = replayed(created.clone(), log()) == record.task;
         let frozen = FrozenRef {
-            task: &record.task,
+            task: if replay { &created } else { &record.task },
+            replay,
             payload: &record.payload,
             admission_expires_at: record.admission_expires_at,
             lease: record.lease.as_ref(),
@@ -335,6 +367,7 @@ impl Entry {
 #[derive(serde::Serialize)]
 struct FrozenRef<'a> {
     task: &'a Task,
+    replay: bool,
     payload: &'a crate::model::TaskPayload,
     admission_expires_at: Option<Millis>,
     lease: Option<&'a ExecutionLease>,
