@@ -25,6 +25,12 @@ def number(value):
     return f"{value:,.0f}"
 
 
+def busy(report, key):
+    """The fraction of the window a process was on a CPU, or None."""
+    seconds = report.get(key)
+    return None if seconds is None or not report.get("duration_s") else seconds / report["duration_s"]
+
+
 def markdown_table(headers, rows):
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
@@ -73,6 +79,8 @@ def main():
                 "p50_us": best["p50_us"],
                 "p99_us": best["p99_us"],
                 "server_cpu_us_per_op": best.get("server_cpu_us_per_op"),
+                "server_busy": busy(best, "server_cpu_s"),
+                "generator_busy": busy(best, "generator_cpu_s"),
                 "errors": sum(report["errors"] for report in reports),
                 "rounds": [report["rate"] for report in reports],
             })
@@ -107,27 +115,31 @@ def main():
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
 
-    picked = (f"best of {meta['rounds']} rounds (highest rate; that round's p50 and p99), "
+    picked = (f"Each server's figure: the best of {meta['rounds']} rounds (highest rate; that round's p50 and p99), "
               f"{meta['connections']} connections, {meta['duration_s']:g} s measured after {meta['warmup_s']:g} s warm-up; "
-              f"server on core {meta['server_core']}, load generator on core {meta['load_core']}; commit {meta['commit']}")
+              f"server on core {meta['server_core']}, load generator on core {meta['load_core']}; commit {meta['commit']}. "
+              "Server CPU/op is the server process's utime+stime over the window divided by the requests; "
+              "server busy is that CPU time over the window's length (1 core = 100%)")
     markdown = [f"# scripts/bench results\n\n{picked}.\n"]
     printed = []
-    headers = ["server", "rate", "p50", "p99", "server CPU/op", "errors", f"vs {baseline}"]
+    headers = ["server", "rate", "p50", "p99", "server CPU/op", "server busy", "errors", f"vs {baseline}"]
     for scenario, rows in summary.items():
         table = []
         for row in rows:
             if not row["supported"]:
-                table.append([row["server"], DASH, DASH, DASH, DASH, DASH, DASH])
+                table.append([row["server"], DASH, DASH, DASH, DASH, DASH, DASH, DASH])
             elif row.get("failed"):
-                table.append([row["server"], "failed", DASH, DASH, DASH, DASH, DASH])
+                table.append([row["server"], "failed", DASH, DASH, DASH, DASH, DASH, DASH])
             else:
                 rate = f"{number(row['rate'])} {row['unit']}"
                 if scenario == "a2a-stream":
                     rate += f" ({number(row['events_per_s'])} events/s)"
                 cpu = row["server_cpu_us_per_op"]
                 ratio = row.get("ratio_to_" + baseline.replace("-", "_"))
+                server_busy = row["server_busy"]
                 table.append([row["server"], rate, ms(row["p50_us"]), ms(row["p99_us"]),
-                              DASH if cpu is None else f"{cpu:,.0f} µs", row["errors"],
+                              DASH if cpu is None else f"{cpu:,.0f} µs",
+                              DASH if server_busy is None else f"{server_busy:.0%}", row["errors"],
                               DASH if ratio is None else f"{ratio:.2f}×"])
         markdown.append(f"## {scenario}\n\n" + markdown_table(headers, table) + "\n")
         printed.append(f"{scenario}\n" + text_table(headers, table))

@@ -523,6 +523,9 @@ pub struct Report {
     pub error_samples: Vec<String>,
     /// The server's CPU seconds over the window, when its pid was given.
     pub server_cpu_s: Option<f64>,
+    /// This load generator's CPU seconds over the window: near the window's length, the
+    /// generator and not the server sets the pace.
+    pub generator_cpu_s: Option<f64>,
 }
 
 impl Report {
@@ -563,6 +566,7 @@ impl Report {
             "mean_us": self.latency.mean_us,
             "server_cpu_s": self.server_cpu_s,
             "server_cpu_us_per_op": self.server_cpu_us_per_op(),
+            "generator_cpu_s": self.generator_cpu_s,
             "error_kinds": self.error_kinds,
             "error_samples": self.error_samples,
         })
@@ -588,6 +592,12 @@ impl Report {
         }
         if let Some(cpu) = self.server_cpu_us_per_op() {
             text.push_str(&format!(", server CPU {cpu:.0} µs/op"));
+        }
+        if let (Some(server), true) = (self.server_cpu_s, self.duration_s > 0.0) {
+            text.push_str(&format!(", server busy {:.0}%", server * 100.0 / self.duration_s));
+        }
+        if let (Some(generator), true) = (self.generator_cpu_s, self.duration_s > 0.0) {
+            text.push_str(&format!(", load generator busy {:.0}%", generator * 100.0 / self.duration_s));
         }
         for (kind, count) in &self.error_kinds {
             text.push_str(&format!("\n  error {kind}: {count}"));
@@ -631,16 +641,19 @@ pub async fn run(target: Target, config: &Config) -> Report {
         nonce: format!("b{:x}{:x}", std::process::id(), nanos % 0x1_0000_0000),
         budget: config.max_operations.map(std::sync::atomic::AtomicU64::new),
     });
-    // The server's CPU clock, read when the window opens and when it closes.
-    let cpu = config.server_pid.map(|pid| {
-        let ticks_per_second = config.clock_ticks.max(1);
-        tokio::spawn(async move {
-            tokio::time::sleep_until(measure_from.into()).await;
-            let before = cpu_ticks(pid)?;
-            tokio::time::sleep_until(until.into()).await;
-            let after = cpu_ticks(pid)?;
-            Some(after.saturating_sub(before) as f64 / ticks_per_second as f64)
-        })
+    // The server's CPU clock and this process's, read when the window opens and when it closes.
+    let server_pid = config.server_pid;
+    let ticks_per_second = config.clock_ticks.max(1) as f64;
+    let clocks = tokio::spawn(async move {
+        let read = || (server_pid.and_then(cpu_ticks), cpu_ticks(std::process::id()));
+        tokio::time::sleep_until(measure_from.into()).await;
+        let before = read();
+        tokio::time::sleep_until(until.into()).await;
+        let after = read();
+        let seconds = |before: Option<u64>, after: Option<u64>| {
+            Some(after?.saturating_sub(before?) as f64 / ticks_per_second)
+        };
+        (seconds(before.0, after.0), seconds(before.1, after.1))
     });
     let workers: Vec<_> =
         (0..config.connections.max(1)).map(|worker| tokio::spawn(connection(Arc::clone(&shared), worker))).collect();
@@ -651,10 +664,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
             Err(error) => tally.error(&CheckError::new("worker panicked", error.to_string()), true),
         }
     }
-    let server_cpu_s = match cpu {
-        Some(handle) => handle.await.ok().flatten(),
-        None => None,
-    };
+    let (server_cpu_s, generator_cpu_s) = clocks.await.unwrap_or((None, None));
     let duration_s = config.duration.as_secs_f64();
     let latency = stats::summarize(std::mem::take(&mut tally.latencies_us));
     Report {
@@ -671,6 +681,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
         error_kinds: tally.kinds,
         error_samples: tally.samples,
         server_cpu_s,
+        generator_cpu_s,
     }
 }
 
