@@ -121,7 +121,7 @@ impl Target {
         let mut target = Self { addr, authority: authority.to_string(), base_path, jsonrpc_path: None };
         let mut conn = Conn::open(addr).await.map_err(|error| format!("cannot connect to {addr}: {}", error.error))?;
         let card_path = format!("{}/.well-known/agent-card.json", target.base_path);
-        let request = target.request(Method::GET, &card_path, None, &[]);
+        let request = target.request(Method::GET, &card_path, None, &[]).map_err(|error| error.error.to_string())?;
         let (status, body) = conn.exchange(request).await.map_err(|error| error.error.to_string())?;
         if status != StatusCode::OK {
             return Err(format!("{card_path}: HTTP {status}"));
@@ -143,7 +143,7 @@ impl Target {
         path: &str,
         body: Option<String>,
         headers: &[(&str, &str)],
-    ) -> Request<Full<Bytes>> {
+    ) -> Result<Request<Full<Bytes>>, OpError> {
         let mut builder = Request::builder().method(method).uri(path).header(http::header::HOST, &self.authority);
         if body.is_some() {
             builder = builder.header(http::header::CONTENT_TYPE, "application/json");
@@ -151,10 +151,11 @@ impl Target {
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
-        let body = Full::new(body.map(Bytes::from).unwrap_or_default());
-        // Every part above is a valid header or path, so the builder cannot fail; an empty GET
-        // request is the fallback should it ever.
-        builder.body(body).unwrap_or_else(|_| Request::new(Full::new(Bytes::new())))
+        // A path or header built from what the server sent (a task id, a token) may not be valid.
+        builder.body(Full::new(body.map(Bytes::from).unwrap_or_default())).map_err(|error| OpError {
+            error: CheckError::new("unusable answer", format!("cannot build the next request to {path:?}: {error}")),
+            broken: false,
+        })
     }
 }
 
@@ -282,7 +283,7 @@ impl Shared {
         match self.scenario {
             Scenario::A2aSend => {
                 let body = self.a2a_message("SendMessage", id, token);
-                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &a2a);
+                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &a2a)?;
                 let (status, body) = conn.exchange(request).await?;
                 check::a2a_send(status.as_u16(), &body, token).map_err(OpError::answer)?;
                 Ok(0)
@@ -290,7 +291,7 @@ impl Shared {
             Scenario::A2aStream => {
                 let body = self.a2a_message("SendStreamingMessage", id, token);
                 let headers = [("a2a-version", "1.0"), ("accept", "text/event-stream")];
-                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &headers);
+                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &headers)?;
                 let response = conn.send(request).await?;
                 let mut stream = StreamCheck::default();
                 read_events(response, |event| stream.event(&event.data, token)).await?;
@@ -300,14 +301,14 @@ impl Shared {
             Scenario::LucidInvoke => {
                 let path = format!("{}/entrypoints/echo/invoke", self.target.base_path);
                 let body = json!({"input": {"text": token}}).to_string();
-                let (status, body) = conn.exchange(self.target.request(Method::POST, &path, Some(body), &[])).await?;
+                let (status, body) = conn.exchange(self.target.request(Method::POST, &path, Some(body), &[])?).await?;
                 check::lucid_invoke(status.as_u16(), &body, token).map_err(OpError::answer)?;
                 Ok(0)
             }
             Scenario::LucidTask => self.lucid_task(conn, token).await,
             Scenario::List => {
                 let body = json!({"jsonrpc": "2.0", "id": id, "method": "ListTasks", "params": {"pageSize": 50}});
-                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body.to_string()), &a2a);
+                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body.to_string()), &a2a)?;
                 let (status, body) = conn.exchange(request).await?;
                 check::a2a_list(status.as_u16(), &body, self.list_min_total).map_err(OpError::answer)?;
                 Ok(0)
@@ -322,14 +323,14 @@ impl Shared {
             "skillId": "echo",
             "message": {"role": "user", "content": {"text": json!({"text": token}).to_string()}},
         });
-        let request = self.target.request(Method::POST, &format!("{base}/tasks"), Some(body.to_string()), &[]);
+        let request = self.target.request(Method::POST, &format!("{base}/tasks"), Some(body.to_string()), &[])?;
         let (status, body) = conn.exchange(request).await?;
         let capability = check::lucid_created(status.as_u16(), &body).map_err(OpError::answer)?;
         let access = [("task-access-token", capability.access_token.as_str())];
         if !check::lucid_terminal(&capability.status) {
             let path = format!("{base}/tasks/{}/subscribe", capability.task_id);
             let headers = [access[0], ("accept", "text/event-stream")];
-            let response = conn.send(self.target.request(Method::GET, &path, None, &headers)).await?;
+            let response = conn.send(self.target.request(Method::GET, &path, None, &headers)?).await?;
             let mut ended = false;
             read_events(response, |event| {
                 let update: Value = serde_json::from_str(&event.data)
@@ -343,7 +344,7 @@ impl Shared {
             }
         }
         let path = format!("{base}/tasks/{}", capability.task_id);
-        let (status, body) = conn.exchange(self.target.request(Method::GET, &path, None, &access)).await?;
+        let (status, body) = conn.exchange(self.target.request(Method::GET, &path, None, &access)?).await?;
         check::lucid_task(status.as_u16(), &body, &capability.task_id, token).map_err(OpError::answer)?;
         Ok(0)
     }
@@ -650,9 +651,8 @@ pub async fn run(target: Target, config: &Config) -> Report {
         let before = read();
         tokio::time::sleep_until(until.into()).await;
         let after = read();
-        let seconds = |before: Option<u64>, after: Option<u64>| {
-            Some(after?.saturating_sub(before?) as f64 / ticks_per_second)
-        };
+        let seconds =
+            |before: Option<u64>, after: Option<u64>| Some(after?.saturating_sub(before?) as f64 / ticks_per_second);
         (seconds(before.0, after.0), seconds(before.1, after.1))
     });
     let workers: Vec<_> =
@@ -728,7 +728,9 @@ pub async fn hold_subscribers(
             let headers = [("a2a-version", "1.0"), ("accept", "text/event-stream")];
             let opened = async {
                 let mut conn = Conn::open(target.addr).await.map_err(|error| error.error)?;
-                let request = target.request(Method::POST, &path, Some(body.to_string()), &headers);
+                let request = target
+                    .request(Method::POST, &path, Some(body.to_string()), &headers)
+                    .map_err(|error| error.error)?;
                 let response = conn.send(request).await.map_err(|error| error.error)?;
                 let status = response.status();
                 let mut body = response.into_body();
