@@ -117,7 +117,9 @@ def main():
 
     picked = (f"Each server's figure: the best of {meta['rounds']} rounds (highest rate; that round's p50 and p99), "
               f"{meta['connections']} connections, {meta['duration_s']:g} s measured after {meta['warmup_s']:g} s warm-up; "
-              f"server on core {meta['server_core']}, load generator on core {meta['load_core']}; commit {meta['commit']}. "
+              f"server on core {meta['server_core']}, load generator on core {meta['load_core']}"
+              f"{'' if not meta.get('nice') else ', both at nice ' + str(meta['nice'])}; "
+              f"load average {meta.get('load_average_at_start', '?')} at the start; commit {meta['commit']}. "
               "Server CPU/op is the server process's utime+stime over the window divided by the requests; "
               "server busy is that CPU time over the window's length (1 core = 100%)")
     markdown = [f"# scripts/bench results\n\n{picked}.\n"]
