@@ -53,6 +53,8 @@ def main():
 
     servers = meta["servers"]
     baseline = meta["baseline"]
+    died = [entry for entry in entries if entry.get("server_died")]
+    entries = [entry for entry in entries if not entry.get("server_died")]
     loads = [entry for entry in entries if entry["kind"] == "load"]
     scenarios = [scenario for scenario in LOAD_SCENARIOS if any(entry["scenario"] == scenario for entry in loads)]
 
@@ -111,7 +113,7 @@ def main():
     memory = [entry for entry in entries if entry["kind"] == "memory"]
 
     results = {"meta": meta, "summary": summary, "creates": creates, "scale": list(scale.values()),
-               "memory": memory, "runs": entries}
+               "memory": memory, "server_deaths": died, "runs": entries + died}
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
 
@@ -180,6 +182,11 @@ def main():
                           f"{entry['rss_after_kib'] / 1024:,.1f} MiB", f"{per / 1024:,.1f} KiB"])
         markdown.append("## memory (accord serve --store memory, RSS)\n\n" + markdown_table(headers_m, table) + "\n")
         printed.append("memory\n" + text_table(headers_m, table))
+
+    if died:
+        lines = [f"- {entry['server']} exited during {entry['scenario']} (status {entry['server_exit']})" for entry in died]
+        markdown.append("## failures\n\n" + "\n".join(lines) + "\n")
+        printed.append("failures\n" + "\n".join(lines))
 
     chart = chart_png(out, summary, servers)
     if chart:
