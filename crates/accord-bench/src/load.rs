@@ -645,11 +645,16 @@ pub async fn run(target: Target, config: &Config) -> Report {
     // The server's CPU clock and this process's, read when the window opens and when it closes.
     let server_pid = config.server_pid;
     let ticks_per_second = config.clock_ticks.max(1) as f64;
+    // A run capped by `max_operations` may end before `until`: then the window closes with it.
+    let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
     let clocks = tokio::spawn(async move {
         let read = || (server_pid.and_then(cpu_ticks), cpu_ticks(std::process::id()));
         tokio::time::sleep_until(measure_from.into()).await;
         let before = read();
-        tokio::time::sleep_until(until.into()).await;
+        tokio::select! {
+            () = tokio::time::sleep_until(until.into()) => {}
+            _ = finished_rx => {}
+        }
         let after = read();
         let seconds =
             |before: Option<u64>, after: Option<u64>| Some(after?.saturating_sub(before?) as f64 / ticks_per_second);
@@ -664,8 +669,11 @@ pub async fn run(target: Target, config: &Config) -> Report {
             Err(error) => tally.error(&CheckError::new("worker panicked", error.to_string()), true),
         }
     }
+    let ended = Instant::now().min(until);
+    let _ = finished.send(());
     let (server_cpu_s, generator_cpu_s) = clocks.await.unwrap_or((None, None));
-    let duration_s = config.duration.as_secs_f64();
+    // The window's length: shorter than asked when the run was capped and ended early.
+    let duration_s = ended.saturating_duration_since(measure_from).as_secs_f64();
     let latency = stats::summarize(std::mem::take(&mut tally.latencies_us));
     Report {
         scenario: config.scenario,

@@ -89,7 +89,7 @@ fn completed(owner: OwnerHash, index: usize) -> StoredTask {
     StoredTask {
         task,
         owner,
-        payload: TaskPayload { skill: "echo".into(), input: serde_json::json!({"text": text}) },
+        payload: TaskPayload::new("echo", serde_json::json!({"text": text})),
         admission_expires_at: None,
         lease: None,
     }
