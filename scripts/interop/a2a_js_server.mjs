@@ -7,7 +7,8 @@
 // /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc and HTTP+JSON at /a2a/rest. Each message
 // becomes a task: submitted, working, an artifact "echo: <text>", completed, with a short pause
 // before each step so that a subscription or a cancellation right after a returnImmediately send
-// finds the task running. Prints
+// finds the task running (A2A_PEER_PAUSE_MS in the environment sets it; the load harness sets 0).
+// Prints
 // "a2a-js-peer listening on http://127.0.0.1:<port>" once it accepts connections.
 import { randomUUID } from 'node:crypto';
 import express from 'express';
@@ -25,7 +26,7 @@ const statusUpdate = (taskId, contextId, state) => ({
 const textOf = (message) =>
   (message?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join('');
 
-const PAUSE_MS = 100;
+const PAUSE_MS = Number(process.env.A2A_PEER_PAUSE_MS ?? 100);
 const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
 
 // The executor must publish the task (or a message) before any update.

@@ -5,7 +5,8 @@ Usage: a2a_python_server.py [PORT]   (or PORT in the environment; 0 or nothing =
 Serves the card at /.well-known/agent-card.json, JSON-RPC at / and HTTP+JSON at /rest. Each
 message becomes a task: submitted, working, an artifact "echo: <text>", completed, with a short
 pause before each step so that a subscription or a cancellation right after a returnImmediately
-send finds the task running. Prints
+send finds the task running (A2A_PEER_PAUSE_MS in the environment sets it; the load harness sets
+0). Prints
 "a2a-python-peer listening on http://127.0.0.1:<port>" once it accepts connections.
 """
 
@@ -25,7 +26,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
 
 
-PAUSE = 0.1  # seconds before each step of a task
+PAUSE = float(os.environ.get("A2A_PEER_PAUSE_MS", "100")) / 1000  # seconds before each step of a task
 
 
 class EchoExecutor(AgentExecutor):

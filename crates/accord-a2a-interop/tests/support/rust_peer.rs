@@ -1,5 +1,5 @@
 //! An echo agent on the official Rust SDK (`a2a-server-lf`), served in process on loopback: the
-//! peer of the interop test and of the side-by-side load example.
+//! peer of the interop test.
 
 use std::sync::Arc;
 

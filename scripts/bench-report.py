@@ -1,0 +1,240 @@
+"""Tables, results.json, results.md and chart.png from a scripts/bench run.
+
+Usage: bench-report.py OUT_DIR META_JSON
+
+Reads OUT_DIR/run/../runs.jsonl (one line per bench-load or store-bench run, as scripts/bench
+records them) and prints a table per scenario: each server's best round (the highest rate, with
+that round's p50 and p99), its server CPU time per operation, its errors over all rounds and its
+ratio to the official Rust SDK server (sdk-rust). The chart needs matplotlib; without it the
+report says so and writes the rest.
+"""
+
+import json
+import os
+import sys
+
+LOAD_SCENARIOS = ["a2a-send", "a2a-stream", "lucid-invoke", "lucid-task", "list"]
+DASH = "—"
+
+
+def ms(us):
+    return f"{us / 1000:.2f} ms"
+
+
+def number(value):
+    return f"{value:,.0f}"
+
+
+def busy(report, key):
+    """The fraction of the window a process was on a CPU, or None."""
+    seconds = report.get(key)
+    return None if seconds is None or not report.get("duration_s") else seconds / report["duration_s"]
+
+
+def markdown_table(headers, rows):
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_table(headers, rows):
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    line = lambda cells: "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * width for width in widths])] + [line(row) for row in rows])
+
+
+def main():
+    out, meta = sys.argv[1], json.loads(sys.argv[2])
+    entries = []
+    with open(os.path.join(out, "runs.jsonl")) as runs:
+        for line in runs:
+            if line.strip():
+                entries.append(json.loads(line))
+
+    servers = meta["servers"]
+    baseline = meta["baseline"]
+    died = [entry for entry in entries if entry.get("server_died")]
+    entries = [entry for entry in entries if not entry.get("server_died")]
+    loads = [entry for entry in entries if entry["kind"] == "load"]
+    scenarios = [scenario for scenario in LOAD_SCENARIOS if any(entry["scenario"] == scenario for entry in loads)]
+
+    summary = {}
+    for scenario in scenarios:
+        rows = []
+        for server in servers:
+            runs = [entry for entry in loads if entry["scenario"] == scenario and entry["server"] == server]
+            reports = [entry["report"] for entry in runs if entry.get("report")]
+            if not runs or all(entry.get("skipped") for entry in runs):
+                rows.append({"server": server, "supported": False})
+                continue
+            if not reports:
+                rows.append({"server": server, "supported": True, "failed": True,
+                             "exit": [entry.get("exit") for entry in runs]})
+                continue
+            best = max(reports, key=lambda report: report["rate"])
+            rows.append({
+                "server": server,
+                "supported": True,
+                "rate": best["rate"],
+                "unit": best["unit"],
+                "events_per_s": best["events_per_s"],
+                "p50_us": best["p50_us"],
+                "p99_us": best["p99_us"],
+                "server_cpu_us_per_op": best.get("server_cpu_us_per_op"),
+                "server_busy": busy(best, "server_cpu_s"),
+                "generator_busy": busy(best, "generator_cpu_s"),
+                "errors": sum(report["errors"] for report in reports),
+                "rounds": [report["rate"] for report in reports],
+            })
+        base = next((row for row in rows if row["server"] == baseline and row.get("rate")), None)
+        for row in rows:
+            if base and row.get("rate") is not None:
+                row["ratio_to_" + baseline.replace("-", "_")] = row["rate"] / base["rate"]
+        summary[scenario] = rows
+
+    creates = [entry["report"] for entry in entries if entry["kind"] == "creates"]
+    scale = {}
+    for entry in entries:
+        if entry["kind"] != "scale":
+            continue
+        key = (entry["store"], entry["tasks"])
+        point = scale.setdefault(key, {"store": entry["store"], "tasks": entry["tasks"]})
+        if entry.get("skipped"):
+            point["skipped"] = entry["skipped"]
+            continue
+        report = entry.get("report") or {}
+        if entry["scenario"] == "list":
+            point.update(list_p50_us=report.get("p50_us"), list_p99_us=report.get("p99_us"),
+                         list_rate=report.get("rate"), list_errors=report.get("errors"))
+        else:
+            point.update(send_rate=report.get("rate"), send_p99_us=report.get("p99_us"),
+                         send_cpu_us_per_request=report.get("server_cpu_us_per_op"),
+                         send_errors=report.get("errors"))
+    memory = [entry for entry in entries if entry["kind"] == "memory"]
+
+    results = {"meta": meta, "summary": summary, "creates": creates, "scale": list(scale.values()),
+               "memory": memory, "server_deaths": died, "runs": entries + died}
+    with open(os.path.join(out, "results.json"), "w") as file:
+        json.dump(results, file, indent=2)
+
+    picked = (f"Each server's figure: the best of {meta['rounds']} rounds (highest rate; that round's p50 and p99), "
+              f"{meta['connections']} connections, {meta['duration_s']:g} s measured after {meta['warmup_s']:g} s warm-up; "
+              f"server on core {meta['server_core']}, load generator on core {meta['load_core']}"
+              f"{'' if not meta.get('nice') else ', both at nice ' + str(meta['nice'])}; "
+              f"load average {meta.get('load_average_at_start', '?')} at the start; commit {meta['commit']}. "
+              "Server CPU/op is the server process's utime+stime over the window divided by the requests; "
+              "server busy is that CPU time over the window's length (1 core = 100%)")
+    markdown = [f"# scripts/bench results\n\n{picked}.\n"]
+    printed = []
+    headers = ["server", "rate", "p50", "p99", "server CPU/op", "server busy", "errors", f"vs {baseline}"]
+    for scenario, rows in summary.items():
+        table = []
+        for row in rows:
+            if not row["supported"]:
+                table.append([row["server"], DASH, DASH, DASH, DASH, DASH, DASH, DASH])
+            elif row.get("failed"):
+                table.append([row["server"], "failed", DASH, DASH, DASH, DASH, DASH, DASH])
+            else:
+                rate = f"{number(row['rate'])} {row['unit']}"
+                if scenario == "a2a-stream":
+                    rate += f" ({number(row['events_per_s'])} events/s)"
+                cpu = row["server_cpu_us_per_op"]
+                ratio = row.get("ratio_to_" + baseline.replace("-", "_"))
+                server_busy = row["server_busy"]
+                table.append([row["server"], rate, ms(row["p50_us"]), ms(row["p99_us"]),
+                              DASH if cpu is None else f"{cpu:,.0f} µs",
+                              DASH if server_busy is None else f"{server_busy:.0%}", row["errors"],
+                              DASH if ratio is None else f"{ratio:.2f}×"])
+        markdown.append(f"## {scenario}\n\n" + markdown_table(headers, table) + "\n")
+        printed.append(f"{scenario}\n" + text_table(headers, table))
+
+    if creates:
+        headers_c = ["store", "creates/s", "in flight", "creates"]
+        table = [[report["store"], number(report["rate"]), report["concurrency"], report["creates"]] for report in creates]
+        markdown.append("## creates (durable TaskStore::create, store-bench)\n\n" + markdown_table(headers_c, table) + "\n")
+        printed.append("creates\n" + text_table(headers_c, table))
+
+    if scale:
+        headers_s = ["store", "tasks", "list p50", "list p99", "list req/s", "a2a-send req/s", "server CPU/request", "errors"]
+        table = []
+        for point in scale.values():
+            if point.get("skipped"):
+                table.append([point["store"], number(point["tasks"])] + [DASH] * 5 + [f"skipped: {point['skipped']}"])
+                continue
+            get = lambda key, show: DASH if point.get(key) is None else show(point[key])
+            errors = (point.get("list_errors") or 0) + (point.get("send_errors") or 0)
+            table.append([point["store"], number(point["tasks"]), get("list_p50_us", ms), get("list_p99_us", ms),
+                          get("list_rate", number), get("send_rate", number),
+                          get("send_cpu_us_per_request", lambda cpu: f"{cpu:,.0f} µs"), errors])
+        markdown.append("## scale (store preloaded with completed tasks)\n\n" + markdown_table(headers_s, table) + "\n")
+        printed.append("scale\n" + text_table(headers_s, table))
+
+    if memory:
+        headers_m = ["what", "count", "RSS before", "RSS after", "per item"]
+        table = []
+        for entry in memory:
+            if entry.get("skipped"):
+                table.append([entry["what"], DASH, DASH, DASH, f"skipped: {entry['skipped']}"])
+                continue
+            count = entry.get("tasks", entry.get("subscribers"))
+            per = entry.get("bytes_per_task", entry.get("bytes_per_subscriber"))
+            table.append([entry["what"], number(count), f"{entry['rss_before_kib'] / 1024:,.1f} MiB",
+                          f"{entry['rss_after_kib'] / 1024:,.1f} MiB", f"{per / 1024:,.1f} KiB"])
+        markdown.append("## memory (accord serve --store memory, RSS)\n\n" + markdown_table(headers_m, table) + "\n")
+        printed.append("memory\n" + text_table(headers_m, table))
+
+    if died:
+        lines = [f"- {entry['server']} exited during {entry['scenario']} (status {entry['server_exit']})" for entry in died]
+        markdown.append("## failures\n\n" + "\n".join(lines) + "\n")
+        printed.append("failures\n" + "\n".join(lines))
+
+    chart = chart_png(out, summary, servers)
+    if chart:
+        markdown.append("![requests per second per server](chart.png)\n")
+    with open(os.path.join(out, "results.md"), "w") as file:
+        file.write("\n".join(markdown))
+    print(f"\n{picked}\n")
+    print("\n\n".join(printed))
+
+
+def chart_png(out, summary, servers):
+    """A bar chart of the rate per server, one panel per scenario; False without matplotlib."""
+    if not summary:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench-report: matplotlib is not installed: no chart.png", file=sys.stderr)
+        return False
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    figure, axes = plt.subplots(1, len(summary), figsize=(3.2 * len(summary) + 1, 4.2), squeeze=False)
+    for axis, (scenario, rows) in zip(axes[0], summary.items()):
+        names, rates, shades = [], [], []
+        for index, server in enumerate(servers):
+            row = next(row for row in rows if row["server"] == server)
+            names.append(server)
+            rates.append(row.get("rate") or 0)
+            shades.append(colors[index % len(colors)])
+        bars = axis.bar(range(len(names)), rates, color=shades)
+        for bar, row in zip(bars, (next(row for row in rows if row["server"] == server) for server in servers)):
+            label = DASH if not row["supported"] else ("failed" if row.get("failed") else f"{row['rate']:,.0f}")
+            axis.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                          fontsize=7)
+        unit = next((row["unit"] for row in rows if row.get("unit")), "req/s")
+        axis.set_title(scenario)
+        axis.set_ylabel(unit)
+        axis.set_xticks(range(len(names)))
+        axis.set_xticklabels(names, rotation=40, ha="right", fontsize=8)
+        axis.margins(y=0.12)
+    figure.suptitle("scripts/bench: checked answers per second (best round)")
+    figure.tight_layout()
+    figure.savefig(os.path.join(out, "chart.png"), dpi=110)
+    plt.close(figure)
+    return True
+
+
+if __name__ == "__main__":
+    main()
