@@ -40,6 +40,10 @@ struct Cli {
     /// One JSON object per run on standard output instead of text.
     #[arg(long)]
     json: bool,
+    /// SQLite's durability level: `normal` (the store's default: survives a killed process) or
+    /// `full` (survives a loss of power: the log is synced at every commit).
+    #[arg(long, default_value = "normal", value_parser = ["normal", "full"])]
+    sqlite_sync: String,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -185,7 +189,11 @@ async fn bench(cli: &Cli) -> Result<(), String> {
     if wants("sqlite") {
         let dir = std::env::temp_dir().join(format!("accord-store-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|error| error.to_string())?;
-        let config = accord_store_sqlite::SqliteStoreConfig::new(dir.join("bench.db"));
+        let synchronous = match cli.sqlite_sync.as_str() {
+            "full" => accord_store_sqlite::Synchronous::Full,
+            _ => accord_store_sqlite::Synchronous::Normal,
+        };
+        let config = accord_store_sqlite::SqliteStoreConfig::new(dir.join("bench.db")).synchronous(synchronous);
         let sqlite = accord_store_sqlite::SqliteStore::open(config).await.map_err(|error| error.to_string())?;
         let outcome = report("sqlite", Arc::new(sqlite), cli).await;
         std::fs::remove_dir_all(&dir).map_err(|error| error.to_string())?;
