@@ -35,6 +35,13 @@ pub(crate) fn store_error(error: sqlx::Error, what: &str, busy_timeout: Duration
     unavailable(message)
 }
 
+/// Whether SQLite refused for a lock another connection holds.
+pub(crate) fn is_busy(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(database) = error else { return false };
+    let primary = database.code().and_then(|code| code.parse::<i32>().ok()).map(|code| code & 0xff);
+    matches!(primary, Some(SQLITE_BUSY | SQLITE_LOCKED))
+}
+
 /// Maps an error of the writer's connection met while doing `what`.
 pub(crate) fn writer_error(error: &rusqlite::Error, what: &str, busy_timeout: Duration) -> StoreError {
     let message = match error {

@@ -88,11 +88,18 @@ impl SqliteStore {
             .busy_timeout(config.busy_timeout)
             .foreign_keys(true);
         let opening = format!("opening the SQLite task store {}", config.path.display());
-        let pool = SqlitePoolOptions::new()
-            .max_connections(config.max_connections)
-            .connect_with(options.clone())
-            .await
-            .map_err(|error| store_error(error, &opening, config.busy_timeout))?;
+        // A connection's set-up pragmas (the journal mode first) meet a lock held by another opener
+        // migrating the same new file without waiting for it: tried again within the busy timeout.
+        let deadline = tokio::time::Instant::now() + config.busy_timeout;
+        let pool = loop {
+            match SqlitePoolOptions::new().max_connections(config.max_connections).connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(error) if crate::error::is_busy(&error) && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                Err(error) => return Err(store_error(error, &opening, config.busy_timeout)),
+            }
+        };
         if let Err(error) = migrate(&pool).await {
             pool.close().await;
             return Err(match error {
@@ -342,8 +349,24 @@ impl TaskStore for SqliteStore {
             return Ok(TaskPage::new(Vec::new(), 0, false, &query.page));
         }
         let owner = owner.to_hex();
-        let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM tasks");
-        push_list_filters(&mut count, &owner, query);
+        let mut count = if query.context_id.is_none() && query.skill.is_none() && query.updated_after.is_none() {
+            // Only the owner and states: the counts the triggers keep (see the migrations).
+            let mut count = QueryBuilder::<Sqlite>::new("SELECT COALESCE(SUM(n), 0) FROM task_counts");
+            count.push(" WHERE owner_hash = ").push_bind(owner.clone());
+            if let Some(states) = &query.states {
+                count.push(" AND state IN (");
+                let mut names = count.separated(", ");
+                for state in states {
+                    names.push_bind(state_name(*state));
+                }
+                count.push(")");
+            }
+            count
+        } else {
+            let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM tasks");
+            push_list_filters(&mut count, &owner, query);
+            count
+        };
         let mut page = QueryBuilder::<Sqlite>::new("SELECT task FROM tasks");
         push_list_filters(&mut page, &owner, query);
         if let PageStart::After(cursor) = &query.page {

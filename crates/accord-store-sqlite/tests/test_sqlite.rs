@@ -403,6 +403,13 @@ async fn tasks_stored_before_the_skill_column_are_listed_by_skill() {
     assert_eq!(page.total, 1);
     let page = store.list(&alice, &by_skill("translate")).await.expect("list");
     assert_eq!(page.tasks.iter().map(|task| &task.id).collect::<Vec<_>>(), vec![&other]);
+    // The counts behind unfiltered totals include the tasks stored before they existed.
+    assert_eq!(store.list(&alice, &ListQuery::default()).await.expect("list").total, 2);
+    let submitted = ListQuery { states: Some(vec![TaskState::Submitted]), ..ListQuery::default() };
+    assert_eq!(store.list(&alice, &submitted).await.expect("list").total, 2);
+    write(&store, &old.task.id, completed(json!("done")), None, now_ms()).await;
+    assert_eq!(store.list(&alice, &submitted).await.expect("list").total, 1, "a change of state moves the count");
+    assert_eq!(store.list(&alice, &ListQuery::default()).await.expect("list").total, 2);
     store.close().await;
 }
 
