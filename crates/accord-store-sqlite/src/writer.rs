@@ -502,10 +502,14 @@ fn create(
     Ok(Outcome::Created(Ok(record)))
 }
 
-/// How many tasks have not ended.
+/// How many tasks have not ended (from the counts the triggers keep).
 fn unfinished(connection: &Connection) -> Result<usize, Fault> {
-    let count: i64 =
-        connection.prepare_cached("SELECT COUNT(*) FROM tasks WHERE terminal = 0")?.query_row([], |row| row.get(0))?;
+    let count: i64 = connection
+        .prepare_cached(
+            "SELECT COALESCE(SUM(n), 0) FROM task_counts
+             WHERE state IN ('submitted', 'working', 'input_required', 'auth_required')",
+        )?
+        .query_row([], |row| row.get(0))?;
     Ok(usize::try_from(count).unwrap_or(usize::MAX))
 }
 
