@@ -70,7 +70,7 @@ pub(crate) fn phase_name(phase: LeasePhase) -> &'static str {
     }
 }
 
-fn phase(name: &str) -> Result<LeasePhase, Fault> {
+fn phase(name: &str) -> Result<LeasePhase, StoreError> {
     match name {
         "prepared" => Ok(LeasePhase::Prepared),
         "active" => Ok(LeasePhase::Active),
@@ -80,22 +80,19 @@ fn phase(name: &str) -> Result<LeasePhase, Fault> {
 
 /// A value as JSON text for a column. `serde_json::to_string` of a value that serializes itself;
 /// the error is reduced to its class, since serde's message may quote the value.
-pub(crate) fn to_json(encoded: Result<String, serde_json::Error>, column: &str) -> Result<String, Fault> {
+pub(crate) fn to_json(encoded: Result<String, serde_json::Error>, column: &str) -> Result<String, StoreError> {
     encoded.map_err(|error| {
-        Fault::Store(StoreError::Unavailable(format!(
-            "cannot encode the {column} column as JSON: {}",
-            classify(&error)
-        )))
+        StoreError::Unavailable(format!("cannot encode the {column} column as JSON: {}", classify(&error)))
     })
 }
 
 /// The task JSON of the `tasks.task` column.
-pub(crate) fn decode_task(text: &str) -> Result<Task, Fault> {
+pub(crate) fn decode_task(text: &str) -> Result<Task, StoreError> {
     serde_json::from_str(text).map_err(|error| bad_json("task", &error))
 }
 
 /// The event-kind JSON of the `task_events.kind` column.
-pub(crate) fn decode_kind(text: &str) -> Result<TaskEventKind, Fault> {
+pub(crate) fn decode_kind(text: &str) -> Result<TaskEventKind, StoreError> {
     serde_json::from_str(text).map_err(|error| bad_json("task_events.kind", &error))
 }
 
@@ -125,25 +122,21 @@ pub(crate) struct RecordColumns {
 
 /// A whole record from its columns.
 pub(crate) fn record_from_columns(columns: RecordColumns) -> Result<StoredTask, StoreError> {
-    let store = |fault: Fault| match fault {
-        Fault::Store(error) => error,
-        Fault::Driver(_) => crate::error::corrupt("task", "unreadable"),
-    };
-    let owner = OwnerHash::from_hex(&columns.owner)
-        .ok_or_else(|| store(corrupt("owner_hash", "not a SHA-256 in 64 hex digits")))?;
-    let task = decode_task(&columns.task).map_err(store)?;
-    let payload = serde_json::from_str(&columns.payload).map_err(|error| store(bad_json("payload", &error)))?;
+    let owner =
+        OwnerHash::from_hex(&columns.owner).ok_or_else(|| corrupt("owner_hash", "not a SHA-256 in 64 hex digits"))?;
+    let task = decode_task(&columns.task)?;
+    let payload = serde_json::from_str(&columns.payload).map_err(|error| bad_json("payload", &error))?;
     let lease = match (columns.lease_owner, columns.lease_expires_at, columns.lease_phase) {
         (Some(owner_id), Some(expires_at), Some(name)) => {
-            Some(ExecutionLease { owner_id, expires_at: unsigned(expires_at), phase: phase(&name).map_err(store)? })
+            Some(ExecutionLease { owner_id, expires_at: unsigned(expires_at), phase: phase(&name)? })
         }
         (None, None, None) => None,
-        _ => return Err(store(corrupt("lease", "a partial lease"))),
+        _ => return Err(corrupt("lease", "a partial lease")),
     };
     Ok(StoredTask { task, owner, payload, admission_expires_at: columns.admission.map(unsigned), lease })
 }
 
-fn bad_json(column: &str, error: &serde_json::Error) -> Fault {
+fn bad_json(column: &str, error: &serde_json::Error) -> StoreError {
     // The category and position only: serde's message may quote stored values.
     let detail = format!("{} at line {} column {}", classify(error), error.line(), error.column());
     corrupt(column, detail)
@@ -158,8 +151,8 @@ fn classify(error: &serde_json::Error) -> &'static str {
     }
 }
 
-fn corrupt(column: &str, detail: impl std::fmt::Display) -> Fault {
-    Fault::Store(crate::error::corrupt(column, detail))
+fn corrupt(column: &str, detail: impl std::fmt::Display) -> StoreError {
+    crate::error::corrupt(column, detail)
 }
 
 #[cfg(test)]

@@ -186,16 +186,6 @@ impl From<StoreError> for Fault {
     }
 }
 
-impl From<crate::rows::Fault> for Fault {
-    fn from(fault: crate::rows::Fault) -> Self {
-        match fault {
-            crate::rows::Fault::Store(error) => Self::Store(error),
-            // The shared helpers the writer uses only encode and decode; they never query.
-            crate::rows::Fault::Driver(_) => Self::Store(crate::error::corrupt("task", "unreadable")),
-        }
-    }
-}
-
 impl Writer {
     /// Opens the writer's connection to the database at `path` and starts its thread.
     ///

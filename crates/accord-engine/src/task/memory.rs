@@ -249,14 +249,14 @@ fn replayed<'a>(mut task: Task, events: impl Iterator<Item = (u64, Millis, &'a T
 
 impl Frozen {
     fn decode(blob: &[u8]) -> Result<Self, StoreError> {
-        let mut frozen: Self = serde_json::from_slice(blob)
+        let Self { task, replay, payload, admission_expires_at, lease, events } = serde_json::from_slice(blob)
             .map_err(|error| StoreError::Unavailable(format!("an in-memory task could not be read back: {error}")))?;
-        if frozen.replay {
-            let created = std::mem::replace(&mut frozen.task, Task::submitted(TaskId::new(""), "", None, 0));
-            frozen.task = replayed(created, frozen.events.iter().map(|(sequence, at, kind)| (*sequence, *at, kind)));
-            frozen.replay = false;
-        }
-        Ok(frozen)
+        let task = if replay {
+            replayed(task, events.iter().map(|(sequence, at, kind)| (*sequence, *at, kind)))
+        } else {
+            task
+        };
+        Ok(Self { task, replay: false, payload, admission_expires_at, lease, events })
     }
 
     fn into_live(self, owner: OwnerHash) -> Live {
