@@ -440,6 +440,18 @@ pub enum TaskEventKind {
         /// The message.
         message: Message,
     },
+    /// A push notification was given up on after its last attempt. The task does not change;
+    /// the entry records, in the task's own log, which update a webhook never received.
+    PushDeadLetter {
+        /// The push config.
+        config_id: String,
+        /// The log sequence of the update that was not delivered.
+        sequence: u64,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last attempt's failure (no URL, no credentials).
+        reason: String,
+    },
 }
 
 impl TaskEventKind {
@@ -448,7 +460,7 @@ impl TaskEventKind {
         match self {
             Self::Status { state, .. } | Self::Error { state, .. } => Some(*state),
             Self::Result { .. } => Some(TaskState::Completed),
-            Self::Artifact { .. } | Self::Message { .. } => None,
+            Self::Artifact { .. } | Self::Message { .. } | Self::PushDeadLetter { .. } => None,
         }
     }
 }

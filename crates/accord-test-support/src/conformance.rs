@@ -30,9 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery, Millis, OwnerHash, PageStart,
-    Reservation, RuntimeConfig, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure, TaskId, TaskPage,
-    TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
+    AccessToken, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery, MAX_PUSH_CONFIGS_PER_TASK,
+    Millis, OwnerHash, PageStart, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle,
+    Reservation, RuntimeConfig, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure,
+    TaskId, TaskPage, TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
 };
 use accord_engine::{
     Agent, Artifact, BoxFuture, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillBuilder, SkillError,
@@ -137,6 +138,12 @@ macro_rules! store_conformance_tests {
             runtime_resumes_a_waiting_task_with_the_follow_up,
             runtime_recovers_a_resumed_task_with_its_follow_up,
             runtime_immediate_follow_ups_never_hang,
+            push_configs_are_stored_listed_replaced_and_deleted,
+            push_configs_are_capped_per_task,
+            push_deliveries_follow_the_log_after_the_cursor,
+            push_retries_wait_for_their_time_and_keep_the_cursor,
+            push_delivery_leases_fence_a_stale_worker,
+            push_dead_letters_are_logged_without_changing_the_task,
         }
     };
 }
@@ -2232,10 +2239,315 @@ impl TaskStore for WorkerView {
         self.inner.subscribe(id, owner).await
     }
 
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        self.inner.put_push_config(owner, config, from).await
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        self.inner.push_configs(id, owner).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        self.inner.delete_push_config(id, owner, config_id).await
+    }
+
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        self.inner.claim_push_deliveries(worker, now, lease_until, limit, events).await
+    }
+
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.inner.settle_push_delivery(task_id, config_id, worker, settle, now).await
+    }
+
     async fn close(&self) {
         self.close_called.store(true, Ordering::SeqCst);
         if !self.shield_close {
             self.inner.close().await;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Push configs and their outbox
+// ---------------------------------------------------------------------------------------------
+
+fn push_key() -> &'static PushKey {
+    static KEY: std::sync::OnceLock<PushKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(PushKey::generate)
+}
+
+fn push_config(task: &TaskId, id: &str, url: &str, at: Millis) -> StoredPushConfig {
+    let config = PushConfig {
+        id: id.into(),
+        url: url.into(),
+        token: Some(format!("token-{id}")),
+        authentication: Some(PushAuthentication { scheme: "Bearer".into(), credentials: Some("secret".into()) }),
+    };
+    push_key().stored(task, &config, at)
+}
+
+fn opened(configs: &[StoredPushConfig]) -> Vec<(String, String)> {
+    configs
+        .iter()
+        .map(|stored| {
+            let config = push_key().open(stored).expect("a stored config opens with the key that sealed it");
+            (config.id, config.url)
+        })
+        .collect()
+}
+
+fn sequences(delivery: &PushDelivery) -> Vec<u64> {
+    delivery.events.iter().map(|event| event.sequence).collect()
+}
+
+fn settled(through: u64, next_attempt_at: Millis) -> PushSettle {
+    PushSettle { delivered_through: through, attempts: 0, next_attempt_at, dead_letter: None }
+}
+
+impl Bench {
+    async fn put_push(&self, owner: &OwnerHash, config: StoredPushConfig, from: DeliverFrom) -> PushPut {
+        self.store.put_push_config(owner, config, from).await.expect("put a push config")
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Option<Vec<StoredPushConfig>> {
+        self.store.push_configs(id, owner).await.expect("read push configs")
+    }
+
+    async fn claim_push(&self, worker: &str, now: Millis, limit: usize, events: usize) -> Vec<PushDelivery> {
+        self.store.claim_push_deliveries(worker, now, now + MINUTE, limit, events).await.expect("claim deliveries")
+    }
+
+    async fn settle_push(&self, delivery: &PushDelivery, worker: &str, settle: PushSettle, now: Millis) -> bool {
+        let config = &delivery.config;
+        self.store.settle_push_delivery(&config.task_id, &config.id, worker, settle, now).await.expect("settle")
+    }
+}
+
+/// Push configs are kept per task and owner: listed by id, replaced by id, deleted (a second
+/// delete finds nothing), and invisible to another owner, who is answered as for a task that
+/// does not exist.
+pub async fn push_configs_are_stored_listed_replaced_and_deleted(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, mallory) = (owner("alice"), owner("mallory"));
+    let id = bench.reserve(alice).await;
+    let now = bench.at(1);
+    assert_eq!(bench.push_configs(&id, &alice).await, Some(Vec::new()), "a task starts with no config");
+    for (config, url) in [("b", "https://b.example/hook"), ("a", "https://a.example/hook")] {
+        let put = bench.put_push(&alice, push_config(&id, config, url, now), DeliverFrom::Now).await;
+        assert_eq!(put, PushPut::Stored);
+    }
+    let listed = bench.push_configs(&id, &alice).await.expect("the owner's task");
+    assert_eq!(
+        opened(&listed),
+        [("a".to_owned(), "https://a.example/hook".to_owned()), ("b".to_owned(), "https://b.example/hook".to_owned())],
+        "by id, each opening to what was stored"
+    );
+    let replacement = push_config(&id, "a", "https://a2.example/hook", bench.at(2));
+    assert_eq!(bench.put_push(&alice, replacement, DeliverFrom::Now).await, PushPut::Stored);
+    let listed = bench.push_configs(&id, &alice).await.expect("the owner's task");
+    assert_eq!(opened(&listed)[0], ("a".to_owned(), "https://a2.example/hook".to_owned()), "replaced in place");
+    assert_eq!(listed.len(), 2);
+
+    // Another owner, or no task at all: nothing to read, change or delete.
+    let theirs = push_config(&id, "m", "https://m.example/hook", now);
+    assert_eq!(bench.put_push(&mallory, theirs, DeliverFrom::Now).await, PushPut::TaskNotFound);
+    assert_eq!(bench.push_configs(&id, &mallory).await, None);
+    assert_eq!(bench.store.delete_push_config(&id, &mallory, "a").await.expect("delete"), None);
+    let missing = TaskId::generate();
+    let orphan = push_config(&missing, "x", "https://x.example/hook", now);
+    assert_eq!(bench.put_push(&alice, orphan, DeliverFrom::Now).await, PushPut::TaskNotFound);
+    assert_eq!(bench.push_configs(&missing, &alice).await, None);
+    assert_eq!(bench.push_configs(&id, &alice).await.expect("unchanged").len(), 2, "nothing of theirs was stored");
+
+    assert_eq!(bench.store.delete_push_config(&id, &alice, "a").await.expect("delete"), Some(true));
+    assert_eq!(bench.store.delete_push_config(&id, &alice, "a").await.expect("delete"), Some(false), "idempotent");
+    assert_eq!(opened(&bench.push_configs(&id, &alice).await.expect("the owner's task")).len(), 1);
+}
+
+/// A task holds at most `MAX_PUSH_CONFIGS_PER_TASK` configs; replacing one of them is still
+/// accepted when the task is full.
+pub async fn push_configs_are_capped_per_task(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    for n in 0..MAX_PUSH_CONFIGS_PER_TASK {
+        let config = push_config(&id, &format!("c{n:02}"), "https://example.com/hook", bench.at(1));
+        assert_eq!(bench.put_push(&alice, config, DeliverFrom::Now).await, PushPut::Stored);
+    }
+    let one_more = push_config(&id, "extra", "https://example.com/hook", bench.at(1));
+    assert_eq!(bench.put_push(&alice, one_more, DeliverFrom::Now).await, PushPut::TooMany);
+    let again = push_config(&id, "c00", "https://example.com/other", bench.at(2));
+    assert_eq!(bench.put_push(&alice, again, DeliverFrom::Now).await, PushPut::Stored, "a replacement fits");
+    assert_eq!(bench.push_configs(&id, &alice).await.expect("configs").len(), MAX_PUSH_CONFIGS_PER_TASK);
+}
+
+/// A config's pending updates are the log entries after its cursor: claimed in order (at most
+/// the number asked for), held by the claim's lease, and gone once settled; a later update is
+/// pending again. A config from `Now` starts after the latest entry.
+pub async fn push_deliveries_follow_the_log_after_the_cursor(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.running(alice, "w", bench.at(10 * MINUTE)).await;
+    assert_eq!(bench.log(&id, &alice).await.len(), 2, "submitted, then working");
+    let now = bench.at(1);
+    let all = push_config(&id, "all", "https://a.example/", now);
+    assert_eq!(bench.put_push(&alice, all, DeliverFrom::After(0)).await, PushPut::Stored);
+    let new = push_config(&id, "new", "https://n.example/", now);
+    assert_eq!(bench.put_push(&alice, new, DeliverFrom::Now).await, PushPut::Stored);
+
+    let mut claimed = bench.claim_push("d1", bench.at(2), 10, 1).await;
+    assert_eq!(claimed.len(), 1, "only `all` has pending updates: {claimed:?}");
+    let delivery = claimed.remove(0);
+    assert_eq!(delivery.config.id, "all");
+    assert_eq!(sequences(&delivery), [1], "in order, at most as many as asked for");
+    assert_eq!(delivery.attempts, 0);
+    assert_eq!(delivery.context_id, bench.record(&id).await.task.context_id);
+    assert!(bench.claim_push("d2", bench.at(3), 10, 100).await.is_empty(), "a live lease holds the config");
+
+    assert!(bench.settle_push(&delivery, "d1", settled(1, bench.at(3)), bench.at(3)).await);
+    bench.set(&id, message("more"), bench.at(4)).await;
+    let claimed = bench.claim_push("d2", bench.at(5), 10, 100).await;
+    let mut by_config: Vec<_> =
+        claimed.iter().map(|delivery| (delivery.config.id.clone(), sequences(delivery))).collect();
+    by_config.sort();
+    assert_eq!(by_config, [("all".to_owned(), vec![2, 3]), ("new".to_owned(), vec![3])]);
+    for delivery in &claimed {
+        let through = delivery.events.last().expect("events").sequence;
+        assert!(bench.settle_push(delivery, "d2", settled(through, bench.at(6)), bench.at(6)).await);
+    }
+    assert!(bench.claim_push("d1", bench.at(7), 10, 100).await.is_empty(), "everything was delivered");
+}
+
+/// A settled failure keeps the cursor and its attempts and holds the config until its next
+/// attempt; a cursor never moves back; replacing a config keeps where its delivery stands.
+pub async fn push_retries_wait_for_their_time_and_keep_the_cursor(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.running(alice, "w", bench.at(10 * MINUTE)).await;
+    let latest = bench.log(&id, &alice).await.len() as u64;
+    bench.put_push(&alice, push_config(&id, "hook", "https://h.example/", bench.at(1)), DeliverFrom::After(0)).await;
+    let delivery = bench.claim_push("d", bench.at(2), 10, 100).await.remove(0);
+    let retry = PushSettle { delivered_through: 1, attempts: 2, next_attempt_at: bench.at(100), dead_letter: None };
+    assert!(bench.settle_push(&delivery, "d", retry, bench.at(3)).await);
+    assert!(bench.claim_push("d", bench.at(99), 10, 100).await.is_empty(), "not before its next attempt");
+
+    // Replaced while waiting: the new URL, the same place in the log.
+    bench.put_push(&alice, push_config(&id, "hook", "https://h2.example/", bench.at(50)), DeliverFrom::After(0)).await;
+    let delivery = bench.claim_push("d", bench.at(100), 10, 100).await.remove(0);
+    assert_eq!(delivery.attempts, 2);
+    assert_eq!(sequences(&delivery), (2..=latest).collect::<Vec<_>>());
+    assert_eq!(opened(std::slice::from_ref(&delivery.config))[0].1, "https://h2.example/");
+    assert!(bench.settle_push(&delivery, "d", settled(0, bench.at(101)), bench.at(101)).await);
+    let again = bench.claim_push("d", bench.at(102), 10, 100).await.remove(0);
+    assert_eq!(sequences(&again)[0], 2, "the cursor did not move back");
+}
+
+/// A delivery lease that lapses lets another worker take the config; the first worker's late
+/// settlement is then refused and changes nothing. Two concurrent claims never share a config.
+pub async fn push_delivery_leases_fence_a_stale_worker(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let mut tasks = Vec::new();
+    for n in 0..6 {
+        let id = bench.running(alice, "w", bench.at(10 * MINUTE)).await;
+        bench
+            .put_push(
+                &alice,
+                push_config(&id, &format!("h{n}"), "https://h.example/", bench.at(1)),
+                DeliverFrom::After(0),
+            )
+            .await;
+        tasks.push(id);
+    }
+    let (first, second) =
+        tokio::join!(bench.claim_push("a", bench.at(2), 4, 100), bench.claim_push("b", bench.at(2), 4, 100));
+    let mut taken: Vec<_> = first.iter().chain(&second).map(|delivery| delivery.config.task_id.clone()).collect();
+    assert_eq!(taken.len(), 6, "the two claims took every config: {} + {}", first.len(), second.len());
+    taken.sort();
+    taken.dedup();
+    assert_eq!(taken.len(), 6, "no config went to both");
+
+    let delivery = first.first().or(second.first()).expect("a delivery").clone();
+    let holder = if first.contains(&delivery) { "a" } else { "b" };
+    let lapsed = bench.at(2) + MINUTE;
+    assert!(bench.claim_push("c", lapsed - 1, 10, 100).await.is_empty(), "leases are live until they lapse");
+    let taken_over = bench.claim_push("c", lapsed, 10, 100).await;
+    assert_eq!(taken_over.len(), 6, "lapsed leases are taken over");
+    let through = delivery.events.last().expect("events").sequence;
+    assert!(
+        !bench.settle_push(&delivery, holder, settled(through, lapsed), lapsed).await,
+        "the stale worker is fenced"
+    );
+    let theirs = taken_over.iter().find(|other| other.config.task_id == delivery.config.task_id).expect("taken over");
+    assert_eq!(theirs.events, delivery.events, "the cursor did not move for the stale worker");
+    assert!(bench.settle_push(theirs, "c", settled(through, lapsed), lapsed).await);
+
+    // A deleted config is settled by nobody and claimed by nobody.
+    let other = taken_over.iter().find(|other| other.config.task_id != delivery.config.task_id).expect("another");
+    let deleted = bench.store.delete_push_config(&other.config.task_id, &alice, &other.config.id).await;
+    assert_eq!(deleted.expect("delete"), Some(true));
+    assert!(!bench.settle_push(other, "c", settled(1, lapsed), lapsed).await);
+    let rest = bench.claim_push("d", lapsed + 2 * MINUTE, 10, 100).await;
+    assert_eq!(rest.len(), 4, "neither the delivered nor the deleted config is pending: {rest:?}");
+}
+
+/// A dead letter is appended to the task's log with the settlement, whatever the task's state,
+/// without changing the task; it wakes subscribers.
+pub async fn push_dead_letters_are_logged_without_changing_the_task(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.running(alice, "w", bench.at(10 * MINUTE)).await;
+    bench.set(&id, result(json!({"done": true})), bench.at(1)).await;
+    let before = bench.record(&id).await;
+    let log = bench.log(&id, &alice).await;
+    bench.put_push(&alice, push_config(&id, "hook", "https://h.example/", bench.at(2)), DeliverFrom::After(0)).await;
+    let delivery = bench.claim_push("d", bench.at(3), 10, 1).await.remove(0);
+    assert_eq!(sequences(&delivery), [1]);
+    let mut wakeups = bench.store.subscribe(&id, &alice).await.expect("subscribe").expect("the owner's task");
+    let dead =
+        TaskEventKind::PushDeadLetter { config_id: "hook".into(), sequence: 1, attempts: 5, reason: "HTTP 500".into() };
+    let settle =
+        PushSettle { delivered_through: 1, attempts: 0, next_attempt_at: bench.at(4), dead_letter: Some(dead.clone()) };
+    assert!(bench.settle_push(&delivery, "d", settle, bench.at(4)).await);
+    woken(&mut wakeups).await;
+
+    let after = bench.record(&id).await;
+    assert_eq!(after.task.state, TaskState::Completed);
+    assert_eq!(after.task.updated_at, before.task.updated_at, "the task did not change");
+    assert_eq!(after.task.result, before.task.result);
+    assert_eq!(after.task.version, before.task.version + 1, "the log grew by one entry");
+    let now_log = bench.log(&id, &alice).await;
+    assert_eq!(now_log.len(), log.len() + 1);
+    let last = now_log.last().expect("an entry");
+    assert_eq!((last.sequence, &last.kind), (log.len() as u64 + 1, &dead));
+    let pending = bench.claim_push("d", bench.at(5), 10, 100).await.remove(0);
+    assert_eq!(
+        sequences(&pending),
+        (2..=log.len() as u64 + 1).collect::<Vec<_>>(),
+        "the rest, then the dead letter itself"
+    );
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::push::{DeliverFrom, MAX_PUSH_CONFIGS_PER_TASK, PushDelivery, PushPut, PushSettle, StoredPushConfig};
 use super::store::{
     Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
     apply_to_record,
@@ -69,6 +70,8 @@ fn event_bytes(kind: &TaskEventKind) -> usize {
 #[derive(Default)]
 struct Entries {
     map: HashMap<TaskId, Entry>,
+    /// Each task's push configs, by id, with where their delivery stands.
+    push: HashMap<TaskId, Vec<PushState>>,
     terminal: std::collections::BTreeSet<(Millis, TaskId)>,
     /// The sum of every entry's `bytes`.
     bytes: usize,
@@ -136,6 +139,19 @@ impl Entries {
         if let Some(entry) = self.map.remove(id) {
             self.bytes -= entry.bytes;
         }
+        self.push.remove(id);
+    }
+
+    /// The task's push configs, when the task exists and is the owner's.
+    fn owned_push(&mut self, id: &TaskId, owner: &OwnerHash) -> Option<&mut Vec<PushState>> {
+        if !self.owns(id, owner) {
+            return None;
+        }
+        Some(self.push.entry(id.clone()).or_default())
+    }
+
+    fn owns(&self, id: &TaskId, owner: &OwnerHash) -> bool {
+        self.map.get(id).is_some_and(|entry| entry.head.owner == *owner)
     }
 
     /// Removes and returns the terminal task changed longest ago.
@@ -158,6 +174,7 @@ impl Entries {
 
     fn clear(&mut self) {
         self.map.clear();
+        self.push.clear();
         self.terminal.clear();
         self.bytes = 0;
     }
@@ -182,9 +199,23 @@ struct Entry {
     bytes: usize,
 }
 
+/// A push config and where its delivery stands.
+struct PushState {
+    config: StoredPushConfig,
+    /// The last log sequence delivered (or given up on).
+    delivered: u64,
+    attempts: u32,
+    next_attempt_at: Millis,
+    /// The worker delivering it, and until when.
+    lease: Option<(String, Millis)>,
+}
+
 /// What lists filter and sort on, and the owner: the same for live and frozen entries.
 struct Head {
     owner: OwnerHash,
+    /// The sequence of the latest log entry (the creation entry is logged, not applied, so it is
+    /// the task's version plus one).
+    last_sequence: u64,
     state: TaskState,
     created_at: Millis,
     updated_at: Millis,
@@ -197,6 +228,7 @@ impl Head {
         let task = &record.task;
         Self {
             owner: record.owner,
+            last_sequence: task.version + 1,
             state: task.state,
             created_at: task.created_at,
             updated_at: task.updated_at,
@@ -822,6 +854,147 @@ impl TaskStore for MemoryStore {
         }
         // Subscribed under the lock, so no change made after this point can be missed.
         self.wakeups.subscribe(id).map(Some).ok_or(StoreError::Closed)
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        let mut entries = self.lock()?;
+        let task_id = config.task_id.clone();
+        let Some(last_sequence) =
+            entries.get(&task_id).filter(|entry| entry.head.owner == *owner).map(|entry| entry.head.last_sequence)
+        else {
+            return Ok(PushPut::TaskNotFound);
+        };
+        let Some(configs) = entries.owned_push(&task_id, owner) else { return Ok(PushPut::TaskNotFound) };
+        match configs.binary_search_by(|state| state.config.id.as_str().cmp(&config.id)) {
+            Ok(at) => {
+                let created_at = configs[at].config.created_at;
+                configs[at].config = StoredPushConfig { created_at, ..config };
+            }
+            Err(_) if configs.len() >= MAX_PUSH_CONFIGS_PER_TASK => return Ok(PushPut::TooMany),
+            Err(at) => {
+                let delivered = match from {
+                    DeliverFrom::Now => last_sequence,
+                    DeliverFrom::After(sequence) => sequence,
+                };
+                let next_attempt_at = config.created_at;
+                configs.insert(at, PushState { config, delivered, attempts: 0, next_attempt_at, lease: None });
+            }
+        }
+        Ok(PushPut::Stored)
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        let entries = self.lock()?;
+        if !entries.owns(id, owner) {
+            return Ok(None);
+        }
+        let configs = entries.push.get(id).map(Vec::as_slice).unwrap_or_default();
+        Ok(Some(configs.iter().map(|state| state.config.clone()).collect()))
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        let mut entries = self.lock()?;
+        if !entries.owns(id, owner) {
+            return Ok(None);
+        }
+        let configs = entries.push.get_mut(id).map(std::mem::take).unwrap_or_default();
+        let before = configs.len();
+        let kept: Vec<PushState> = configs.into_iter().filter(|state| state.config.id != config_id).collect();
+        let deleted = kept.len() != before;
+        if !kept.is_empty() {
+            entries.push.insert(id.clone(), kept);
+        }
+        Ok(Some(deleted))
+    }
+
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        let mut entries = self.lock()?;
+        let Entries { map, push, .. } = &mut *entries;
+        let mut due: Vec<(Millis, TaskId, usize)> = Vec::new();
+        for (id, configs) in push.iter() {
+            let Some(entry) = map.get(id) else { continue };
+            for (index, state) in configs.iter().enumerate() {
+                let live_lease = state.lease.as_ref().is_some_and(|(_, until)| *until > now);
+                if state.delivered < entry.head.last_sequence && state.next_attempt_at <= now && !live_lease {
+                    due.push((state.next_attempt_at, id.clone(), index));
+                }
+            }
+        }
+        due.sort();
+        due.truncate(limit);
+        let mut deliveries = Vec::with_capacity(due.len());
+        for (_, id, index) in due {
+            let (Some(entry), Some(state)) =
+                (map.get(&id), push.get_mut(&id).and_then(|configs| configs.get_mut(index)))
+            else {
+                continue;
+            };
+            let mut pending = entry.events_after(state.delivered)?;
+            pending.truncate(events);
+            state.lease = Some((worker.to_owned(), lease_until));
+            deliveries.push(PushDelivery {
+                config: state.config.clone(),
+                context_id: entry.head.context_id.as_deref().map(str::to_owned),
+                events: pending,
+                attempts: state.attempts,
+            });
+        }
+        Ok(deliveries)
+    }
+
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let mut entries = self.lock()?;
+        let Some(state) = entries
+            .push
+            .get_mut(task_id)
+            .and_then(|configs| configs.iter_mut().find(|state| state.config.id == config_id))
+            .filter(|state| state.lease.as_ref().is_some_and(|(holder, _)| holder == worker))
+        else {
+            return Ok(false);
+        };
+        state.delivered = state.delivered.max(settle.delivered_through);
+        state.attempts = settle.attempts;
+        state.next_attempt_at = settle.next_attempt_at;
+        state.lease = None;
+        let Some(dead_letter) = settle.dead_letter else { return Ok(true) };
+        entries
+            .change(task_id, |entry| {
+                entry.live_mut()?;
+                let mut bytes = entry.bytes;
+                let live = entry.live_mut()?;
+                append(live, &mut bytes, dead_letter, now);
+                entry.bytes = bytes;
+                entry.settle();
+                Ok::<_, StoreError>(())
+            })
+            .transpose()?;
+        drop(entries);
+        self.wake(task_id);
+        Ok(true)
     }
 
     async fn close(&self) {

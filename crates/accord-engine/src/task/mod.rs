@@ -11,12 +11,17 @@ pub use crate::model::{
 };
 
 mod memory;
+pub mod push;
 mod runtime;
 pub mod service;
 mod store;
 pub mod token;
 
 pub use memory::{MemoryStore, MemoryStoreConfig};
+pub use push::{
+    DeliverFrom, MAX_PUSH_CONFIGS_PER_TASK, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle,
+    StoredPushConfig,
+};
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
 pub use service::{
     AnonymousAccess, Caller, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest, ServiceConfig,

@@ -15,6 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
+use super::push::{DeliverFrom, PushDelivery, PushPut, PushSettle, StoredPushConfig};
 use super::token::OwnerHash;
 use crate::model::{ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload};
 use crate::run::{Artifact, TaskState};
@@ -463,6 +464,63 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Wake-ups for the owner's task. `None` when the task does not exist or is not the owner's.
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError>;
 
+    /// Stores a push config for the owner's task (see [`super::push`]): a new one, or in place of
+    /// the config with the same id, keeping that one's delivery cursor and attempts. A new
+    /// config's cursor starts as `from` says ([`DeliverFrom::Now`]: the task's latest log
+    /// sequence). Refused ([`PushPut::TooMany`]) when the task has
+    /// [`MAX_PUSH_CONFIGS_PER_TASK`](super::push::MAX_PUSH_CONFIGS_PER_TASK) configs besides it;
+    /// [`PushPut::TaskNotFound`] when the task does not exist or is not the owner's. A task's
+    /// configs go when the task goes (retention, eviction). Durable before it returns.
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError>;
+
+    /// The owner's task's push configs, by id (bytewise ascending). `None` when the task does not
+    /// exist or is not the owner's.
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError>;
+
+    /// Deletes one of the owner's task's push configs: `Some(true)` when it was there,
+    /// `Some(false)` when it was not, `None` when the task does not exist or is not the owner's.
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError>;
+
+    /// Takes up to `limit` push configs that have updates to deliver, for `worker`, until
+    /// `lease_until`: configs whose cursor is behind their task's latest log sequence, whose
+    /// `next_attempt_at` has come, and that no live delivery lease holds (a lease with
+    /// `lease_until > now`, whoever holds it) — the longest-waiting first. Each comes with the log
+    /// entries after its cursor, in order, at most `events` of them. Atomic: of two concurrent
+    /// calls, a config goes to at most one. A config whose task is gone is not returned.
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError>;
+
+    /// Ends `worker`'s delivery of a config: moves its cursor forward to
+    /// `settle.delivered_through` (never back), records the attempts and when it may be taken
+    /// again, gives up the delivery lease, and appends `settle.dead_letter` (if any) to the task's
+    /// log — whatever the task's state, without changing the task — all in one atomic, durable
+    /// step that wakes the task's subscribers when it appends. Refused (`false`, nothing changed)
+    /// when the config is gone or another worker holds its lease.
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError>;
+
     /// Closes the store: later calls fail with [`StoreError::Closed`]; subscribers are released.
     async fn close(&self);
 }
@@ -507,6 +565,11 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
         }
         TaskEventKind::Artifact { artifact, append, .. } => merge_artifact(&mut task.artifacts, artifact, *append),
         TaskEventKind::Message { message } => task.history.push(message.clone()),
+        // A note about delivery, not a change of the task: only the log grows.
+        TaskEventKind::PushDeadLetter { .. } => {
+            task.version += 1;
+            return;
+        }
     }
     task.updated_at = now.max(task.updated_at);
     task.version += 1;
