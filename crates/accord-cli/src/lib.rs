@@ -3,5 +3,6 @@
 
 pub mod conformance;
 pub mod demo;
+pub mod push_cmd;
 pub mod store;
 pub mod summarize;

@@ -8,7 +8,9 @@ use std::time::Duration;
 use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{AccessToken, AnonymousAccess, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime};
+use accord_engine::task::{
+    AccessToken, AnonymousAccess, Durability, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime,
+};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_store_sqlite::Synchronous;
@@ -100,6 +102,13 @@ enum Command {
         /// ids — the capabilities — of all the others: off by default, on for the conformance agent.
         #[arg(long, env = "ACCORD_ANONYMOUS_LIST")]
         anonymous_list: bool,
+        #[command(flatten)]
+        push: accord_cli::push_cmd::PushServeArgs,
+    },
+    /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
+    Push {
+        #[command(subcommand)]
+        command: accord_cli::push_cmd::PushCommand,
     },
     /// Make or inspect a local-rail wallet (for `--wallet` and `accord serve --demo-prices`).
     Wallet {
@@ -468,6 +477,7 @@ async fn main() -> ExitCode {
             signed_card,
             demo_prices,
             anonymous_list,
+            push,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -476,7 +486,7 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options = ServeOptions { agent, mapping, demo_token, demo_prices, anonymous_list };
+            let options = ServeOptions { agent, mapping, demo_token, demo_prices, anonymous_list, push };
             let store = (store, store_options.options());
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
@@ -492,6 +502,9 @@ async fn main() -> ExitCode {
         Command::Wallet { command } => wallet(command),
         Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
         Command::Task { command } => task(command).await,
+        Command::Push { command } => accord_cli::push_cmd::run(command)
+            .await
+            .map_err(|message| Failure { code: EXIT_FAILED, message }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -521,6 +534,7 @@ struct ServeOptions {
     demo_token: Option<String>,
     demo_prices: bool,
     anonymous_list: bool,
+    push: accord_cli::push_cmd::PushServeArgs,
 }
 
 async fn serve(
@@ -533,7 +547,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, demo_token, demo_prices, anonymous_list } = options;
+    let ServeOptions { agent: kind, mapping, demo_token, demo_prices, anonymous_list, push } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -567,6 +581,8 @@ async fn serve(
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
+    config.push = push.settings().map_err(usage)?;
+    config.task_service.push_key = push.key(durability == Durability::Durable).map_err(usage)?;
     if kind == AgentKind::Conformance {
         // The conformance kit drives every interface on the card: only the official A2A faces.
         config = config.lucid(false).jsonrpc_tasks(None);

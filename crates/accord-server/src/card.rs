@@ -105,7 +105,13 @@ impl CardBuilder {
     /// The card of `agent` as served with `config`.
     pub(crate) fn from_config(agent: &Agent, config: &ServerConfig) -> Self {
         let extensions = config.served_a2a().map(|a2a| a2a.extensions.clone()).unwrap_or_default();
-        Self::new(agent, declared_interfaces(config), config.tasks.is_some(), extensions, config.payments.as_ref())
+        let mut builder =
+            Self::new(agent, declared_interfaces(config), config.tasks.is_some(), extensions, config.payments.as_ref());
+        // Push notifications are sent for tasks made through the official faces.
+        if let Some(capabilities) = builder.template.capabilities.as_mut() {
+            capabilities.push_notifications = config.served_push().is_some();
+        }
+        builder
     }
 
     /// The card of `agent` listing `interfaces`. `tasks` says whether tasks are served,

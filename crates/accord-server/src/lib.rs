@@ -164,6 +164,7 @@ impl Default for ServerConfig {
             payments: None,
             task_service: ServiceConfig::default(),
             lucid: true,
+            push: Some(push::PushSettings::default()),
         }
     }
 }
@@ -173,6 +174,11 @@ impl ServerConfig {
     /// lists and what [`Faces`] mounts, decided here once.
     pub(crate) fn served_a2a(&self) -> Option<&A2aConfig> {
         self.tasks.as_ref().and(self.a2a.as_ref())
+    }
+
+    /// The push settings when push notifications are sent (they need the official faces).
+    pub(crate) fn served_push(&self) -> Option<&push::PushSettings> {
+        self.served_a2a().and(self.push.as_ref())
     }
 
     /// The JSON-RPC tasks face's settings when it is served (it needs a task runtime).
@@ -337,9 +343,14 @@ impl Faces {
                 service: service.clone(),
                 extensions: a2a_config.extensions.clone().into(),
                 payments: config.payments.clone(),
+                push: config.served_push().map(|push| Arc::new(push.policy.clone())),
             }),
             _ => None,
         };
+        // One delivery worker per set of faces: it reads the outbox every face writes to.
+        if let (Some(service), Some(push)) = (&service, config.served_push()) {
+            push::deliver::spawn(service.clone(), push.clone());
+        }
         let state = Arc::new(AppState {
             agent: agent.clone(),
             idempotency: IdempotencyStore::new(config.idempotency),

@@ -18,11 +18,15 @@ use async_trait::async_trait;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
+use super::push::{
+    DeliverFrom, MAX_PUSH_CONFIG_ID_LEN, MAX_PUSH_CONFIGS_PER_TASK, MAX_PUSH_URL_LEN, PushConfig, PushDelivery, PushKey,
+    PushPut, PushSettle, StoredPushConfig,
+};
 use super::runtime::{PreparedExecution, Reservation, TaskFailure, TaskRuntime};
 use super::store::{Durability, ListQuery, TaskPage};
 use super::token::OwnerHash;
 use crate::error::{Error, ErrorKind, RunError};
-use crate::model::{Task, TaskEvent, TaskId};
+use crate::model::{Task, TaskEvent, TaskEventKind, TaskId, now_ms};
 use crate::run::{Message, Part, TaskState};
 use crate::skill::{Skill, SkillError, ValidInput};
 
@@ -93,11 +97,19 @@ pub struct ServiceConfig {
     pub max_wait: Duration,
     /// What anonymous callers may do (default: no listing).
     pub anonymous: AnonymousAccess,
+    /// The key push configs are sealed with at rest (default: a fresh random key, so configs kept
+    /// by a durable store do not open after a restart: give a saved key for those).
+    pub push_key: PushKey,
 }
 
 impl Default for ServiceConfig {
     fn default() -> Self {
-        Self { default_skill: None, max_wait: Duration::from_secs(300), anonymous: AnonymousAccess::default() }
+        Self {
+            default_skill: None,
+            max_wait: Duration::from_secs(300),
+            anonymous: AnonymousAccess::default(),
+            push_key: PushKey::generate(),
+        }
     }
 }
 
@@ -117,6 +129,12 @@ impl ServiceConfig {
     /// Sets [`ServiceConfig::anonymous`].
     pub fn anonymous(mut self, access: AnonymousAccess) -> Self {
         self.anonymous = access;
+        self
+    }
+
+    /// Sets [`ServiceConfig::push_key`].
+    pub fn push_key(mut self, key: PushKey) -> Self {
+        self.push_key = key;
         self
     }
 }
@@ -158,6 +176,9 @@ pub struct SendRequest {
     pub new_context: bool,
     /// The caller's metadata, kept with the task.
     pub metadata: Option<Value>,
+    /// A webhook for the task's updates, registered with the send: a new task's from its
+    /// creation on, a follow-up's from the follow-up on.
+    pub push: Option<PushConfig>,
 }
 
 impl SendRequest {
@@ -172,7 +193,14 @@ impl SendRequest {
             context_id: None,
             new_context: false,
             metadata: None,
+            push: None,
         }
+    }
+
+    /// Registers a webhook for the task's updates with the send.
+    pub fn push(mut self, config: PushConfig) -> Self {
+        self.push = Some(config);
+        self
     }
 
     /// Names the skill.
@@ -472,7 +500,20 @@ impl TaskService {
     /// Starts the task a new message asks for, or resumes the one it follows up. A priced skill
     /// is refused ([`ErrorKind::PaymentRequired`]): paid tasks start through
     /// [`TaskService::send_paid`].
-    async fn start(&self, request: SendRequest) -> Result<Task, Error> {
+    async fn start(&self, mut request: SendRequest) -> Result<Task, Error> {
+        let Some(push) = request.push.take() else { return self.start_plain(request).await };
+        let push = self.checked_push_config(push)?;
+        let caller = request.caller;
+        if let Some(id) = request.task_id.clone() {
+            self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
+            return self.start_plain(request).await;
+        }
+        let task = self.start_plain(request).await?;
+        self.set_push_config(&caller, &task.id, push, DeliverFrom::After(0)).await?;
+        Ok(task)
+    }
+
+    async fn start_plain(&self, request: SendRequest) -> Result<Task, Error> {
         if let Some(id) = request.task_id.clone() {
             return self.follow_up(request, &id).await;
         }
@@ -590,7 +631,37 @@ impl TaskService {
     /// — and the run has the task's original input; without a credential it leaves the task
     /// waiting, and a refusal before the payment commits ends the task `failed`
     /// ([`PaidStart::PaymentFailed`]). A follow-up to any other task is an ordinary one.
+    ///
+    /// A webhook sent with the request ([`SendRequest::push`]) is registered for a follow-up
+    /// before it is taken, and for a new task once it exists (whatever its payment's outcome).
     pub async fn send_paid<P: PaymentFlow>(
+        &self,
+        mut request: SendRequest,
+        payment: &mut P,
+    ) -> Result<PaidStart<P::Receipt, P::Refusal>, Error> {
+        let Some(push) = request.push.take() else { return self.send_paid_plain(request, payment).await };
+        let push = self.checked_push_config(push)?;
+        let caller = request.caller;
+        if let Some(id) = request.task_id.clone() {
+            self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
+            return self.send_paid_plain(request, payment).await;
+        }
+        let started = self.send_paid_plain(request, payment).await?;
+        let task_id = match &started {
+            PaidStart::Started { task, .. }
+            | PaidStart::AwaitingPayment { task }
+            | PaidStart::PaymentFailed { task, .. }
+            | PaidStart::EndedAfterPayment { task, .. } => Some(task.id.clone()),
+            PaidStart::Unconfirmed { task_id, .. } => Some(task_id.clone()),
+            _ => None,
+        };
+        if let Some(id) = task_id {
+            self.set_push_config(&caller, &id, push, DeliverFrom::After(0)).await?;
+        }
+        Ok(started)
+    }
+
+    async fn send_paid_plain<P: PaymentFlow>(
         &self,
         request: SendRequest,
         payment: &mut P,
@@ -841,6 +912,150 @@ impl TaskService {
         };
         let events = self.runtime.events(id, &owner, after).await?;
         Ok(TaskUpdates { snapshot, events: Box::pin(events.map(|event| event.map_err(Error::from))) })
+    }
+}
+
+impl TaskService {
+    /// `config` as it will be kept: an id of at most [`MAX_PUSH_CONFIG_ID_LEN`] bytes (a fresh
+    /// one when empty), a URL of at most [`MAX_PUSH_URL_LEN`] bytes. The URL's target is the
+    /// face's to check (its SSRF policy), before it calls the service.
+    fn checked_push_config(&self, mut config: PushConfig) -> Result<PushConfig, Error> {
+        if config.id.is_empty() {
+            config.id = TaskId::generate().to_string();
+        }
+        if config.id.len() > MAX_PUSH_CONFIG_ID_LEN {
+            return Err(Error::new(
+                ErrorKind::InvalidRequest,
+                format!("a push config id has at most {MAX_PUSH_CONFIG_ID_LEN} bytes"),
+            ));
+        }
+        if config.url.is_empty() || config.url.len() > MAX_PUSH_URL_LEN {
+            return Err(Error::new(
+                ErrorKind::InvalidRequest,
+                format!("a push config needs a url of at most {MAX_PUSH_URL_LEN} bytes"),
+            ));
+        }
+        Ok(config)
+    }
+
+    fn push_not_found(id: &TaskId, config_id: &str) -> Error {
+        Error::new(ErrorKind::TaskNotFound, format!("the task has no push config \"{config_id}\"")).about(id)
+    }
+
+    fn open_push(&self, stored: &StoredPushConfig) -> Result<PushConfig, Error> {
+        self.config.push_key.open(stored).map_err(|unsealable| {
+            tracing::error!(task = %stored.task_id, config = %stored.id, "{unsealable}");
+            Error::new(ErrorKind::Unavailable, "a push config could not be read with this server's push key")
+        })
+    }
+
+    /// Registers (or replaces, by id) a webhook for the caller's task; its deliveries start as
+    /// `from` says for a new config, and where they stood for a replaced one. Returns the config
+    /// as kept (with its id, generated when it had none).
+    pub async fn set_push_config(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        config: PushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushConfig, Error> {
+        let config = self.checked_push_config(config)?;
+        let stored = self.config.push_key.stored(id, &config, now_ms());
+        match self.runtime.store().put_push_config(&caller.owner, stored, from).await.map_err(TaskFailure::from)? {
+            PushPut::Stored => Ok(config),
+            PushPut::TaskNotFound => Err(TaskFailure::NotFound { id: id.clone() }.into()),
+            PushPut::TooMany => Err(Error::new(
+                ErrorKind::InvalidRequest,
+                format!("a task has at most {MAX_PUSH_CONFIGS_PER_TASK} push configs; delete one first"),
+            )
+            .about(id)),
+        }
+    }
+
+    /// The caller's task's webhooks, by id.
+    pub async fn push_configs(&self, caller: &Caller, id: &TaskId) -> Result<Vec<PushConfig>, Error> {
+        let stored = self.runtime.store().push_configs(id, &caller.owner).await.map_err(TaskFailure::from)?;
+        let stored = stored.ok_or_else(|| Error::from(TaskFailure::NotFound { id: id.clone() }))?;
+        stored.iter().map(|config| self.open_push(config)).collect()
+    }
+
+    /// One of the caller's task's webhooks ([`ErrorKind::TaskNotFound`] when the task has none
+    /// with this id).
+    pub async fn push_config(&self, caller: &Caller, id: &TaskId, config_id: &str) -> Result<PushConfig, Error> {
+        let configs = self.push_configs(caller, id).await?;
+        configs.into_iter().find(|config| config.id == config_id).ok_or_else(|| Self::push_not_found(id, config_id))
+    }
+
+    /// Deletes one of the caller's task's webhooks. Idempotent: deleting a config that is not
+    /// there succeeds.
+    pub async fn delete_push_config(&self, caller: &Caller, id: &TaskId, config_id: &str) -> Result<(), Error> {
+        match self.runtime.store().delete_push_config(id, &caller.owner, config_id).await.map_err(TaskFailure::from)? {
+            Some(_) => Ok(()),
+            None => Err(TaskFailure::NotFound { id: id.clone() }.into()),
+        }
+    }
+
+    /// Takes up to `limit` webhooks with updates to deliver, for `worker`, until `lease`
+    /// passes (see [`TaskStore::claim_push_deliveries`](super::TaskStore::claim_push_deliveries)), each opened, with at most `events`
+    /// log entries. A config this server's key cannot open is given up on: its pending updates
+    /// are passed with a dead letter in the task's log.
+    pub async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<(PushConfig, PushDelivery)>, Error> {
+        let now = now_ms();
+        let lease_until = now.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
+        let store = self.runtime.store();
+        let claimed =
+            store.claim_push_deliveries(worker, now, lease_until, limit, events).await.map_err(TaskFailure::from)?;
+        let mut deliveries = Vec::with_capacity(claimed.len());
+        for delivery in claimed {
+            match self.config.push_key.open(&delivery.config) {
+                Ok(config) => deliveries.push((config, delivery)),
+                Err(unsealable) => {
+                    let Some(last) = delivery.events.last() else { continue };
+                    tracing::error!(task = %delivery.config.task_id, config = %delivery.config.id, "{unsealable}");
+                    let dead_letter = TaskEventKind::PushDeadLetter {
+                        config_id: delivery.config.id.clone(),
+                        sequence: last.sequence,
+                        attempts: 0,
+                        reason: unsealable.to_string(),
+                    };
+                    let settle = PushSettle {
+                        delivered_through: last.sequence,
+                        attempts: 0,
+                        next_attempt_at: now,
+                        dead_letter: Some(dead_letter),
+                    };
+                    let config = &delivery.config;
+                    store
+                        .settle_push_delivery(&config.task_id, &config.id, worker, settle, now)
+                        .await
+                        .map_err(TaskFailure::from)?;
+                }
+            }
+        }
+        Ok(deliveries)
+    }
+
+    /// Ends `worker`'s delivery of a webhook (see [`TaskStore::settle_push_delivery`](super::TaskStore::settle_push_delivery)): `false`
+    /// when another worker took it over meanwhile, or it was deleted.
+    pub async fn settle_push_delivery(
+        &self,
+        delivery: &PushDelivery,
+        worker: &str,
+        settle: PushSettle,
+    ) -> Result<bool, Error> {
+        let config = &delivery.config;
+        Ok(self
+            .runtime
+            .store()
+            .settle_push_delivery(&config.task_id, &config.id, worker, settle, now_ms())
+            .await
+            .map_err(TaskFailure::from)?)
     }
 }
 

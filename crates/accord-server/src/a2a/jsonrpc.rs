@@ -124,11 +124,27 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         },
         methods::GET_EXTENDED_AGENT_CARD => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
             .with_message("this agent does not declare an extended agent card")),
-        methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG
-        | methods::GET_TASK_PUSH_NOTIFICATION_CONFIG
-        | methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS
-        | methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported))
+        methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => match params::<a2a::TaskPushNotificationConfig>(&request) {
+            Ok(params) => core.create_push_config(params, owner).await.map(|config| rpc_result(id.clone(), config)),
+            Err(error) => Err(error),
+        },
+        methods::GET_TASK_PUSH_NOTIFICATION_CONFIG => {
+            match params::<a2a::GetTaskPushNotificationConfigRequest>(&request) {
+                Ok(params) => core.get_push_config(params, owner).await.map(|config| rpc_result(id.clone(), config)),
+                Err(error) => Err(error),
+            }
+        }
+        methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
+            match params::<a2a::ListTaskPushNotificationConfigsRequest>(&request) {
+                Ok(params) => core.list_push_configs(params, owner).await.map(|list| rpc_result(id.clone(), list)),
+                Err(error) => Err(error),
+            }
+        }
+        methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
+            match params::<a2a::DeleteTaskPushNotificationConfigRequest>(&request) {
+                Ok(params) => core.delete_push_config(params, owner).await.map(|empty| rpc_result(id.clone(), empty)),
+                Err(error) => Err(error),
+            }
         }
         other => Err(A2aError::new(A2aErrorKind::MethodNotFound).with_message(format!("Method not found: {other}"))),
     };

@@ -41,6 +41,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 pub(crate) mod jsonrpc;
+mod push;
 pub(crate) mod rest;
 pub(crate) mod version;
 pub(crate) mod x402;
@@ -92,6 +93,8 @@ pub(crate) struct A2aCore {
     pub(crate) extensions: std::sync::Arc<[a2a::AgentExtension]>,
     /// How priced skills are paid (see [`x402`]).
     pub(crate) payments: Option<crate::PaymentsConfig>,
+    /// Which webhook URLs are accepted; `None` when this server sends no push notifications.
+    pub(crate) push: Option<std::sync::Arc<crate::push::guard::WebhookPolicy>>,
 }
 
 /// The URL a request was made at, without its query: what a payment request names as the paid
@@ -153,17 +156,12 @@ impl A2aCore {
     /// The task service's request for a `SendMessage`: the skill named in `metadata.skillId` (on
     /// the message, else on the request), the input read from the message's parts, and a
     /// follow-up when the message names a task.
-    fn send_request(request: a2a::SendMessageRequest, caller: Caller) -> Result<SendRequest, A2aError> {
-        // A webhook this agent would never call is refused rather than silently ignored.
-        if request
-            .configuration
-            .as_ref()
-            .is_some_and(|configuration| configuration.task_push_notification_config.is_some())
-        {
-            return Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported).with_message(
-                "this agent does not send push notifications (capabilities.pushNotifications is false)",
-            ));
-        }
+    fn send_request(&self, mut request: a2a::SendMessageRequest, caller: Caller) -> Result<SendRequest, A2aError> {
+        // A webhook set inline is checked like a created one, before anything starts.
+        let push = match request.configuration.as_mut().and_then(|configuration| configuration.task_push_notification_config.take()) {
+            Some(config) => Some(self.push_config_of(config)?),
+            None => None,
+        };
         let caller = caller.within(request.tenant.as_deref());
         let skill = [request.message.metadata.as_ref(), request.metadata.as_ref()]
             .into_iter()
@@ -178,6 +176,9 @@ impl A2aCore {
         send.skill = skill;
         if let Some(id) = request.message.task_id.as_deref().filter(|id| !id.is_empty()) {
             send = send.follow_up(TaskId::new(id));
+        }
+        if let Some(push) = push {
+            send = send.push(push);
         }
         Ok(send)
     }
@@ -196,7 +197,7 @@ impl A2aCore {
         } else {
             Wait::Settled(BLOCKING_WAIT)
         };
-        let send = Self::send_request(request, caller)?;
+        let send = self.send_request(request, caller)?;
         let caller = send.caller;
         let task = self.start(send, resource).await?;
         let task = self.service.wait_for(&caller, task, wait).await.map_err(a2a_error)?;
@@ -213,7 +214,7 @@ impl A2aCore {
         caller: Caller,
         resource: String,
     ) -> Result<A2aStream, A2aError> {
-        let send = Self::send_request(request, caller)?;
+        let send = self.send_request(request, caller)?;
         let caller = send.caller;
         let task = self.start(send, resource).await?;
         let updates = self.service.follow(&caller, task).await.map_err(a2a_error)?;
@@ -578,7 +579,7 @@ fn project(updates: TaskUpdates, context_id: String, partial: Option<(u64, usize
 }
 
 /// The stream responses for one log entry.
-fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<EventId>, StreamResponse)> {
+pub(crate) fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Option<EventId>, StreamResponse)> {
     let task_id = event.task_id.to_string();
     let at = Some(a2a::time::format_unix_millis(i64::try_from(event.at).unwrap_or(i64::MAX)));
     let status = |state: TaskState, message: Option<a2a::Message>| {

@@ -4,7 +4,7 @@
 //!
 //! Routes (relative to the binding's path): `POST /message:send`, `POST /message:stream`,
 //! `GET /tasks`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`,
-//! the push-configuration routes (answered `PushNotificationNotSupportedError`) and
+//! the push-configuration routes and
 //! `GET /extendedAgentCard` — each also under a `/{tenant}` prefix, which scopes the caller (see
 //! the parent module). A body's own `tenant`, when present, must agree with the path's.
 
@@ -47,8 +47,8 @@ pub(crate) fn routes(state: Arc<RestState>) -> Router {
         .route("/message:stream", post(stream))
         .route("/tasks", get(list))
         .route("/tasks/{task}", any(task_route))
-        .route("/tasks/{task}/pushNotificationConfigs", any(push_unsupported))
-        .route("/tasks/{task}/pushNotificationConfigs/{config}", any(push_unsupported))
+        .route("/tasks/{task}/pushNotificationConfigs", post(create_push).get(list_push))
+        .route("/tasks/{task}/pushNotificationConfigs/{config}", get(get_push).delete(delete_push))
         .route("/extendedAgentCard", get(extended_card))
         .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
         // Outermost: the version is this binding's first check.
@@ -239,8 +239,83 @@ async fn task_route(
     }
 }
 
-async fn push_unsupported(State(state): Shared) -> Response {
-    error_with(state.mapping, &A2aError::new(A2aErrorKind::PushNotificationNotSupported))
+/// `POST /tasks/{task}/pushNotificationConfigs`: the body is the config without its task (a
+/// body naming another task is refused).
+async fn create_push(
+    State(state): Shared,
+    Path(params): Path<HashMap<String, String>>,
+    request: Request,
+) -> Response {
+    let error = |failure: &A2aError| error_with(state.mapping, failure);
+    let owner = owner(&request);
+    let task = params.get("task").cloned().unwrap_or_default();
+    let mut config = match body_of::<a2a::TaskPushNotificationConfig>(&state, request).await {
+        Ok(config) => config,
+        Err(failure) => return error(&failure),
+    };
+    if config.task_id.as_deref().is_some_and(|named| !named.is_empty() && named != task) {
+        return error(&super::invalid_params("the body's taskId differs from the path's"));
+    }
+    config.task_id = Some(task);
+    config.tenant = match with_tenant(config.tenant.take(), params.get("tenant").cloned()) {
+        Ok(tenant) => tenant,
+        Err(failure) => return error(&failure),
+    };
+    state.core.create_push_config(config, owner).await.map_or_else(|failure| error(&failure), ok)
+}
+
+/// The path's task (and tenant) as request fields.
+fn push_path_fields(params: &HashMap<String, String>) -> Vec<(&'static str, Value)> {
+    let mut fields = vec![("taskId", Value::String(params.get("task").cloned().unwrap_or_default()))];
+    if let Some(config) = params.get("config") {
+        fields.push(("id", Value::String(config.clone())));
+    }
+    if let Some(tenant) = params.get("tenant") {
+        fields.push(("tenant", Value::String(tenant.clone())));
+    }
+    fields
+}
+
+/// `GET /tasks/{task}/pushNotificationConfigs`.
+async fn list_push(
+    State(state): Shared,
+    Path(params): Path<HashMap<String, String>>,
+    Query(mut query): Query<HashMap<String, String>>,
+    request: Request,
+) -> Response {
+    let error = |failure: &A2aError| error_with(state.mapping, failure);
+    query.remove("tenant");
+    let mut fields = push_path_fields(&params);
+    // A token is text even when it looks like a number.
+    for name in ["pageToken", "page_token"] {
+        if let Some(token) = query.remove(name) {
+            fields.push(("pageToken", Value::String(token)));
+        }
+    }
+    match from_query::<a2a::ListTaskPushNotificationConfigsRequest>(&query, &fields) {
+        Ok(list) => state.core.list_push_configs(list, owner(&request)).await.map_or_else(|failure| error(&failure), ok),
+        Err(failure) => error(&failure),
+    }
+}
+
+/// `GET /tasks/{task}/pushNotificationConfigs/{config}`.
+async fn get_push(State(state): Shared, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
+    let error = |failure: &A2aError| error_with(state.mapping, failure);
+    match from_query::<a2a::GetTaskPushNotificationConfigRequest>(&HashMap::new(), &push_path_fields(&params)) {
+        Ok(get) => state.core.get_push_config(get, owner(&request)).await.map_or_else(|failure| error(&failure), ok),
+        Err(failure) => error(&failure),
+    }
+}
+
+/// `DELETE /tasks/{task}/pushNotificationConfigs/{config}`.
+async fn delete_push(State(state): Shared, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
+    let error = |failure: &A2aError| error_with(state.mapping, failure);
+    match from_query::<a2a::DeleteTaskPushNotificationConfigRequest>(&HashMap::new(), &push_path_fields(&params)) {
+        Ok(delete) => {
+            state.core.delete_push_config(delete, owner(&request)).await.map_or_else(|failure| error(&failure), ok)
+        }
+        Err(failure) => error(&failure),
+    }
 }
 
 async fn extended_card(State(state): Shared) -> Response {
