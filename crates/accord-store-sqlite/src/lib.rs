@@ -50,6 +50,13 @@
 //!   last look, for what other processes stored), so reads do not query for it each time.
 //!   Capacity ([`SqliteStoreConfig::max_active_tasks`], unlimited by default) counts the tasks that
 //!   have not ended; a create that would exceed it reaps first.
+//! - **Push configs.** A task's push configs are kept beside it, their sealed bytes as given (never
+//!   logged), and deleted with it (`ON DELETE CASCADE`, so retention's purge takes them). Storing,
+//!   deleting, claiming and settling them are writes like the others, durable at the configured
+//!   level before they return (not synced as paid work). A settlement's move of the cursor and
+//!   its dead letter in the task's log are one transaction. Each config's copy of its task's
+//!   latest log sequence is kept by a trigger in the transaction of every append, so a claim
+//!   reads an index of the configs with something to deliver, whatever the number of idle ones.
 //! - **Failures.** A write that waits longer than [`SqliteStoreConfig::busy_timeout`] for the
 //!   lock, and any I/O or storage failure, fail with
 //!   [`StoreError::Unavailable`](accord_engine::task::StoreError::Unavailable) and a message

@@ -32,15 +32,19 @@ use std::time::Duration;
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    ExecutionLease, LeasePhase, Millis, StoreError, StoredTask, Task, TaskEventKind, TaskId, WakeupHub, apply_event,
-    apply_to_record,
+    DeliverFrom, ExecutionLease, LeasePhase, MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PushDelivery, PushPut,
+    PushSettle, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent, TaskEventKind, TaskId, WakeupHub,
+    apply_event, apply_to_record,
 };
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::writer_error;
-use crate::rows::{RecordColumns, phase_name, record_columns, record_from_columns, sql_time, state_name, to_json};
+use crate::rows::{
+    RecordColumns, decode_kind, phase_name, record_columns, record_from_columns, sql_time, state_name, to_json,
+    unsigned,
+};
 
 /// The most writes grouped into one transaction.
 const MAX_GROUP: usize = 128;
@@ -66,6 +70,16 @@ pub(crate) enum Op {
     /// Reaping expired admissions and lapsed prepared leases, and purging terminal tasks last
     /// changed at or before the cutoff (negative: none).
     Housekeep { now: Millis, purge_cutoff: i64 },
+    /// A push config stored for the owner's task, new or in place of the one with its id.
+    PutPush { owner: OwnerHash, config: StoredPushConfig, from: DeliverFrom },
+    /// One of the owner's task's push configs deleted.
+    DeletePush { id: TaskId, owner: OwnerHash, config_id: String },
+    /// Up to `limit` configs with updates to deliver taken for `worker` until `lease_until`, each
+    /// with at most `events` log entries after its cursor.
+    ClaimPush { worker: String, now: Millis, lease_until: Millis, limit: usize, events: usize },
+    /// `worker`'s delivery of a config ended: its cursor, attempts and next attempt recorded, its
+    /// lease given up, and a dead letter (if any) appended to the task's log.
+    SettlePush { task_id: TaskId, config_id: String, worker: String, settle: PushSettle, now: Millis },
 }
 
 /// Why [`Op::Create`] refused a record.
@@ -86,6 +100,14 @@ pub(crate) enum Outcome {
     Leased(Option<StoredTask>),
     /// [`Op::Housekeep`]: how many tasks were reaped.
     Housekept(usize),
+    /// [`Op::PutPush`]: whether the config was stored.
+    PushPut(PushPut),
+    /// [`Op::DeletePush`]: whether the config was there (`None`: not the owner's task).
+    PushDeleted(Option<bool>),
+    /// [`Op::ClaimPush`]: the deliveries taken.
+    PushClaimed(Vec<PushDelivery>),
+    /// [`Op::SettlePush`]: whether the worker held the config's lease.
+    PushSettled(bool),
 }
 
 impl Outcome {
@@ -93,7 +115,25 @@ impl Outcome {
     fn paid(&self) -> bool {
         match self {
             Self::Created(Ok(record)) | Self::Written(Some(record)) | Self::Leased(Some(record)) => record.payload.paid,
+            // Push configs and deliveries are not paid work: a dead letter lost with the last
+            // commits before a power loss is lost with the settlement that wrote it, and the
+            // delivery is tried (and given up on) again.
             _ => false,
+        }
+    }
+
+    /// The kind of outcome, for reporting one that answered the wrong write without its data
+    /// (a record's task data, a config's sealed bytes).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Created(_) => "created",
+            Self::Written(_) => "written",
+            Self::Leased(_) => "leased",
+            Self::Housekept(_) => "housekept",
+            Self::PushPut(_) => "push config stored",
+            Self::PushDeleted(_) => "push config deleted",
+            Self::PushClaimed(_) => "push deliveries claimed",
+            Self::PushSettled(_) => "push delivery settled",
         }
     }
 }
@@ -411,6 +451,16 @@ fn execute(connection: &Connection, op: Op, settings: &Settings, grown: &mut Vec
             purge(connection, purge_cutoff)?;
             Ok(Outcome::Housekept(reaped))
         }
+        Op::PutPush { owner, config, from } => Ok(Outcome::PushPut(put_push(connection, &owner, config, from)?)),
+        Op::DeletePush { id, owner, config_id } => {
+            Ok(Outcome::PushDeleted(delete_push(connection, &id, &owner, &config_id)?))
+        }
+        Op::ClaimPush { worker, now, lease_until, limit, events } => {
+            Ok(Outcome::PushClaimed(claim_push(connection, &worker, now, lease_until, limit, events)?))
+        }
+        Op::SettlePush { task_id, config_id, worker, settle, now } => Ok(Outcome::PushSettled(settle_push(
+            connection, &task_id, &config_id, &worker, settle, now, settings, grown,
+        )?)),
     }
 }
 
@@ -579,12 +629,235 @@ fn reap(connection: &Connection, now: Millis, grown: &mut Vec<TaskId>) -> Result
     Ok(reaped)
 }
 
-/// Deletes terminal tasks last changed at or before `cutoff`, with their logs.
+/// Deletes terminal tasks last changed at or before `cutoff`, with their logs and push configs
+/// (both go by `ON DELETE CASCADE`).
 fn purge(connection: &Connection, cutoff: i64) -> Result<(), Fault> {
     if cutoff >= 0 {
         connection.prepare_cached("DELETE FROM tasks WHERE terminal = 1 AND updated_at <= ?1")?.execute([cutoff])?;
     }
     Ok(())
+}
+
+/// A count or sequence number as SQLite binds it (clamped, like times).
+fn sql_integer(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
+/// The task's latest log sequence, when the task exists and is `owner`'s.
+fn owned_task(connection: &Connection, id: &TaskId, owner: &OwnerHash) -> Result<Option<i64>, Fault> {
+    let row = connection
+        .prepare_cached("SELECT owner_hash, last_sequence FROM tasks WHERE id = ?1")?
+        .query_row([id.as_str()], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
+        .optional()?;
+    // Compared as hashes, in constant time.
+    Ok(row.and_then(|(stored, latest)| {
+        OwnerHash::from_hex(&stored).is_some_and(|stored| stored == *owner).then_some(latest)
+    }))
+}
+
+/// Stores `config` for the owner's task: in place of the config with its id (whose creation time,
+/// cursor, attempts, next attempt and lease stay), or as a new one whose cursor starts as `from`
+/// says and which may be taken at once. Every refusal is decided before the first change.
+fn put_push(
+    connection: &Connection,
+    owner: &OwnerHash,
+    config: StoredPushConfig,
+    from: DeliverFrom,
+) -> Result<PushPut, Fault> {
+    let Some(latest) = owned_task(connection, &config.task_id, owner)? else { return Ok(PushPut::TaskNotFound) };
+    let task_id = config.task_id.as_str();
+    let replaced = connection
+        .prepare_cached("UPDATE push_configs SET sealed = ?3 WHERE task_id = ?1 AND id = ?2")?
+        .execute(rusqlite::params![task_id, config.id, config.sealed])?;
+    if replaced > 0 {
+        return Ok(PushPut::Stored);
+    }
+    let count: i64 = connection
+        .prepare_cached("SELECT COUNT(*) FROM push_configs WHERE task_id = ?1")?
+        .query_row([task_id], |row| row.get(0))?;
+    if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_PUSH_CONFIGS_PER_TASK {
+        return Ok(PushPut::TooMany);
+    }
+    let delivered = match from {
+        DeliverFrom::Now => latest,
+        DeliverFrom::After(sequence) => sql_integer(sequence),
+    };
+    connection
+        .prepare_cached(
+            "INSERT INTO push_configs (task_id, id, sealed, created_at, delivered, latest, attempts, next_attempt_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?4)",
+        )?
+        .execute(rusqlite::params![
+            task_id,
+            config.id,
+            config.sealed,
+            sql_time(config.created_at),
+            delivered,
+            latest
+        ])?;
+    Ok(PushPut::Stored)
+}
+
+/// Deletes one of the owner's task's push configs: whether it was there, `None` when the task is
+/// not the owner's.
+fn delete_push(
+    connection: &Connection,
+    id: &TaskId,
+    owner: &OwnerHash,
+    config_id: &str,
+) -> Result<Option<bool>, Fault> {
+    if owned_task(connection, id, owner)?.is_none() {
+        return Ok(None);
+    }
+    let deleted = connection
+        .prepare_cached("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2")?
+        .execute([id.as_str(), config_id])?;
+    Ok(Some(deleted > 0))
+}
+
+/// A config with updates to deliver, as [`claim_push`] reads it.
+struct Due {
+    config: StoredPushConfig,
+    context_id: Option<String>,
+    delivered: i64,
+    attempts: i64,
+}
+
+/// Takes up to `limit` configs with updates to deliver for `worker` until `lease_until`: behind
+/// their task's log, due, and held by no live lease, longest-waiting first (the pending index
+/// holds only the configs behind their log). Each comes with at most `events` entries after its
+/// cursor. Everything is read and decoded before the first lease is written.
+fn claim_push(
+    connection: &Connection,
+    worker: &str,
+    now: Millis,
+    lease_until: Millis,
+    limit: usize,
+    events: usize,
+) -> Result<Vec<PushDelivery>, Fault> {
+    let due = connection
+        .prepare_cached(
+            "SELECT p.task_id, p.id, p.sealed, p.created_at, p.delivered, p.attempts, t.context_id
+             FROM push_configs p JOIN tasks t ON t.id = p.task_id
+             WHERE p.delivered < p.latest AND p.next_attempt_at <= ?1
+               AND (p.lease_until IS NULL OR p.lease_until <= ?1)
+             ORDER BY p.next_attempt_at, p.task_id, p.id
+             LIMIT ?2",
+        )?
+        .query_map(rusqlite::params![sql_time(now), sql_integer(limit)], |row| {
+            Ok(Due {
+                config: StoredPushConfig {
+                    task_id: TaskId::new(row.get::<_, String>(0)?),
+                    id: row.get(1)?,
+                    sealed: row.get(2)?,
+                    created_at: unsigned(row.get(3)?),
+                },
+                delivered: row.get(4)?,
+                attempts: row.get(5)?,
+                context_id: row.get(6)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut deliveries = Vec::with_capacity(due.len());
+    let mut pending = connection.prepare_cached(
+        "SELECT sequence, at, kind FROM task_events WHERE task_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
+    )?;
+    for Due { config, context_id, delivered, attempts } in due {
+        let rows = pending
+            .query_map(rusqlite::params![config.task_id.as_str(), delivered, sql_integer(events)], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for (sequence, at, kind) in rows {
+            entries.push(TaskEvent {
+                task_id: config.task_id.clone(),
+                sequence: unsigned(sequence),
+                at: unsigned(at),
+                kind: decode_kind(&kind)?,
+            });
+        }
+        let attempts = u32::try_from(attempts.max(0)).unwrap_or(u32::MAX);
+        deliveries.push(PushDelivery { config, context_id, events: entries, attempts });
+    }
+    let mut lease = connection
+        .prepare_cached("UPDATE push_configs SET lease_worker = ?3, lease_until = ?4 WHERE task_id = ?1 AND id = ?2")?;
+    for delivery in &deliveries {
+        let config = &delivery.config;
+        lease.execute(rusqlite::params![config.task_id.as_str(), config.id, worker, sql_time(lease_until)])?;
+    }
+    Ok(deliveries)
+}
+
+/// Ends `worker`'s delivery of a config: its cursor moves forward to `delivered_through` (never
+/// back), its attempts and next attempt are recorded and its lease goes; a dead letter is appended
+/// to the task's log and applied with [`apply_to_record`] (only the task's version changes).
+/// Refused (`false`, nothing changed) when the config is gone or `worker` does not hold its
+/// lease. The dead letter's change is worked out and encoded before the first change.
+#[allow(clippy::too_many_arguments)]
+fn settle_push(
+    connection: &Connection,
+    task_id: &TaskId,
+    config_id: &str,
+    worker: &str,
+    settle: PushSettle,
+    now: Millis,
+    settings: &Settings,
+    grown: &mut Vec<TaskId>,
+) -> Result<bool, Fault> {
+    let held = connection
+        .prepare_cached("SELECT 1 FROM push_configs WHERE task_id = ?1 AND id = ?2 AND lease_worker = ?3")?
+        .query_row([task_id.as_str(), config_id, worker], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if !held {
+        return Ok(false);
+    }
+    let dead_letter = match &settle.dead_letter {
+        None => None,
+        Some(dead_letter) => {
+            let row = connection
+                .prepare_cached(concat!("SELECT last_sequence, ", record_columns!(), " FROM tasks WHERE id = ?1"))?
+                .query_row([task_id.as_str()], |row| Ok((row.get::<_, i64>("last_sequence")?, record_row(row)?)))
+                .optional()?;
+            // A config goes with its task: a config without one is as good as gone.
+            let Some((last_sequence, columns)) = row else { return Ok(false) };
+            let mut record = record_from_columns(columns)?;
+            let kind = encode(dead_letter, "task_events.kind")?;
+            apply_to_record(&mut record, dead_letter, now);
+            let task = encode(&record.task, "task")?;
+            Some((record, task, kind, last_sequence + 1))
+        }
+    };
+    connection
+        .prepare_cached(
+            "UPDATE push_configs
+             SET delivered = MAX(delivered, ?3), attempts = ?4, next_attempt_at = ?5,
+                 lease_worker = NULL, lease_until = NULL
+             WHERE task_id = ?1 AND id = ?2",
+        )?
+        .execute(rusqlite::params![
+            task_id.as_str(),
+            config_id,
+            sql_integer(settle.delivered_through),
+            settle.attempts,
+            sql_time(settle.next_attempt_at),
+        ])?;
+    if let Some((record, task, kind, sequence)) = dead_letter {
+        write_change(
+            connection,
+            &record.task,
+            &task,
+            record.lease.as_ref(),
+            record.admission_expires_at,
+            sequence,
+            now,
+            vec![kind],
+        )?;
+        settings.note_due(&record);
+        grown.push(task_id.clone());
+    }
+    Ok(true)
 }
 
 /// Writes a changed record (its task already encoded as `task_json`) and appends its events

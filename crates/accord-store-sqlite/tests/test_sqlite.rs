@@ -1,6 +1,6 @@
 //! What only a file-backed store must show: data that outlives the store that wrote it, several
-//! stores (as several processes would) sharing one file, migrations, capacity and retention,
-//! and failures reported as `Unavailable` rather than panics.
+//! stores (as several processes would) sharing one file, migrations, capacity and retention, push
+//! configs kept with their tasks, and failures reported as `Unavailable` rather than panics.
 
 mod support;
 
@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, StoreError, StoredTask, Task,
-    TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
+    AccessToken, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, PushAuthentication,
+    PushConfig, PushDelivery, PushKey, PushPut, PushSettle, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
 };
 use accord_engine::{Artifact, Message, Part, SkillError, TaskState};
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig, Synchronous};
@@ -741,4 +742,211 @@ async fn close_commits_the_writes_already_queued() {
     let store = open(&path).await;
     assert_eq!(log(&store, &id, &alice).await.len(), 6, "the creation and the five queued messages");
     store.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Push configs
+// ---------------------------------------------------------------------------------------------
+
+/// A sealed push config for `task`, with secrets in its token and credentials.
+fn push_config(key: &PushKey, task: &TaskId, id: &str, at: Millis) -> StoredPushConfig {
+    let config = PushConfig {
+        id: id.into(),
+        url: format!("https://hooks.example/{id}?secret=s3cr3t"),
+        token: Some("push-token".into()),
+        authentication: Some(PushAuthentication { scheme: "Bearer".into(), credentials: Some("push-cred".into()) }),
+    };
+    key.stored(task, &config, at)
+}
+
+fn sequences(delivery: &PushDelivery) -> Vec<u64> {
+    delivery.events.iter().map(|event| event.sequence).collect()
+}
+
+/// Push configs, their cursors, attempts and next attempts outlive the store that wrote them; the
+/// sealed bytes are stored exactly as given; a terminal task purged by retention takes its configs
+/// with it.
+#[tokio::test]
+async fn push_configs_and_cursors_survive_reopening_and_go_with_their_task() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let config = || SqliteStoreConfig::new(&path).retention(Duration::from_millis(HOUR));
+    let key = PushKey::generate();
+    let alice = owner("alice");
+    let now = now_ms();
+
+    let store = SqliteStore::open(config()).await.expect("open");
+    let kept = create(&store, record(alice, now - 3 * HOUR, None)).await;
+    write(&store, &kept, status(TaskState::Working), None, now - 3 * HOUR).await;
+    let old_done = create(&store, record(alice, now - 3 * HOUR, None)).await;
+    let hook = push_config(&key, &kept, "hook", now);
+    let other = push_config(&key, &kept, "other", now);
+    for stored in [hook.clone(), other.clone(), push_config(&key, &old_done, "hook", now)] {
+        assert_eq!(store.put_push_config(&alice, stored, DeliverFrom::After(0)).await.expect("put"), PushPut::Stored);
+    }
+    // `hook` fails at its second entry and waits for its next attempt; `other` stays leased.
+    let claimed = store.claim_push_deliveries("d", now, now + MINUTE, 10, 1).await.expect("claim");
+    assert_eq!(claimed.len(), 3, "every config has its task's log to deliver");
+    let retry = PushSettle { delivered_through: 1, attempts: 3, next_attempt_at: now + 1, dead_letter: None };
+    assert!(store.settle_push_delivery(&kept, "hook", "d", retry.clone(), now).await.expect("settle"));
+    // Ended long ago: past retention when the file is next read.
+    write(&store, &old_done, completed(json!("old")), None, now - 2 * HOUR).await;
+    store.close().await;
+
+    let store = SqliteStore::open(config()).await.expect("reopen");
+    assert_eq!(store.get(&old_done).await.expect("get"), None, "purged by retention");
+    let configs = store.push_configs(&kept, &alice).await.expect("configs").expect("the owner's task");
+    assert_eq!(configs, vec![hook.clone(), other], "stored as given, by id");
+    assert_eq!(key.open(&configs[0]).expect("opens").url, "https://hooks.example/hook?secret=s3cr3t");
+    assert!(store.claim_push_deliveries("e", now, now + MINUTE, 10, 100).await.expect("claim").is_empty());
+    let mut claimed = store.claim_push_deliveries("e", now + 1, now + MINUTE, 10, 100).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "`other` is still leased: {claimed:?}");
+    let delivery = claimed.remove(0);
+    assert_eq!((delivery.config.id.as_str(), delivery.attempts), ("hook", 3));
+    assert_eq!(sequences(&delivery), [2], "the cursor survived");
+    assert_eq!(delivery.context_id.as_deref(), Some("context-7"));
+    assert!(
+        !store.settle_push_delivery(&kept, "other", "e", retry, now).await.expect("settle"),
+        "the lease taken before the restart is still `d`'s"
+    );
+    store.close().await;
+
+    let pool = raw_pool(&path).await;
+    let orphans: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_configs WHERE task_id = ?1")
+        .bind(old_done.as_str())
+        .fetch_one(&pool)
+        .await
+        .expect("count configs");
+    assert_eq!(orphans, 0, "the purged task's configs are deleted with it");
+    let sealed: Vec<u8> = sqlx::query_scalar("SELECT sealed FROM push_configs WHERE task_id = ?1 AND id = 'hook'")
+        .bind(kept.as_str())
+        .fetch_one(&pool)
+        .await
+        .expect("the sealed bytes");
+    assert_eq!(sealed, hook.sealed);
+    pool.close().await;
+}
+
+/// A file written before push notifications: opening it adds the configs' table, and the tasks
+/// stored before it take configs whose deliveries follow their logs like any other task's.
+#[tokio::test]
+async fn tasks_stored_before_push_configs_take_configs() {
+    const EARLIER: [&str; 4] = [
+        "20261130000001_tasks.sql",
+        "20261130000002_list_filters.sql",
+        "20261201000003_task_counts.sql",
+        "20261201000004_unfinished_from_counts.sql",
+    ];
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let earlier = dir.path().join("earlier-migrations");
+    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+    for name in EARLIER {
+        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(name), earlier.join(name))
+            .expect("copy an earlier migration");
+    }
+    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
+    migrator.run(&pool).await.expect("the schema before push configs");
+    let alice = owner("alice");
+    let base = now_ms();
+    let old = record(alice, base, None);
+    // The task and its two-entry log as the earlier release wrote them.
+    sqlx::query(
+        "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, last_sequence,
+                            skill)
+         VALUES (?1, ?2, ?3, 'submitted', ?4, ?4, ?5, ?6, 2, ?7)",
+    )
+    .bind(old.task.id.as_str())
+    .bind(alice.to_hex())
+    .bind(old.task.context_id.as_deref())
+    .bind(i64::try_from(base).expect("a time"))
+    .bind(serde_json::to_string(&old.task).expect("the task as JSON"))
+    .bind(serde_json::to_string(&old.payload).expect("the payload as JSON"))
+    .bind(old.task.skill.as_str())
+    .execute(&pool)
+    .await
+    .expect("insert a task of the earlier release");
+    for sequence in 1..=2_i64 {
+        let message = Message::agent_text(format!("entry {sequence}"));
+        sqlx::query("INSERT INTO task_events (task_id, sequence, at, kind) VALUES (?1, ?2, ?3, ?4)")
+            .bind(old.task.id.as_str())
+            .bind(sequence)
+            .bind(i64::try_from(base).expect("a time"))
+            .bind(serde_json::to_string(&TaskEventKind::Message { message }).expect("the event as JSON"))
+            .execute(&pool)
+            .await
+            .expect("insert an event of the earlier release");
+    }
+    pool.close().await;
+
+    let store = open(&path).await;
+    let key = PushKey::generate();
+    let id = &old.task.id;
+    let from_start = push_config(&key, id, "all", base);
+    let from_now = push_config(&key, id, "new", base);
+    assert_eq!(store.put_push_config(&alice, from_start, DeliverFrom::After(0)).await.expect("put"), PushPut::Stored);
+    assert_eq!(store.put_push_config(&alice, from_now, DeliverFrom::Now).await.expect("put"), PushPut::Stored);
+    let claimed = store.claim_push_deliveries("d", base, base + MINUTE, 10, 100).await.expect("claim");
+    assert_eq!(
+        claimed.iter().map(|delivery| (delivery.config.id.as_str(), sequences(delivery))).collect::<Vec<_>>(),
+        [("all", vec![1, 2])]
+    );
+    let done = PushSettle { delivered_through: 2, attempts: 0, next_attempt_at: base, dead_letter: None };
+    assert!(store.settle_push_delivery(id, "all", "d", done, base).await.expect("settle"));
+    write(&store, id, status(TaskState::Working), None, base + 1).await;
+    let mut claimed: Vec<_> = store
+        .claim_push_deliveries("d", base + 1, base + MINUTE, 10, 100)
+        .await
+        .expect("claim")
+        .iter()
+        .map(|delivery| (delivery.config.id.clone(), sequences(delivery)))
+        .collect();
+    claimed.sort();
+    assert_eq!(claimed, [("all".to_owned(), vec![3]), ("new".to_owned(), vec![3])], "the new entry is pending");
+    store.close().await;
+}
+
+/// Two stores on one file (two processes, in effect) claiming deliveries at the same moment never
+/// take the same config, and between them take every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_never_claim_the_same_config() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let (first, second) = (Arc::new(open(&path).await), Arc::new(open(&path).await));
+    let key = PushKey::generate();
+    let alice = owner("alice");
+    let now = now_ms();
+    for n in 0..8 {
+        let id = create(&first, record(alice, now + n, None)).await;
+        let config = push_config(&key, &id, "hook", now);
+        assert_eq!(first.put_push_config(&alice, config, DeliverFrom::After(0)).await.expect("put"), PushPut::Stored);
+    }
+    let start = Arc::new(Barrier::new(2));
+    let claims: Vec<_> = [(Arc::clone(&first), "a"), (Arc::clone(&second), "b")]
+        .into_iter()
+        .map(|(store, worker)| {
+            let start = Arc::clone(&start);
+            tokio::spawn(async move {
+                start.wait().await;
+                let mut taken = Vec::new();
+                for _ in 0..4 {
+                    let claimed = store.claim_push_deliveries(worker, now, now + MINUTE, 2, 10).await.expect("claim");
+                    taken.extend(claimed.into_iter().map(|delivery| delivery.config.task_id));
+                }
+                taken
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for claim in claims {
+        taken.extend(claim.await.expect("the claims complete"));
+    }
+    assert_eq!(taken.len(), 8, "every config was taken once: {taken:?}");
+    taken.sort();
+    taken.dedup();
+    assert_eq!(taken.len(), 8, "no config went to both stores");
+    first.close().await;
+    second.close().await;
 }

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
-    TaskStore, TaskWakeups,
+    DeliverFrom, Durability, ListQuery, Millis, OwnerHash, PushDelivery, PushPut, PushSettle, StoreError,
+    StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups,
 };
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
 use async_trait::async_trait;
@@ -153,6 +153,50 @@ impl TaskStore for ScratchStore {
 
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
         self.store.subscribe(id, owner).await
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        self.store.put_push_config(owner, config, from).await
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        self.store.push_configs(id, owner).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        self.store.delete_push_config(id, owner, config_id).await
+    }
+
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        self.store.claim_push_deliveries(worker, now, lease_until, limit, events).await
+    }
+
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.store.settle_push_delivery(task_id, config_id, worker, settle, now).await
     }
 
     async fn close(&self) {
