@@ -87,6 +87,25 @@ pub fn local_payments() -> accord_server::PaymentsConfig {
     accord_server::PaymentsConfig::new(rail, DEMO_ASSET, DEMO_NETWORK, DEMO_PAY_TO)
 }
 
+/// The extended card of `accord serve` when a credential scheme is configured: the `slow` skill
+/// in detail — how cancellation works and the scope the JSON-RPC tasks face asks for it, which
+/// every credential of `accord serve` holds. It replaces the public card's `slow` entry.
+pub fn extended_skills() -> Vec<accord_types::card::AgentSkill> {
+    vec![accord_types::card::AgentSkill {
+        id: "slow".into(),
+        name: "slow".into(),
+        description: Some(format!(
+            "Sleeps for `seconds` (a number), then answers {{\"slept\": seconds}}. Cancelling the task stops it \
+             at once and it answers how long it slept. On the JSON-RPC tasks face it needs the scope `{SLOW_SCOPE}`, \
+             which your credentials hold."
+        )),
+        input_modes: vec!["application/json".into()],
+        output_modes: vec!["application/json".into(), "text/plain".into()],
+        tags: vec!["slow".into(), "cancellable".into(), SLOW_SCOPE.into()],
+        extra: serde_json::Map::new(),
+    }]
+}
+
 /// The demo agent: `echo`, `summarize`, `slow` and `ticks`.
 pub fn agent() -> Result<Agent, BuildError> {
     build(false)

@@ -8,10 +8,7 @@ use std::time::Duration;
 use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
-use accord_engine::task::{
-    AccessToken, AnonymousAccess, Durability, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime,
-};
-use accord_server::auth::{BearerAuthLayer, BearerTokens};
+use accord_engine::task::{AnonymousAccess, Durability, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_store_sqlite::Synchronous;
 use accord_types::a2a::ErrorMapping;
@@ -21,6 +18,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 mod card_cmd;
+mod serve_auth;
 
 /// Exit code when the agent answered with an error or a run failed.
 const EXIT_FAILED: u8 = 1;
@@ -79,10 +77,8 @@ enum Command {
         /// Serve everything under this path prefix, e.g. `/agents/demo`.
         #[arg(long, default_value = "", env = "ACCORD_BASE_PATH")]
         base_path: String,
-        /// A bearer token (20 to 256 characters) granted the scope `demo:slow`, which the JSON-RPC
-        /// tasks face requires for the `slow` skill. Without it, `slow` is reachable there by nobody.
-        #[arg(long, env = "ACCORD_DEMO_TOKEN", hide_env_values = true)]
-        demo_token: Option<String>,
+        #[command(flatten)]
+        auth: Box<serve_auth::AuthArgs>,
         /// Where tasks are kept: `sqlite://PATH` (a file, the default), `postgres://URL` (several
         /// `accord serve` processes on one database share the work) or `memory`.
         #[arg(long, default_value = accord_cli::store::DEFAULT_STORE, env = "ACCORD_STORE", hide_env_values = true)]
@@ -470,7 +466,7 @@ async fn main() -> ExitCode {
             host,
             port,
             base_path,
-            demo_token,
+            auth,
             store,
             store_options,
             workers,
@@ -486,7 +482,7 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options = ServeOptions { agent, mapping, demo_token, demo_prices, anonymous_list, push };
+            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push };
             let store = (store, store_options.options());
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
@@ -531,7 +527,7 @@ fn normalize_base_path(base_path: &str) -> String {
 struct ServeOptions {
     agent: AgentKind,
     mapping: ErrorMapping,
-    demo_token: Option<String>,
+    auth: Box<serve_auth::AuthArgs>,
     demo_prices: bool,
     anonymous_list: bool,
     push: accord_cli::push_cmd::PushServeArgs,
@@ -547,7 +543,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, demo_token, demo_prices, anonymous_list, push } = options;
+    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -558,10 +554,11 @@ async fn serve(
     }
     .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     let signed_card = signed_card.load(host, agent.name())?;
-    let mut tokens = BearerTokens::new();
-    if let Some(token) = demo_token {
-        let token = AccessToken::parse(&token).map_err(|error| usage(format!("--demo-token: {error}")))?;
-        tokens = tokens.with(&token, "demo", [accord_cli::demo::SLOW_SCOPE]);
+    // Every credential the flags admit is the demo's operator: granted `demo:slow`, and shown the
+    // extended card (the `slow` skill in detail).
+    let mut auth = auth.config(&[accord_cli::demo::SLOW_SCOPE]).await.map_err(usage)?;
+    if !auth.is_empty() && kind == AgentKind::Demo {
+        auth = auth.extended_card(accord_cli::demo::extended_skills());
     }
     if store_options.sync.is_some() && !matches!(store, StoreSpec::Sqlite(_)) {
         return Err(usage("--sync sets how a SQLite store syncs; it cannot be used with this --store"));
@@ -595,7 +592,7 @@ async fn serve(
     if let Some(signed_card) = signed_card {
         config = config.signed_card(signed_card);
     }
-    let router = agent.router_with(config).layer(BearerAuthLayer::new(tokens));
+    let router = agent.router_with(config.auth(auth));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
     let listener = tokio::net::TcpListener::bind((host, port))

@@ -628,3 +628,42 @@ fn demo_prices_are_paid_with_a_wallet() {
     assert_eq!(unpaid_task.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unpaid_task.stderr).contains("402"));
 }
+
+#[test]
+fn serve_with_api_keys_lists_the_scheme_and_opens_the_extended_card() {
+    let key = "cli-api-key-0123456789abcdef";
+    let served = Served::start(&["--api-key", key, "--api-key", "another-cli-key-0123456789"]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let card: Value = client
+            .get(format!("{}.well-known/agent-card.json", served.url))
+            .send()
+            .await
+            .expect("card")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"], "x-api-key", "{card}");
+        assert_eq!(card["capabilities"]["extendedAgentCard"], true, "{card}");
+        let extended = |key: Option<&str>| {
+            let mut request =
+                client.get(format!("{}a2a/rest/extendedAgentCard", served.url)).header("a2a-version", "1.0");
+            if let Some(key) = key {
+                request = request.header("x-api-key", key);
+            }
+            async move {
+                let response = request.send().await.expect("response");
+                (response.status().as_u16(), response.json::<Value>().await.expect("json"))
+            }
+        };
+        let (status, body) = extended(Some(key)).await;
+        assert_eq!(status, 200, "{body}");
+        let slow = body["skills"].as_array().expect("skills").iter().find(|skill| skill["id"] == "slow").cloned();
+        assert!(slow.expect("slow")["description"].as_str().expect("text").contains("demo:slow"));
+        let (status, body) = extended(None).await;
+        assert_eq!((status, body["error"]["status"].clone()), (401, json!("UNAUTHENTICATED")), "{body}");
+        let (status, _) = extended(Some("a-key-nobody-configured-000")).await;
+        assert_eq!(status, 401);
+    });
+}

@@ -1,16 +1,39 @@
-//! Who is calling: the [`Principal`] an authentication layer puts into request extensions, and
-//! [`BearerAuthLayer`], a layer that authenticates static bearer tokens.
+//! Who is calling: the [`Principal`] an authentication layer puts into request extensions;
+//! [`AuthLayer`], the layer that checks the schemes of an [`AuthConfig`] (opaque bearer tokens,
+//! JWTs against a JWKS, API keys in a header); and [`BearerAuthLayer`], a lighter layer for static
+//! bearer tokens alone.
 //!
 //! Faces read the principal; they never authenticate themselves. Any layer that inserts a
 //! [`Principal`] into the request's extensions works (JWT, mTLS, a gateway header you trust).
+//!
+//! A request that presents no credential passes through anonymous, and each face decides what an
+//! anonymous caller may do. A request that presents a credential the configuration cannot accept
+//! (an unknown bearer token or API key, a JWT that fails a check) is *not* anonymous: the layer
+//! records an audit event and marks the request [`Unauthenticated`], and each face refuses it with
+//! its own unauthenticated error, in one middleware per face mounted by [`crate::Faces`] (so the
+//! handlers stay as they are).
+
+mod jwt;
+
+pub use jsonwebtoken::Algorithm as JwtAlgorithm;
+pub use jwt::{
+    DEFAULT_LEEWAY, DEFAULT_REFRESH_INTERVAL, JwksSource, JwtConfig, JwtSetupError, JwtVerifier, parse_algorithms,
+};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use accord_engine::task::{AccessToken, OwnerHash};
-use axum::http::Request;
+use accord_types::a2a::{A2aError, A2aErrorKind, ErrorMapping};
+use accord_types::card::AgentSkill;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
+
+/// The `tracing` target of authentication audit events (the one every Accord audit event uses).
+pub const AUDIT_TARGET: &str = "accord::audit";
 
 /// An authenticated caller: who it is, what it may do, and who owns the tasks it creates.
 #[derive(Clone, PartialEq, Eq)]
@@ -69,6 +92,11 @@ impl BearerTokens {
         let hash: [u8; 32] = Sha256::digest(token.expose().as_bytes()).into();
         self.by_hash.insert(hash, (subject.into(), scopes.into_iter().map(Into::into).collect()));
         self
+    }
+
+    /// Whether no token is configured.
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
     }
 
     fn principal(&self, token: &str) -> Option<Principal> {
@@ -161,4 +189,383 @@ pub(crate) fn caller_of(principal: Option<&Principal>) -> accord_engine::task::C
         Some(principal) => accord_engine::task::Caller::owner(principal.owner),
         None => accord_engine::task::Caller::anonymous(owner_of(None)),
     }
+}
+
+/// The name of each scheme on the card (`securitySchemes`) and in audit events.
+pub const BEARER_SCHEME: &str = "bearer";
+/// See [`BEARER_SCHEME`].
+pub const JWT_SCHEME: &str = "jwt";
+/// See [`BEARER_SCHEME`].
+pub const API_KEY_SCHEME: &str = "apiKey";
+
+/// The default header of API keys.
+pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
+
+/// API keys in a request header and the principals they stand for. Only the SHA-256 of each key
+/// is kept: configure keys by their hash ([`ApiKeys::with_hash`]), or hand a key to
+/// [`ApiKeys::with_key`], which hashes it at once. A key's principal owns tasks exactly as the
+/// same string sent as a task access token would (the owner is the key's SHA-256).
+#[derive(Clone)]
+pub struct ApiKeys {
+    header: HeaderName,
+    by_hash: HashMap<[u8; 32], (String, Vec<String>)>,
+}
+
+impl std::fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKeys").field("header", &self.header).field("keys", &self.by_hash.len()).finish()
+    }
+}
+
+/// A header name or key hash that [`ApiKeys`] cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidApiKeyConfig(String);
+
+impl std::fmt::Display for InvalidApiKeyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidApiKeyConfig {}
+
+impl ApiKeys {
+    /// No keys yet, read from `header` (for example [`DEFAULT_API_KEY_HEADER`]).
+    pub fn new(header: &str) -> Result<Self, InvalidApiKeyConfig> {
+        let header = HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| InvalidApiKeyConfig(format!("{header:?} is not a header name")))?;
+        if header == header::AUTHORIZATION {
+            return Err(InvalidApiKeyConfig("API keys cannot use the Authorization header".into()));
+        }
+        Ok(Self { header, by_hash: HashMap::new() })
+    }
+
+    /// Adds the key whose SHA-256 is `sha256_hex` (64 hex digits), standing for `subject`.
+    pub fn with_hash(
+        mut self,
+        sha256_hex: &str,
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Result<Self, InvalidApiKeyConfig> {
+        let owner = OwnerHash::from_hex(&sha256_hex.to_ascii_lowercase())
+            .ok_or_else(|| InvalidApiKeyConfig("an API key hash must be 64 hex digits".into()))?;
+        self.by_hash.insert(*owner.as_bytes(), (subject.into(), scopes.into_iter().map(Into::into).collect()));
+        Ok(self)
+    }
+
+    /// Adds `key` (hashed at once; surrounding whitespace is not part of it), standing for
+    /// `subject`.
+    pub fn with_key(
+        mut self,
+        key: &str,
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let hash: [u8; 32] = Sha256::digest(key.trim().as_bytes()).into();
+        self.by_hash.insert(hash, (subject.into(), scopes.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// The header the keys are read from.
+    pub fn header(&self) -> &HeaderName {
+        &self.header
+    }
+
+    /// Whether no key is configured.
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    fn principal(&self, key: &str) -> Option<Principal> {
+        let hash: [u8; 32] = Sha256::digest(key.trim().as_bytes()).into();
+        let (subject, scopes) = self.by_hash.get(&hash)?;
+        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+        Some(Principal { subject: subject.clone(), scopes: scopes.clone(), owner: OwnerHash::from_hex(&hex)? })
+    }
+}
+
+/// How callers authenticate, and what the extended card adds for them. The card's
+/// `securitySchemes` and `securityRequirements` are generated from it (one requirement per
+/// scheme: any one suffices), and [`crate::Faces`] mounts an [`AuthLayer`] for it on every face.
+///
+/// Schemes are tried in this order: `Authorization: Bearer` — an opaque token first, then, if it
+/// has the shape of a JWT, a JWT — then the API key header. The first credential presented
+/// decides: valid, the request carries its [`Principal`]; invalid, the request is refused.
+#[derive(Clone, Default, Debug)]
+pub struct AuthConfig {
+    pub(crate) bearer: Option<BearerTokens>,
+    pub(crate) jwt: Option<JwtVerifier>,
+    pub(crate) api_keys: Option<ApiKeys>,
+    pub(crate) extended_skills: Option<Vec<AgentSkill>>,
+}
+
+impl AuthConfig {
+    /// No scheme: every caller is anonymous, the card lists no security scheme.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Accepts these opaque bearer tokens (scheme [`BEARER_SCHEME`]).
+    pub fn bearer(mut self, tokens: BearerTokens) -> Self {
+        self.bearer = Some(tokens);
+        self
+    }
+
+    /// Accepts JWTs checked by `verifier` (scheme [`JWT_SCHEME`]).
+    pub fn jwt(mut self, verifier: JwtVerifier) -> Self {
+        self.jwt = Some(verifier);
+        self
+    }
+
+    /// Accepts these API keys (scheme [`API_KEY_SCHEME`]).
+    pub fn api_keys(mut self, keys: ApiKeys) -> Self {
+        self.api_keys = Some(keys);
+        self
+    }
+
+    /// Declares the authenticated extended card (`capabilities.extendedAgentCard: true`): the
+    /// public card with these skill entries — an entry whose `id` is a public skill's replaces it
+    /// (more detail for authenticated callers), others are added. The entries describe; a skill
+    /// callable by everyone stays callable by everyone (see docs/behaviour.md).
+    pub fn extended_card(mut self, skills: Vec<AgentSkill>) -> Self {
+        self.extended_skills = Some(skills);
+        self
+    }
+
+    /// Whether no scheme is configured.
+    pub fn is_empty(&self) -> bool {
+        self.bearer.is_none() && self.jwt.is_none() && self.api_keys.is_none()
+    }
+
+    /// The card's `securitySchemes` (scheme name to `SecurityScheme`), in ProtoJSON.
+    pub(crate) fn security_schemes(&self) -> Vec<(&'static str, accord_types::a2a::SecurityScheme)> {
+        use accord_types::a2a::{ApiKeySecurityScheme, HttpAuthSecurityScheme, SecurityScheme};
+        let mut schemes = Vec::new();
+        if self.bearer.is_some() {
+            schemes.push((
+                BEARER_SCHEME,
+                SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                    description: Some("An opaque bearer token issued by the agent's operator".into()),
+                    scheme: "Bearer".into(),
+                    bearer_format: None,
+                }),
+            ));
+        }
+        if self.jwt.is_some() {
+            schemes.push((
+                JWT_SCHEME,
+                SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                    description: Some("A JWT from the configured issuer, for this agent's audience".into()),
+                    scheme: "Bearer".into(),
+                    bearer_format: Some("JWT".into()),
+                }),
+            ));
+        }
+        if let Some(keys) = &self.api_keys {
+            schemes.push((
+                API_KEY_SCHEME,
+                SecurityScheme::ApiKey(ApiKeySecurityScheme {
+                    description: Some("An API key issued by the agent's operator".into()),
+                    location: "header".into(),
+                    name: keys.header.as_str().to_owned(),
+                }),
+            ));
+        }
+        schemes
+    }
+
+    /// `WWW-Authenticate` challenges for the configured schemes (RFC 9110 §11.6.1), `error`
+    /// set when a presented credential was refused (RFC 6750 §3).
+    pub(crate) fn challenges(&self, refused: bool) -> Vec<HeaderValue> {
+        let error = if refused { ", error=\"invalid_token\"" } else { "" };
+        let mut challenges = Vec::new();
+        if self.bearer.is_some() || self.jwt.is_some() {
+            challenges.push(format!("Bearer realm=\"accord\"{error}"));
+        }
+        if let Some(keys) = &self.api_keys {
+            challenges.push(format!("ApiKey realm=\"accord\", header=\"{}\"", keys.header));
+        }
+        challenges.into_iter().filter_map(|challenge| HeaderValue::from_str(&challenge).ok()).collect()
+    }
+
+    /// The caller's principal: `Ok(None)` when it presented no credential of a configured scheme.
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Unauthenticated> {
+        if let Some(token) = bearer_token(headers) {
+            if let Some(principal) = self.bearer.as_ref().and_then(|tokens| tokens.principal(token)) {
+                return Ok(Some(principal));
+            }
+            match (&self.jwt, &self.bearer) {
+                (Some(verifier), _) if token.split('.').count() == 3 => {
+                    return verifier
+                        .verify(token)
+                        .await
+                        .map(Some)
+                        .map_err(|rejection| Unauthenticated::new(JWT_SCHEME, rejection.as_str()));
+                }
+                (_, Some(_)) => return Err(Unauthenticated::new(BEARER_SCHEME, "unknown_token")),
+                (Some(_), None) => return Err(Unauthenticated::new(JWT_SCHEME, "malformed")),
+                (None, None) => {}
+            }
+        }
+        if let Some(keys) = &self.api_keys
+            && let Some(value) = headers.get(&keys.header)
+        {
+            return match value.to_str().ok().and_then(|key| keys.principal(key)) {
+                Some(principal) => Ok(Some(principal)),
+                None => Err(Unauthenticated::new(API_KEY_SCHEME, "unknown_key")),
+            };
+        }
+        Ok(None)
+    }
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The mark [`AuthLayer`] leaves on a request whose credential was refused: which scheme and why
+/// (the audit event's fields; the caller's answer names neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unauthenticated {
+    /// The scheme the credential was presented for ([`BEARER_SCHEME`], …).
+    pub scheme: &'static str,
+    /// Why it was refused (`expired`, `bad_signature`, `unknown_key`, …).
+    pub reason: &'static str,
+}
+
+impl Unauthenticated {
+    fn new(scheme: &'static str, reason: &'static str) -> Self {
+        Self { scheme, reason }
+    }
+}
+
+/// A layer that authenticates requests with an [`AuthConfig`]: a valid credential puts its
+/// [`Principal`] into the request's extensions, an invalid one an [`Unauthenticated`] mark (and an
+/// audit event), none leaves the request anonymous. A principal already set by an earlier layer is
+/// kept and nothing is checked.
+#[derive(Clone, Debug)]
+pub struct AuthLayer {
+    config: Arc<AuthConfig>,
+}
+
+impl AuthLayer {
+    /// A layer for `config`.
+    pub fn new(config: AuthConfig) -> Self {
+        Self { config: Arc::new(config) }
+    }
+}
+
+impl<S> tower::Layer<S> for AuthLayer {
+    type Service = Auth<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Auth { inner, config: Arc::clone(&self.config) }
+    }
+}
+
+/// The service [`AuthLayer`] makes.
+#[derive(Clone, Debug)]
+pub struct Auth<S> {
+    inner: S,
+    config: Arc<AuthConfig>,
+}
+
+impl<S, B> tower::Service<Request<B>> for Auth<S>
+where
+    S: tower::Service<Request<B>> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // The service that was polled ready serves this request; a fresh clone takes its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let config = Arc::clone(&self.config);
+        Box::pin(async move {
+            if request.extensions().get::<Principal>().is_none() {
+                match config.authenticate(request.headers()).await {
+                    Ok(Some(principal)) => {
+                        request.extensions_mut().insert(principal);
+                    }
+                    Ok(None) => {}
+                    Err(refused) => {
+                        // Never the credential itself: the scheme, the reason, where.
+                        tracing::warn!(
+                            target: AUDIT_TARGET,
+                            event = "auth.rejected",
+                            scheme = refused.scheme,
+                            reason = refused.reason,
+                            path = request.uri().path(),
+                        );
+                        request.extensions_mut().insert(refused);
+                        request.extensions_mut().insert(Challenges(config.challenges(true)));
+                    }
+                }
+            }
+            inner.call(request).await
+        })
+    }
+}
+
+/// The `WWW-Authenticate` values a refusal carries.
+#[derive(Clone, Debug)]
+struct Challenges(Vec<HeaderValue>);
+
+/// Which face a refusal speaks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Face {
+    Lucid,
+    JsonRpcTasks,
+    A2aJsonRpc,
+    A2aRest(ErrorMapping),
+}
+
+/// The one place where a request marked [`Unauthenticated`] is refused, in its face's shape:
+/// A2A REST `401` + `google.rpc.Status` `UNAUTHENTICATED`; A2A JSON-RPC `401` + a JSON-RPC error
+/// ([`A2aErrorKind::Unauthenticated`], `id: null`: the body is not read); JSON-RPC tasks `401` + a
+/// JSON-RPC error `-32000`; Lucid `401` + `{"error":{"code":"unauthenticated"}}`. Each with
+/// `WWW-Authenticate`.
+pub(crate) async fn refuse_unauthenticated(
+    axum::extract::State(face): axum::extract::State<Face>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.extensions().get::<Unauthenticated>().is_none() {
+        return next.run(request).await;
+    }
+    let challenges =
+        request.extensions().get::<Challenges>().map(|challenges| challenges.0.clone()).unwrap_or_default();
+    let message = "the presented credentials are not valid";
+    let mut response = match face {
+        Face::A2aRest(mapping) => {
+            crate::a2a::rest::error_with(mapping, &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message))
+        }
+        Face::A2aJsonRpc => crate::a2a::jsonrpc::rpc_error(
+            serde_json::Value::Null,
+            &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message),
+        ),
+        Face::JsonRpcTasks => {
+            let body = accord_types::jsonrpc::Response::<serde_json::Value>::failure(
+                serde_json::Value::Null,
+                accord_types::jsonrpc::ErrorObject::new(-32000, message),
+            );
+            (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
+        }
+        Face::Lucid => crate::LucidError::new(StatusCode::UNAUTHORIZED, "unauthenticated", message).into_response(),
+    };
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    for challenge in challenges {
+        response.headers_mut().append(header::WWW_AUTHENTICATE, challenge);
+    }
+    response
 }

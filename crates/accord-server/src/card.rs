@@ -12,13 +12,18 @@
 //!   `supportsAuthenticatedExtendedCard`, `capabilities.stateTransitionHistory`) appear only when a
 //!   v0.3 face is listed, so a v1.0 card has none of them;
 //! - skill schemas and prices, which the A2A `AgentSkill` has no member for, are the params of
-//!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`.
+//!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`;
+//! - `securitySchemes` and `securityRequirements` are generated from the configured
+//!   authentication schemes (none without), and `capabilities.extendedAgentCard` is `true` only
+//!   when an extended card is configured; [`CardBuilder::extended`] is the one place that decides
+//!   who gets the extended card, for both A2A bindings.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use accord_engine::Agent;
 use accord_types::a2a::card::{PROTOCOL_BINDING_GRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC};
+use accord_types::a2a::{A2aError, A2aErrorKind};
 use accord_types::card::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill, EntrypointDescriptor, LUCID_BINDING,
     PROTOCOL_VERSION, SKILL_EXTENSION,
@@ -99,6 +104,10 @@ pub(crate) struct CardBuilder {
     interfaces: Vec<DeclaredInterface>,
     /// When the template was made, to the second (what `Last-Modified` says).
     built_at: SystemTime,
+    /// The extended card's skill entries, when an extended card is declared.
+    extended_skills: Option<Vec<AgentSkill>>,
+    /// `WWW-Authenticate` challenges for an anonymous request of the extended card.
+    challenges: Vec<HeaderValue>,
 }
 
 impl CardBuilder {
@@ -107,11 +116,69 @@ impl CardBuilder {
         let extensions = config.served_a2a().map(|a2a| a2a.extensions.clone()).unwrap_or_default();
         let mut builder =
             Self::new(agent, declared_interfaces(config), config.tasks.is_some(), extensions, config.payments.as_ref());
+        builder.declare_auth(&config.auth, config.served_a2a().is_some());
         // Push notifications are sent for tasks made through the official faces.
         if let Some(capabilities) = builder.template.capabilities.as_mut() {
             capabilities.push_notifications = config.served_push().is_some();
         }
         builder
+    }
+
+    /// Writes the configured schemes into the card (one requirement per scheme: any one
+    /// suffices) and declares the extended card when one is configured and an A2A face serves it.
+    fn declare_auth(&mut self, auth: &crate::auth::AuthConfig, a2a: bool) {
+        let schemes = auth.security_schemes();
+        if !schemes.is_empty() {
+            let requirements: Vec<Value> =
+                schemes.iter().map(|(name, _)| serde_json::json!({"schemes": {*name: {"list": []}}})).collect();
+            let schemes: Map<String, Value> = schemes
+                .into_iter()
+                .filter_map(|(name, scheme)| Some((name.to_owned(), serde_json::to_value(scheme).ok()?)))
+                .collect();
+            self.template.extra.insert("securitySchemes".into(), Value::Object(schemes));
+            self.template.extra.insert("securityRequirements".into(), Value::Array(requirements));
+        }
+        if a2a && let Some(skills) = &auth.extended_skills {
+            if let Some(capabilities) = self.template.capabilities.as_mut() {
+                capabilities.extra.insert("extendedAgentCard".into(), Value::Bool(true));
+            }
+            self.extended_skills = Some(skills.clone());
+            self.challenges = auth.challenges(false);
+        }
+    }
+
+    /// The extended card for a caller of `GetExtendedAgentCard` (spec §4 items 9 and 12): not
+    /// declared → `UnsupportedOperationError`; declared, anonymous caller → the unauthenticated
+    /// error (with the challenges to answer with); otherwise the public card with the extended
+    /// skill entries (one with a public skill's `id` replaces it). Declaring and configuring the
+    /// extended card are one setting here, so `ExtendedAgentCardNotConfiguredError` cannot arise.
+    pub(crate) fn extended(
+        &self,
+        principal: Option<&crate::auth::Principal>,
+        base_url: &str,
+    ) -> Result<AgentCard, (A2aError, Vec<HeaderValue>)> {
+        let Some(skills) = &self.extended_skills else {
+            return Err((
+                A2aError::new(A2aErrorKind::UnsupportedOperation)
+                    .with_message("this agent does not declare an extended agent card"),
+                Vec::new(),
+            ));
+        };
+        if principal.is_none() {
+            return Err((
+                A2aError::new(A2aErrorKind::Unauthenticated)
+                    .with_message("the extended agent card is for authenticated callers"),
+                self.challenges.clone(),
+            ));
+        }
+        let mut card = self.build(base_url);
+        for skill in skills {
+            match card.skills.iter_mut().find(|public| public.id == skill.id) {
+                Some(public) => *public = skill.clone(),
+                None => card.skills.push(skill.clone()),
+            }
+        }
+        Ok(card)
     }
 
     /// The card of `agent` listing `interfaces`. `tasks` says whether tasks are served,
@@ -177,7 +244,13 @@ impl CardBuilder {
             extra,
         };
         let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        Self { template, interfaces, built_at: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()) }
+        Self {
+            template,
+            interfaces,
+            built_at: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
+            extended_skills: None,
+            challenges: Vec::new(),
+        }
     }
 
     /// The card as served from `base_url` (the public origin plus the base path, no trailing `/`).
@@ -318,6 +391,14 @@ pub(crate) async fn card(
 /// under, without a trailing `/`.
 pub(crate) fn base_url(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
     format!("{}{}", origin(headers, uri), base_path(uri.path()))
+}
+
+/// The agent's public base URL for an A2A request whose path ends with `suffix` (the binding's
+/// path, and for REST the operation): what the card's URLs start with.
+pub(crate) fn base_url_before(headers: &HeaderMap, uri: &axum::http::Uri, suffix: &str) -> String {
+    let path = uri.path().trim_end_matches('/');
+    let base = path.strip_suffix(suffix.trim_end_matches('/')).unwrap_or("").trim_end_matches('/');
+    format!("{}{base}", origin(headers, uri))
 }
 
 /// The path under which the router is mounted: the request path without the card route.

@@ -85,6 +85,10 @@ pub struct ServerConfig {
     /// task runtime, the Lucid `/tasks…` routes, listed on the card with the Lucid members
     /// (`entrypoints`, `payments`). `false` leaves them out; `/health` stays.
     pub lucid: bool,
+    /// How callers authenticate (default: no scheme, every caller anonymous): the card's
+    /// security schemes and requirements, the [`auth::AuthLayer`] every face is mounted with, and
+    /// the authenticated extended card.
+    pub auth: auth::AuthConfig,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -165,6 +169,7 @@ impl Default for ServerConfig {
             task_service: ServiceConfig::default(),
             lucid: true,
             push: Some(push::PushSettings::default()),
+            auth: auth::AuthConfig::default(),
         }
     }
 }
@@ -246,6 +251,12 @@ impl ServerConfig {
         self
     }
 
+    /// Sets [`ServerConfig::auth`].
+    pub fn auth(mut self, config: auth::AuthConfig) -> Self {
+        self.auth = config;
+        self
+    }
+
     /// Publishes the signed card ([`ServerConfig::signed_card`]).
     pub fn signed_card(mut self, config: SignedCardConfig) -> Self {
         self.signed_card = Some(config);
@@ -260,8 +271,8 @@ pub(crate) struct AppState {
     pub(crate) tasks: Option<TaskService>,
     pub(crate) config: ServerConfig,
     pub(crate) idempotency: IdempotencyStore,
-    /// The one builder of the card every card route serves.
-    pub(crate) card: card::CardBuilder,
+    /// The one builder of the card every card route serves (and of the extended card).
+    pub(crate) card: Arc<card::CardBuilder>,
 }
 
 pub(crate) type State = axum::extract::State<Arc<AppState>>;
@@ -355,7 +366,7 @@ impl Faces {
             agent: agent.clone(),
             idempotency: IdempotencyStore::new(config.idempotency),
             tasks: service,
-            card: card::CardBuilder::from_config(agent, &config),
+            card: Arc::new(card::CardBuilder::from_config(agent, &config)),
             config,
         });
         Self { state, a2a }
@@ -398,7 +409,19 @@ impl Faces {
         } else {
             router
         };
-        router.with_state(Arc::clone(state))
+        self.authenticated(router.with_state(Arc::clone(state)), auth::Face::Lucid)
+    }
+
+    /// `router` behind the configured [`auth::AuthLayer`] (when a scheme is configured) and the
+    /// face's refusal of requests whose credentials were refused (always, so that an
+    /// [`auth::AuthLayer`] of the user's own, outside, is answered in the face's shape too).
+    fn authenticated(&self, router: Router, face: auth::Face) -> Router {
+        let router = router.layer(axum::middleware::from_fn_with_state(face, auth::refuse_unauthenticated));
+        if self.state.config.auth.is_empty() {
+            router
+        } else {
+            router.layer(auth::AuthLayer::new(self.state.config.auth.clone()))
+        }
     }
 
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
@@ -406,12 +429,15 @@ impl Faces {
     pub fn jsonrpc_tasks(&self) -> Router {
         let config = &self.state.config;
         match (&self.state.tasks, config.served_jsonrpc_tasks()) {
-            (Some(service), Some(jsonrpc)) => Router::new().nest(
-                &jsonrpc.path,
-                jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
-                    .scopes(jsonrpc.scopes.clone())
-                    .max_bytes(config.body_limit)
-                    .router(),
+            (Some(service), Some(jsonrpc)) => self.authenticated(
+                Router::new().nest(
+                    &jsonrpc.path,
+                    jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
+                        .scopes(jsonrpc.scopes.clone())
+                        .max_bytes(config.body_limit)
+                        .router(),
+                ),
+                auth::Face::JsonRpcTasks,
             ),
             _ => Router::new(),
         }
@@ -421,14 +447,21 @@ impl Faces {
     /// trailing `/`). Empty without a task runtime or with the A2A faces turned off.
     pub fn a2a_jsonrpc(&self) -> Router {
         let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else { return Router::new() };
-        let state =
-            Arc::new(a2a::jsonrpc::JsonRpcState { core: core.clone(), body_limit: self.state.config.body_limit });
+        let state = Arc::new(a2a::jsonrpc::JsonRpcState {
+            core: core.clone(),
+            body_limit: self.state.config.body_limit,
+            card: Arc::clone(&self.state.card),
+            path: a2a_config.jsonrpc_path.clone(),
+        });
         let endpoint =
             post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(a2a::version::record));
         let path = a2a_config.jsonrpc_path.clone();
         // Served with and without a trailing slash: some clients join `/` onto the interface URL.
         let slashed = format!("{}/", path.trim_end_matches('/'));
-        Router::new().route(&path, endpoint.clone()).route(&slashed, endpoint)
+        self.authenticated(
+            Router::new().route(&path, endpoint.clone()).route(&slashed, endpoint),
+            auth::Face::A2aJsonRpc,
+        )
     }
 
     /// The official A2A HTTP+JSON binding under [`A2aConfig::rest_path`]. Empty without a task
@@ -439,8 +472,13 @@ impl Faces {
             core: core.clone(),
             body_limit: self.state.config.body_limit,
             mapping: a2a_config.error_mapping,
+            card: Arc::clone(&self.state.card),
+            path: a2a_config.rest_path.clone(),
         }));
-        Router::new().nest(&a2a_config.rest_path, rest)
+        self.authenticated(
+            Router::new().nest(&a2a_config.rest_path, rest),
+            auth::Face::A2aRest(a2a_config.error_mapping),
+        )
     }
 
     /// Every face, merged: what [`router_with`] serves.

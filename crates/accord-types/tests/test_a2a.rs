@@ -740,7 +740,17 @@ fn error_catalogue_matches_the_specification_table() {
         assert_eq!((kind.code(), kind.default_message(), kind.reason()), (code, message, None));
         assert!(!kind.is_a2a_error());
     }
-    assert_eq!(A2aErrorKind::ALL.len(), 14);
+    let unauthenticated = A2aErrorKind::Unauthenticated;
+    assert_eq!((unauthenticated.code(), unauthenticated.reason()), (-32000, Some("UNAUTHENTICATED")));
+    assert!(!unauthenticated.is_a2a_error(), "not one of the specification's codes");
+    for mapping in [ErrorMapping::V1_0_0, ErrorMapping::V1_0_1] {
+        assert_eq!(
+            (unauthenticated.grpc_status(mapping), unauthenticated.http_status(mapping)),
+            (GrpcCode::Unauthenticated, 401)
+        );
+    }
+    assert_eq!(A2aErrorKind::from_code(-32000), Some(unauthenticated));
+    assert_eq!(A2aErrorKind::ALL.len(), 15);
     assert_eq!(GrpcCode::from_name("FAILED_PRECONDITION").map(GrpcCode::number), Some(9));
 }
 

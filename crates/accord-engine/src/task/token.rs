@@ -107,6 +107,18 @@ impl OwnerHash {
         &self.0
     }
 
+    /// The owner standing for an authenticated principal named `principal_id` (for example a
+    /// JWT's issuer and subject): the SHA-256 of a domain-separated, length-prefixed encoding of
+    /// the id, so that it never collides with the hash of an access token (which has no prefix)
+    /// nor with another principal's id.
+    pub fn of_principal(principal_id: &str) -> OwnerHash {
+        let mut digest = Sha256::new();
+        digest.update(b"accord:principal\0");
+        digest.update((principal_id.len() as u64).to_be_bytes());
+        digest.update(principal_id.as_bytes());
+        OwnerHash(digest.finalize().into())
+    }
+
     /// The owner this owner is inside `scope` (an A2A tenant, say): a different hash for every
     /// scope, so that one caller's tasks in one scope are invisible from another. Deterministic,
     /// and one-way like the hash itself.
@@ -169,5 +181,14 @@ mod tests {
         assert_eq!(owner.to_hex(), "71c480df93d6ae2f1efad1447c66c9525e316218cf51fc8d9ed832f2daf18b73");
         assert_eq!(OwnerHash::from_hex(&owner.to_hex()), Some(owner));
         assert_eq!(OwnerHash::from_hex("zz"), None);
+    }
+
+    #[test]
+    fn a_principal_owner_differs_by_id_and_from_the_same_text_as_a_token() {
+        let id = "abcdefghijklmnopqrstuvwxyz";
+        let principal = OwnerHash::of_principal(id);
+        assert_eq!(principal, OwnerHash::of_principal(id), "deterministic");
+        assert_ne!(principal, OwnerHash::of_principal("abcdefghijklmnopqrstuvwxy"));
+        assert_ne!(principal, AccessToken::parse(id).expect("valid").owner());
     }
 }

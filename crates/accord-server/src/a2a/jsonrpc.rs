@@ -33,11 +33,18 @@ use crate::auth::{Principal, caller_of};
 pub(crate) struct JsonRpcState {
     pub(crate) core: A2aCore,
     pub(crate) body_limit: usize,
+    /// The card's builder, for `GetExtendedAgentCard`.
+    pub(crate) card: Arc<crate::card::CardBuilder>,
+    /// The binding's path, to find the agent's base URL from a request's.
+    pub(crate) path: String,
 }
 
-fn rpc_error(id: Value, error: &A2aError) -> Response {
+/// A JSON-RPC error response: HTTP 200, except for the unauthenticated error, which the transport
+/// answers with 401 (authentication is the transport's business, spec §7).
+pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
     let body = jsonrpc::Response::<Value>::failure(id, error);
-    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response()
+    let status = if error.kind == A2aErrorKind::Unauthenticated { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
+    (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response()
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
@@ -122,8 +129,20 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
             Ok(params) => core.subscribe(params, owner, last_event_id).await.map(|stream| sse(id.clone(), stream)),
             Err(error) => Err(error),
         },
-        methods::GET_EXTENDED_AGENT_CARD => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
-            .with_message("this agent does not declare an extended agent card")),
+        methods::GET_EXTENDED_AGENT_CARD => {
+            let uri = parts.extensions.get::<axum::extract::OriginalUri>().map_or(&parts.uri, |original| &original.0);
+            let base_url = crate::card::base_url_before(&parts.headers, uri, &state.path);
+            match state.card.extended(parts.extensions.get::<Principal>(), &base_url) {
+                Ok(card) => Ok(rpc_result(id.clone(), card)),
+                Err((error, challenges)) => {
+                    let mut response = rpc_error(id.clone(), &error);
+                    response
+                        .headers_mut()
+                        .extend(challenges.into_iter().map(|value| (header::WWW_AUTHENTICATE, value)));
+                    Ok(response)
+                }
+            }
+        }
         methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => match params::<a2a::TaskPushNotificationConfig>(&request) {
             Ok(params) => core.create_push_config(params, owner).await.map(|config| rpc_result(id.clone(), config)),
             Err(error) => Err(error),

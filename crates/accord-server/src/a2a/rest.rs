@@ -33,6 +33,10 @@ pub(crate) struct RestState {
     pub(crate) core: A2aCore,
     pub(crate) body_limit: usize,
     pub(crate) mapping: ErrorMapping,
+    /// The card's builder, for `GET /extendedAgentCard`.
+    pub(crate) card: Arc<crate::card::CardBuilder>,
+    /// The binding's base path, to find the agent's base URL from a request's.
+    pub(crate) path: String,
 }
 
 type Shared = State<Arc<RestState>>;
@@ -318,12 +322,26 @@ async fn delete_push(State(state): Shared, Path(params): Path<HashMap<String, St
     }
 }
 
-async fn extended_card(State(state): Shared) -> Response {
-    error_with(
-        state.mapping,
-        &A2aError::new(A2aErrorKind::UnsupportedOperation)
-            .with_message("this agent does not declare an extended agent card"),
-    )
+async fn extended_card(
+    State(state): Shared,
+    params: Params,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
+    headers: HeaderMap,
+    principal: Option<axum::Extension<Principal>>,
+) -> Response {
+    let suffix = match tenant_of(&params) {
+        Some(tenant) => format!("{}/{tenant}/extendedAgentCard", state.path.trim_end_matches('/')),
+        None => format!("{}/extendedAgentCard", state.path.trim_end_matches('/')),
+    };
+    let base_url = crate::card::base_url_before(&headers, &uri, &suffix);
+    match state.card.extended(principal.as_ref().map(|axum::Extension(principal)| principal), &base_url) {
+        Ok(card) => ok(card),
+        Err((failure, challenges)) => {
+            let mut response = error_with(state.mapping, &failure);
+            response.headers_mut().extend(challenges.into_iter().map(|value| (header::WWW_AUTHENTICATE, value)));
+            response
+        }
+    }
 }
 
 fn sse(stream: super::A2aStream) -> Response {

@@ -192,11 +192,17 @@ pub enum A2aErrorKind {
     InvalidParams,
     /// -32603: an internal error.
     Internal,
+    /// -32000: the caller presented credentials that are not valid, or presented none where they
+    /// are required. The specification names no JSON-RPC code for it (authentication belongs to
+    /// the transport: HTTP 401 with `WWW-Authenticate`, §3.3.2 and §7); Accord uses the first code
+    /// of JSON-RPC's implementation-defined server-error range that A2A leaves free, with the
+    /// `ErrorInfo` reason `UNAUTHENTICATED`, gRPC `UNAUTHENTICATED` and HTTP 401 on every binding.
+    Unauthenticated,
 }
 
 impl A2aErrorKind {
     /// Every kind: the A2A errors by code, then the JSON-RPC standard errors.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::TaskNotFound,
         Self::TaskNotCancelable,
         Self::PushNotificationNotSupported,
@@ -211,6 +217,7 @@ impl A2aErrorKind {
         Self::MethodNotFound,
         Self::InvalidParams,
         Self::Internal,
+        Self::Unauthenticated,
     ];
 
     /// The JSON-RPC error code.
@@ -230,6 +237,7 @@ impl A2aErrorKind {
             Self::MethodNotFound => -32601,
             Self::InvalidParams => -32602,
             Self::Internal => -32603,
+            Self::Unauthenticated => -32000,
         }
     }
 
@@ -255,6 +263,7 @@ impl A2aErrorKind {
             Self::MethodNotFound => "MethodNotFoundError",
             Self::InvalidParams => "InvalidParamsError",
             Self::Internal => "InternalError",
+            Self::Unauthenticated => "UnauthenticatedError",
         }
     }
 
@@ -276,6 +285,7 @@ impl A2aErrorKind {
             Self::MethodNotFound => "Method not found",
             Self::InvalidParams => "Invalid parameters",
             Self::Internal => "Internal error",
+            Self::Unauthenticated => "Authentication required",
         }
     }
 
@@ -284,8 +294,8 @@ impl A2aErrorKind {
         (-32099..=-32001).contains(&self.code())
     }
 
-    /// The `ErrorInfo` reason (the error's name in UPPER_SNAKE without `Error`), for A2A errors.
-    /// The JSON-RPC standard errors have no A2A reason.
+    /// The `ErrorInfo` reason (the error's name in UPPER_SNAKE without `Error`), for A2A errors
+    /// and [`A2aErrorKind::Unauthenticated`]. The JSON-RPC standard errors have no A2A reason.
     pub fn reason(self) -> Option<&'static str> {
         Some(match self {
             Self::TaskNotFound => "TASK_NOT_FOUND",
@@ -297,6 +307,7 @@ impl A2aErrorKind {
             Self::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             Self::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
             Self::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            Self::Unauthenticated => "UNAUTHENTICATED",
             Self::JsonParse | Self::InvalidRequest | Self::MethodNotFound | Self::InvalidParams | Self::Internal => {
                 return None;
             }
@@ -329,6 +340,7 @@ impl A2aErrorKind {
                 GrpcCode::InvalidArgument
             }
             (Self::InvalidAgentResponse | Self::Internal, _) => GrpcCode::Internal,
+            (Self::Unauthenticated, _) => GrpcCode::Unauthenticated,
         }
     }
 
@@ -341,6 +353,7 @@ impl A2aErrorKind {
             (Self::InvalidAgentResponse, V1_0_0) => 502,
             (Self::TaskNotFound | Self::MethodNotFound, _) => 404,
             (Self::InvalidAgentResponse | Self::Internal, _) => 500,
+            (Self::Unauthenticated, _) => 401,
             (
                 Self::TaskNotCancelable
                 | Self::ContentTypeNotSupported
