@@ -290,6 +290,78 @@ pub(crate) const PURGE: &str = concat!(
     " AND updated_at <= $1 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
 );
 
+/// Locks the task `$1` for a change of its push configs (so that concurrent puts on one task
+/// count its configs one at a time, and no append moves its log meanwhile), and reads its owner,
+/// its log's last sequence and whether it is paid.
+pub(crate) const LOCK_FOR_PUSH_CONFIG: &str = concat!(
+    "SELECT owner_hash, last_sequence, coalesce((payload ->> 'paid')::boolean, false) AS paid",
+    " FROM accord_tasks WHERE id = $1 FOR UPDATE"
+);
+
+/// Stores the config `$2` of the task `$1` (sealed `$3`, created at `$4`, its cursor at `$5`, the
+/// task's log at `$6`) unless the task has `$7` other configs; a config with the same id is
+/// replaced in place, keeping its creation time, cursor, attempts, next attempt and lease.
+/// Returns a row when stored. Run under [`LOCK_FOR_PUSH_CONFIG`], so the count cannot race.
+pub(crate) const PUT_PUSH_CONFIG: &str = concat!(
+    "INSERT INTO accord_push_configs (task_id, id, sealed, created_at, delivered, task_sequence, next_attempt_at)",
+    " SELECT $1, $2, $3, $4, $5, $6, $4",
+    " WHERE (SELECT count(*) FROM accord_push_configs WHERE task_id = $1 AND id <> $2) < $7",
+    " ON CONFLICT (task_id, id) DO UPDATE SET sealed = EXCLUDED.sealed",
+    " RETURNING id"
+);
+
+/// The task's owner and its push configs by id, bytewise (one row with NULL config columns when
+/// it has none; no row when the task does not exist).
+pub(crate) const PUSH_CONFIGS: &str = concat!(
+    "SELECT t.owner_hash, p.id, p.sealed, p.created_at FROM accord_tasks AS t",
+    " LEFT JOIN accord_push_configs AS p ON p.task_id = t.id",
+    " WHERE t.id = $1 ORDER BY p.id"
+);
+
+/// Deletes the config `$2` of the task `$1`; returns a row when it was there.
+pub(crate) const DELETE_PUSH_CONFIG: &str =
+    "DELETE FROM accord_push_configs WHERE task_id = $1 AND id = $2 RETURNING id";
+
+/// Takes up to `$4` configs with updates to deliver at `$2` for the worker `$1` until `$3`, the
+/// longest waiting first, each with up to `$5` log entries after its cursor (one row per entry,
+/// in order; one row with NULL entry columns for a config given none).
+///
+/// Configs are taken with `FOR UPDATE SKIP LOCKED`: a config another claim is taking is passed
+/// over (never waited for), and one it took meanwhile is re-checked, its lease live, and left, so
+/// concurrent claims, on any worker, never share a config. A claim waits for no lock, so it
+/// takes part in no deadlock.
+pub(crate) const CLAIM_PUSH_DELIVERIES: &str = concat!(
+    "WITH due AS (",
+    " SELECT task_id, id FROM accord_push_configs",
+    " WHERE delivered < task_sequence AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)",
+    " ORDER BY next_attempt_at, task_id, id LIMIT $4",
+    " FOR UPDATE SKIP LOCKED",
+    "), claimed AS (",
+    " UPDATE accord_push_configs AS p SET lease_worker = $1, lease_until = $3",
+    " FROM due WHERE p.task_id = due.task_id AND p.id = due.id",
+    " RETURNING p.task_id, p.id, p.sealed, p.created_at, p.delivered, p.attempts, p.next_attempt_at",
+    ")",
+    " SELECT c.task_id, c.id, c.sealed, c.created_at, c.attempts, t.context_id, e.sequence, e.at, e.kind",
+    " FROM claimed AS c JOIN accord_tasks AS t ON t.id = c.task_id",
+    " LEFT JOIN LATERAL (SELECT sequence, at, kind FROM accord_task_events",
+    "  WHERE task_id = c.task_id AND sequence > c.delivered ORDER BY sequence LIMIT $5) AS e ON true",
+    " ORDER BY c.next_attempt_at, c.task_id, c.id, e.sequence"
+);
+
+/// Locks the task `$1` and reads it, for a settlement that appends a dead letter to its log.
+pub(crate) const LOCK_ONE: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1 FOR UPDATE");
+
+/// Ends the worker `$3`'s delivery of the config `$2` of the task `$1`: the cursor moves forward
+/// to `$4` (never back), the attempts become `$5` and the next attempt `$6`, and the lease goes.
+/// Returns a row when the worker held the lease.
+pub(crate) const SETTLE_PUSH_DELIVERY: &str = concat!(
+    "UPDATE accord_push_configs",
+    " SET delivered = GREATEST(delivered, $4), attempts = $5, next_attempt_at = $6,",
+    " lease_worker = NULL, lease_until = NULL",
+    " WHERE task_id = $1 AND id = $2 AND lease_worker = $3",
+    " RETURNING id"
+);
+
 /// The `state` column's spelling of a state (the engine's serde name).
 pub(crate) fn state_name(state: TaskState) -> &'static str {
     match state {
@@ -745,12 +817,13 @@ mod plans {
         }
     }
 
-    /// Every `Seq Scan` of `accord_tasks` in a JSON plan.
+    /// Every `Seq Scan` of `accord_tasks` or `accord_push_configs` in a JSON plan.
     fn seq_scans_of_tasks(plan: &Value, found: &mut Vec<String>) {
         match plan {
             Value::Object(node) => {
+                let relation = node.get("Relation Name").and_then(Value::as_str);
                 if node.get("Node Type") == Some(&Value::from("Seq Scan"))
-                    && node.get("Relation Name") == Some(&Value::from("accord_tasks"))
+                    && matches!(relation, Some("accord_tasks" | "accord_push_configs"))
                 {
                     found.push(plan.to_string());
                 }
@@ -796,7 +869,12 @@ mod plans {
              FROM generate_series(1, {TASKS}) AS g"
         );
         sqlx::raw_sql(AssertSqlSafe(generate)).execute(&mut db).await.expect("generate tasks");
-        sqlx::raw_sql("VACUUM ANALYZE accord_tasks").execute(&mut db).await.expect("analyze");
+        // A push config for every task, nearly all of them caught up with their task's log.
+        let configs = "INSERT INTO accord_push_configs (task_id, id, sealed, created_at, delivered, task_sequence, \
+             next_attempt_at) SELECT id, 'hook', '\\x00'::bytea, created_at, 1, \
+             CASE WHEN created_at % 100 = 0 THEN 2 ELSE 1 END, created_at FROM accord_tasks";
+        sqlx::raw_sql(configs).execute(&mut db).await.expect("generate push configs");
+        sqlx::raw_sql("VACUUM ANALYZE accord_tasks, accord_push_configs").execute(&mut db).await.expect("analyze");
         let owner: String = sqlx::query_scalar("SELECT owner_hash FROM accord_tasks WHERE id = 'task-7'")
             .fetch_one(&mut db)
             .await
@@ -850,6 +928,18 @@ mod plans {
                     .await,
             ),
             ("purge", sqlx::query_scalar(explain(PURGE)).bind(NOW).bind(256_i64).fetch_one(&mut db).await),
+            (
+                "claim push deliveries",
+                sqlx::query_scalar(explain(CLAIM_PUSH_DELIVERIES))
+                    .bind("worker")
+                    .bind(NOW)
+                    .bind(NOW + 60_000)
+                    .bind(16_i64)
+                    .bind(100_i64)
+                    .fetch_one(&mut db)
+                    .await,
+            ),
+            ("push configs", sqlx::query_scalar(explain(PUSH_CONFIGS)).bind("task-7").fetch_one(&mut db).await),
             ("get", sqlx::query_scalar(explain(GET)).bind("task-7").fetch_one(&mut db).await),
             (
                 "events since",

@@ -6,17 +6,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    Durability, ListQuery, Millis, OwnerHash, StoreError, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
-    TaskStore, TaskWakeups, apply_to_record, now_ms,
+    DeliverFrom, Durability, ListQuery, MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PushDelivery, PushPut,
+    PushSettle, StoreError, StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore,
+    TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
-use sqlx::{QueryBuilder, Row};
+use sqlx::{PgConnection, QueryBuilder, Row};
 use tokio::task::JoinHandle;
 
 use crate::config::{PostgresStoreConfig, SynchronousCommit, redact_url};
-use crate::sql::{self, Changes, Locked, NewRow, TaskRow, to_db};
+use crate::sql::{self, Changes, Locked, NewRow, TaskRow, count_to_db, to_db};
 use crate::wakeups::{self, Wakeups};
 use crate::writer::{self, Op, Outcome, Refusal, Settings, Writers, due_for_reaping};
 
@@ -485,6 +486,246 @@ impl Shared {
             _ => Ok(None),
         }
     }
+
+    /// Stores a push config in one transaction that locks its task's row first: the owner is
+    /// checked, the cap counted and the cursor of a new config set ([`DeliverFrom::Now`]: the
+    /// task's last sequence) while no other put and no append can change the task.
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        const OPERATION: &str = "storing a push config";
+        if config.id.contains('\0') {
+            return Err(sql::nul_refused(OPERATION));
+        }
+        let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
+        let task: Option<(String, i64, bool)> = sqlx::query_as(sql::LOCK_FOR_PUSH_CONFIG)
+            .bind(config.task_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(OPERATION))?;
+        let owned = match &task {
+            Some((stored, _, _)) => sql::parse_owner(stored)? == *owner,
+            None => false,
+        };
+        let Some((_, last_sequence, paid)) = task.filter(|_| owned) else {
+            tx.rollback().await.map_err(failed(OPERATION))?;
+            return Ok(PushPut::TaskNotFound);
+        };
+        let delivered = match from {
+            DeliverFrom::Now => last_sequence,
+            DeliverFrom::After(sequence) => to_db(sequence),
+        };
+        let stored: Option<String> = sqlx::query_scalar(sql::PUT_PUSH_CONFIG)
+            .bind(config.task_id.as_str())
+            .bind(config.id.as_str())
+            .bind(config.sealed.as_slice())
+            .bind(to_db(config.created_at))
+            .bind(delivered)
+            .bind(last_sequence)
+            .bind(count_to_db(MAX_PUSH_CONFIGS_PER_TASK))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(OPERATION))?;
+        if stored.is_none() {
+            tx.rollback().await.map_err(failed(OPERATION))?;
+            return Ok(PushPut::TooMany);
+        }
+        self.raise_durability_if(paid, &mut tx, OPERATION).await?;
+        tx.commit().await.map_err(failed(OPERATION))?;
+        Ok(PushPut::Stored)
+    }
+
+    /// Raises the transaction's commit to `synchronous_commit = on` when it writes for a paid
+    /// task and the session's level is weaker.
+    async fn raise_durability_if(
+        &self,
+        paid: bool,
+        conn: &mut PgConnection,
+        operation: &'static str,
+    ) -> Result<(), StoreError> {
+        if paid && !self.settings.sessions_flush {
+            sqlx::query(sql::RAISE_DURABILITY).execute(conn).await.map_err(failed(operation))?;
+        }
+        Ok(())
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        const OPERATION: &str = "reading a task's push configs";
+        let rows =
+            sqlx::query(sql::PUSH_CONFIGS).bind(id.as_str()).fetch_all(&self.pool).await.map_err(failed(OPERATION))?;
+        let Some(first) = rows.first() else { return Ok(None) };
+        let stored_owner: String = first.try_get("owner_hash").map_err(failed(OPERATION))?;
+        if sql::parse_owner(&stored_owner)? != *owner {
+            return Ok(None);
+        }
+        let mut configs = Vec::with_capacity(rows.len());
+        for row in rows {
+            let config_id: Option<String> = row.try_get("id").map_err(failed(OPERATION))?;
+            let sealed: Option<Vec<u8>> = row.try_get("sealed").map_err(failed(OPERATION))?;
+            let created_at: Option<i64> = row.try_get("created_at").map_err(failed(OPERATION))?;
+            if let (Some(config_id), Some(sealed), Some(created_at)) = (config_id, sealed, created_at) {
+                configs.push(StoredPushConfig {
+                    task_id: id.clone(),
+                    id: config_id,
+                    sealed,
+                    created_at: sql::from_db(created_at),
+                });
+            }
+        }
+        Ok(Some(configs))
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        const OPERATION: &str = "deleting a push config";
+        let stored: Option<(String, i64)> = sqlx::query_as(sql::OWNER_AND_LAST_SEQUENCE)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(OPERATION))?;
+        match stored {
+            Some((stored, _)) if sql::parse_owner(&stored)? == *owner => {}
+            _ => return Ok(None),
+        }
+        // An id PostgreSQL cannot store names no stored config.
+        if config_id.contains('\0') {
+            return Ok(Some(false));
+        }
+        let deleted: Option<String> = sqlx::query_scalar(sql::DELETE_PUSH_CONFIG)
+            .bind(id.as_str())
+            .bind(config_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed(OPERATION))?;
+        Ok(Some(deleted.is_some()))
+    }
+
+    /// Takes configs with updates to deliver: one statement ([`sql::CLAIM_PUSH_DELIVERIES`]), a
+    /// transaction of its own on the pool.
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        const OPERATION: &str = "claiming push deliveries";
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(sql::CLAIM_PUSH_DELIVERIES)
+            .bind(worker)
+            .bind(to_db(now))
+            .bind(to_db(lease_until))
+            .bind(count_to_db(limit))
+            .bind(count_to_db(events))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed(OPERATION))?;
+        let mut deliveries: Vec<PushDelivery> = Vec::new();
+        for row in rows {
+            let (task_id, config_id) = push_delivery_key(&row)?;
+            let same = deliveries
+                .last()
+                .is_some_and(|last| last.config.task_id.as_str() == task_id && last.config.id == config_id);
+            if !same {
+                let sealed: Vec<u8> = row.try_get("sealed").map_err(failed(OPERATION))?;
+                let created_at: i64 = row.try_get("created_at").map_err(failed(OPERATION))?;
+                let attempts: i64 = row.try_get("attempts").map_err(failed(OPERATION))?;
+                let context_id: Option<String> = row.try_get("context_id").map_err(failed(OPERATION))?;
+                deliveries.push(PushDelivery {
+                    config: StoredPushConfig {
+                        task_id: TaskId::new(task_id),
+                        id: config_id,
+                        sealed,
+                        created_at: sql::from_db(created_at),
+                    },
+                    context_id,
+                    events: Vec::new(),
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                });
+            }
+            let sequence: Option<i64> = row.try_get("sequence").map_err(failed(OPERATION))?;
+            let at: Option<i64> = row.try_get("at").map_err(failed(OPERATION))?;
+            let kind: Option<Json<TaskEventKind>> = row.try_get("kind").map_err(failed(OPERATION))?;
+            if let (Some(delivery), Some(sequence), Some(at), Some(kind)) = (deliveries.last_mut(), sequence, at, kind)
+            {
+                let event = sql::event(&delivery.config.task_id, sequence, at, kind);
+                delivery.events.push(event);
+            }
+        }
+        Ok(deliveries)
+    }
+
+    /// Settles a delivery. Without a dead letter, one conditional `UPDATE` of the config. With
+    /// one, a transaction that locks the task's row first (the order every writer and every put
+    /// takes: task, then its configs), settles the config and appends the dead letter as any
+    /// append is written ([`sql::WRITE_CHANGES`], which announces it).
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        const OPERATION: &str = "settling a push delivery";
+        // Ids PostgreSQL cannot store name no stored config and no lease holder.
+        if config_id.contains('\0') || worker.contains('\0') {
+            return Ok(false);
+        }
+        let PushSettle { delivered_through, attempts, next_attempt_at, dead_letter } = settle;
+        let settle_config = || {
+            sqlx::query_scalar::<_, String>(sql::SETTLE_PUSH_DELIVERY)
+                .bind(task_id.as_str())
+                .bind(config_id)
+                .bind(worker)
+                .bind(to_db(delivered_through))
+                .bind(i64::from(attempts))
+                .bind(to_db(next_attempt_at))
+        };
+        let Some(dead_letter) = dead_letter else {
+            let settled = settle_config().fetch_optional(&self.pool).await.map_err(failed(OPERATION))?;
+            return Ok(settled.is_some());
+        };
+        let encoded = sql::encode_storable(&dead_letter, OPERATION)?;
+        let mut tx = self.pool.begin().await.map_err(failed(OPERATION))?;
+        let row: Option<TaskRow> = sqlx::query_as(sql::LOCK_ONE)
+            .bind(task_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed(OPERATION))?;
+        let settled = match row {
+            Some(row) => settle_config().fetch_optional(&mut *tx).await.map_err(failed(OPERATION))?.map(|_| row),
+            None => None,
+        };
+        let Some(row) = settled else {
+            tx.rollback().await.map_err(failed(OPERATION))?;
+            return Ok(false);
+        };
+        let mut locked = Locked::new(row)?;
+        locked.append(&dead_letter, encoded, now);
+        let mut changes = Changes::default();
+        changes.push(&locked)?;
+        changes.statement().execute(&mut *tx).await.map_err(failed(OPERATION))?;
+        self.raise_durability_if(locked.record.payload.paid, &mut tx, OPERATION).await?;
+        tx.commit().await.map_err(failed(OPERATION))?;
+        Ok(true)
+    }
+}
+
+/// The task id and config id of a row of [`sql::CLAIM_PUSH_DELIVERIES`].
+fn push_delivery_key(row: &PgRow) -> Result<(String, String), StoreError> {
+    let read = |column: &str| row.try_get::<String, _>(column).map_err(failed("claiming push deliveries"));
+    Ok((read("task_id")?, read("id")?))
 }
 
 #[async_trait]
@@ -595,6 +836,55 @@ impl TaskStore for PostgresStore {
     async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
         self.shared.ensure_open()?;
         self.shared.subscribe(id, owner).await
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.put_push_config(owner, config, from).await
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.push_configs(id, owner).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.delete_push_config(id, owner, config_id).await
+    }
+
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.claim_push_deliveries(worker, now, lease_until, limit, events).await
+    }
+
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.settle_push_delivery(task_id, config_id, worker, settle, now).await
     }
 
     async fn close(&self) {
