@@ -43,6 +43,7 @@ mod error;
 pub mod jsonrpc_tasks;
 mod lucid;
 mod payments;
+pub mod push;
 mod signed_card;
 
 pub use error::LucidError;
