@@ -43,6 +43,7 @@ mod error;
 pub mod jsonrpc_tasks;
 mod lucid;
 mod payments;
+pub mod push;
 mod signed_card;
 
 pub use error::LucidError;
@@ -89,6 +90,11 @@ pub struct ServerConfig {
     /// security schemes and requirements, the [`auth::AuthLayer`] every face is mounted with, and
     /// the authenticated extended card.
     pub auth: auth::AuthConfig,
+    /// Push notifications (A2A webhooks), with the official faces: which webhook URLs are
+    /// accepted and how deliveries are retried (default: on, `https` to public addresses only).
+    /// `None` answers the push operations `PushNotificationNotSupportedError` and the card says
+    /// `pushNotifications: false`.
+    pub push: Option<push::PushSettings>,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.

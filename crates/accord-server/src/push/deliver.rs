@@ -111,7 +111,7 @@ pub(crate) fn spawn(service: TaskService, settings: PushSettings) {
         tracing::warn!("push notifications are not delivered: no async runtime to run the delivery worker on");
         return;
     };
-    let sender = match WebhookSender::new(settings.policy.clone(), settings.timeout) {
+    let sender = match WebhookSender::builder(settings.policy.clone()).timeout(settings.timeout).build() {
         Ok(sender) => Arc::new(sender),
         Err(error) => {
             tracing::error!(%error, "push notifications are not delivered: the webhook client could not be made");
