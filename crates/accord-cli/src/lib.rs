@@ -4,5 +4,6 @@
 pub mod conformance;
 pub mod demo;
 pub mod push_cmd;
+pub mod push_listen;
 pub mod store;
 pub mod summarize;

@@ -116,6 +116,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub enum PushCommand {
     /// Register (or replace, by id) a webhook for a task's updates.
     Set {
+        /// Which agent, and as whom.
         #[command(flatten)]
         agent: AgentArgs,
         /// The task.
@@ -137,6 +138,7 @@ pub enum PushCommand {
     },
     /// Show one of a task's webhooks.
     Get {
+        /// Which agent, and as whom.
         #[command(flatten)]
         agent: AgentArgs,
         /// The task.
@@ -146,6 +148,7 @@ pub enum PushCommand {
     },
     /// List a task's webhooks.
     List {
+        /// Which agent, and as whom.
         #[command(flatten)]
         agent: AgentArgs,
         /// The task.
@@ -153,6 +156,7 @@ pub enum PushCommand {
     },
     /// Remove one of a task's webhooks (removing one that is not there succeeds).
     Delete {
+        /// Which agent, and as whom.
         #[command(flatten)]
         agent: AgentArgs,
         /// The task.

@@ -33,7 +33,10 @@ fn agent() -> Agent {
         }))
         // Asks once, completes on the follow-up.
         .skill(Skill::builder("ask").invoke(|run: Run| async move {
-            if run.message().is_some() {
+            let answered = run.message().is_some_and(|message| {
+                message.parts.iter().any(|part| matches!(part, accord_engine::Part::Text(text) if text == "answer"))
+            });
+            if answered {
                 Ok(Outcome::Completed(Completion::new(json!("thanks"))))
             } else {
                 Ok(Outcome::InputRequired(Message::agent_text("more, please")))

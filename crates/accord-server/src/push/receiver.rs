@@ -101,7 +101,7 @@ impl PushReceiver {
         Self::default()
     }
 
-    /// Serves the route at `path` (starting with `/`).
+    /// Serves the route at `path`, a plain route path starting with `/`.
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
         self
@@ -140,6 +140,10 @@ impl PushReceiver {
 
     /// The router, and the channel new notifications arrive on. Dropping the receiving half
     /// makes the route answer `503`.
+    ///
+    /// # Panics
+    ///
+    /// If the path is not a valid axum route path (it must start with `/`).
     pub fn into_router(self) -> (Router, mpsc::Receiver<Notification>) {
         let (sender, receiver) = mpsc::channel(self.channel_capacity);
         let state = Arc::new(Inner {
