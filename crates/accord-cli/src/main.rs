@@ -498,9 +498,9 @@ async fn main() -> ExitCode {
         Command::Wallet { command } => wallet(command),
         Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
         Command::Task { command } => task(command).await,
-        Command::Push { command } => accord_cli::push_cmd::run(command)
-            .await
-            .map_err(|message| Failure { code: EXIT_FAILED, message }),
+        Command::Push { command } => {
+            accord_cli::push_cmd::run(command).await.map_err(|message| Failure { code: EXIT_FAILED, message })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

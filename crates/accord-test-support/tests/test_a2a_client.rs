@@ -14,8 +14,9 @@ use accord_engine::{Agent, Completion, Message, Outcome, Run, RunEvent, Skill, S
 use accord_server::{AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
 use accord_types::a2a::{
-    A2aErrorKind, ListTasksRequest, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
-    Task, TaskPushNotificationConfig, TaskState,
+    A2aErrorKind, DeleteTaskPushNotificationConfigRequest, GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageConfiguration, SendMessageRequest,
+    SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState,
 };
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -219,18 +220,57 @@ async fn send_get_list_cancel_and_typed_errors_on_both_bindings() {
         assert_eq!((missing.http_status(), ended.http_status()), expected_status, "{binding}");
         let extended = client.get_extended_card().await.expect_err("no extended card");
         assert_eq!(extended.kind(), Some(A2aErrorKind::UnsupportedOperation));
-        let push = client
+        // The client manages a task's webhooks: create, read, list, delete.
+        let created = client
             .create_push_config(TaskPushNotificationConfig {
                 tenant: None,
-                id: None,
+                id: Some(format!("hook-{binding}")),
                 task_id: Some(done.id.clone()),
                 url: "https://example.com/hook".into(),
-                token: None,
+                token: Some("receiver-token".into()),
                 authentication: None,
             })
             .await
-            .expect_err("push is not served");
-        assert_eq!(push.kind(), Some(A2aErrorKind::PushNotificationNotSupported));
+            .expect("a push config is created");
+        assert_eq!(
+            (created.id.as_deref(), created.task_id.as_deref()),
+            (Some(&*format!("hook-{binding}")), Some(&*done.id))
+        );
+        let read = client
+            .get_push_config(GetTaskPushNotificationConfigRequest {
+                tenant: None,
+                task_id: done.id.clone(),
+                id: format!("hook-{binding}"),
+            })
+            .await
+            .expect("read back");
+        assert_eq!((read.url.as_str(), read.token.as_deref()), ("https://example.com/hook", Some("receiver-token")));
+        let listed = client
+            .list_push_configs(ListTaskPushNotificationConfigsRequest {
+                tenant: None,
+                task_id: done.id.clone(),
+                page_size: None,
+                page_token: None,
+            })
+            .await
+            .expect("listed");
+        assert_eq!(listed.configs.len(), 1, "{binding}");
+        let delete = DeleteTaskPushNotificationConfigRequest {
+            tenant: None,
+            task_id: done.id.clone(),
+            id: format!("hook-{binding}"),
+        };
+        client.delete_push_config(delete.clone()).await.expect("deleted");
+        client.delete_push_config(delete).await.expect("deleting again succeeds");
+        let gone = client
+            .get_push_config(GetTaskPushNotificationConfigRequest {
+                tenant: None,
+                task_id: done.id.clone(),
+                id: format!("hook-{binding}"),
+            })
+            .await
+            .expect_err("gone");
+        assert_eq!(gone.kind(), Some(A2aErrorKind::TaskNotFound));
     }
 }
 

@@ -375,20 +375,19 @@ async fn required_extensions_must_be_activated_on_both_bindings() {
 }
 
 #[tokio::test]
-async fn an_inline_push_config_is_refused_not_ignored() {
+async fn an_inline_push_config_to_a_refused_target_is_refused_not_ignored() {
     let (s, _release) = server_with(ErrorMapping::V1_0_1).await;
-    let configuration = json!({"taskPushNotificationConfig": {"url": "https://example.com/hook", "id": "hook-1"}});
+    let configuration = json!({"taskPushNotificationConfig": {"url": "https://10.0.0.7/hook", "id": "hook-1"}});
     let answer = call(
         &s,
         "SendMessage",
         json!({"message": message("m-1", "name: Ada", None, None), "configuration": configuration}),
     )
     .await;
-    assert_eq!(answer["error"]["code"], -32003, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let body = json!({"message": message("m-2", "name: Ada", None, None), "configuration": configuration});
     let (status, rest) = http(&s, reqwest::Method::POST, "/a2a/rest/message:send", Some(body)).await;
-    assert_eq!(status, 400, "{rest}");
-    assert_eq!(rest["error"]["details"][0]["reason"], "PUSH_NOTIFICATION_NOT_SUPPORTED");
+    assert_eq!((status, rest["error"]["status"].clone()), (400, json!("INVALID_ARGUMENT")), "{rest}");
     let (_, listed) = get(&s, "/a2a/rest/tasks").await;
     assert_eq!(listed["tasks"].as_array().map(Vec::len), Some(0), "no task was created");
 }

@@ -141,8 +141,8 @@ async fn protocol_errors_and_version_negotiation() {
         "DeleteTaskPushNotificationConfig",
     ] {
         let body = call(&s, method, json!({"taskId": "t", "id": "c", "url": "https://example.com/hook"})).await;
-        assert_eq!(body["error"]["code"], -32003, "{method}");
-        assert_eq!(reason(&body), Some("PUSH_NOTIFICATION_NOT_SUPPORTED"));
+        assert_eq!(body["error"]["code"], -32001, "{method}: push is served, the task is unknown");
+        assert_eq!(reason(&body), Some("TASK_NOT_FOUND"));
     }
     let extended = call(&s, "GetExtendedAgentCard", json!({})).await;
     assert_eq!(extended["error"]["code"], -32004);

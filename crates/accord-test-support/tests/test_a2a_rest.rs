@@ -117,7 +117,9 @@ async fn operations_and_error_statuses() {
     assert_eq!((status, body["error"]["status"].clone()), (400, json!("INVALID_ARGUMENT")));
 
     let (status, _, body) = request(&s, Method::GET, &format!("/tasks/{id}/pushNotificationConfigs"), None, V1).await;
-    assert_eq!((status, reason(&body)), (400, Some("PUSH_NOTIFICATION_NOT_SUPPORTED")));
+    assert_eq!((status, body), (200, json!({"configs": [], "nextPageToken": ""})));
+    let (status, _, body) = request(&s, Method::GET, "/tasks/missing/pushNotificationConfigs", None, V1).await;
+    assert_eq!((status, reason(&body)), (404, Some("TASK_NOT_FOUND")));
     let (status, _, body) = request(&s, Method::GET, "/extendedAgentCard", None, V1).await;
     assert_eq!((status, reason(&body)), (400, Some("UNSUPPORTED_OPERATION")));
 

@@ -220,8 +220,7 @@ async fn the_push_operations_work_on_both_bindings() {
         assert_eq!(states(&seen).last().map(String::as_str), Some("Completed"));
     }
 
-    let (status, deleted) =
-        rest(&a.server, ALICE, reqwest::Method::DELETE, &format!("{path}/rest-hook"), None).await;
+    let (status, deleted) = rest(&a.server, ALICE, reqwest::Method::DELETE, &format!("{path}/rest-hook"), None).await;
     assert_eq!((status, deleted), (200, json!({})));
     let again =
         rpc(&a.server, ALICE, "DeleteTaskPushNotificationConfig", json!({"taskId": task, "id": "rest-hook"})).await;
@@ -362,7 +361,8 @@ async fn an_update_given_up_on_is_a_dead_letter_in_the_task_log() {
                     _ => None,
                 })
                 .collect();
-            let updates = log.iter().filter(|event| !matches!(event.kind, TaskEventKind::PushDeadLetter { .. })).count();
+            let updates =
+                log.iter().filter(|event| !matches!(event.kind, TaskEventKind::PushDeadLetter { .. })).count();
             if dead.len() >= updates - 1 {
                 return dead;
             }
@@ -383,7 +383,8 @@ async fn an_update_given_up_on_is_a_dead_letter_in_the_task_log() {
 #[tokio::test]
 async fn without_push_the_operations_are_unsupported_and_the_card_says_so() {
     let a = agency(None).await;
-    let card: Value = reqwest::get(a.server.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let card: Value =
+        reqwest::get(a.server.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
     assert_eq!(card["capabilities"]["pushNotifications"], false);
     let answer = rpc(&a.server, ALICE, "ListTaskPushNotificationConfigs", json!({"taskId": "any"})).await;
     assert_eq!(reason(&answer["error"]), Some("PUSH_NOTIFICATION_NOT_SUPPORTED"));
@@ -392,6 +393,7 @@ async fn without_push_the_operations_are_unsupported_and_the_card_says_so() {
     assert_eq!(reason(&answer["error"]), Some("PUSH_NOTIFICATION_NOT_SUPPORTED"));
 
     let on = agency(Some(PushSettings::default())).await;
-    let card: Value = reqwest::get(on.server.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let card: Value =
+        reqwest::get(on.server.url("/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
     assert_eq!(card["capabilities"]["pushNotifications"], true);
 }

@@ -27,7 +27,6 @@ use chacha20poly1305::XChaCha20Poly1305;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use serde::{Deserialize, Serialize};
 
-use super::store::StoreError;
 use crate::model::{Millis, TaskEvent, TaskEventKind, TaskId};
 
 /// At most this many configs per task.
@@ -248,12 +247,6 @@ impl PushKey {
             sealed: self.seal(task_id, config),
             created_at: now,
         }
-    }
-}
-
-impl From<Unsealable> for StoreError {
-    fn from(error: Unsealable) -> Self {
-        StoreError::Unavailable(error.to_string())
     }
 }
 

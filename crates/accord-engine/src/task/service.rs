@@ -19,8 +19,8 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
 use super::push::{
-    DeliverFrom, MAX_PUSH_CONFIG_ID_LEN, MAX_PUSH_CONFIGS_PER_TASK, MAX_PUSH_URL_LEN, PushConfig, PushDelivery, PushKey,
-    PushPut, PushSettle, StoredPushConfig,
+    DeliverFrom, MAX_PUSH_CONFIG_ID_LEN, MAX_PUSH_CONFIGS_PER_TASK, MAX_PUSH_URL_LEN, PushConfig, PushDelivery,
+    PushKey, PushPut, PushSettle, StoredPushConfig,
 };
 use super::runtime::{PreparedExecution, Reservation, TaskFailure, TaskRuntime};
 use super::store::{Durability, ListQuery, TaskPage};

@@ -158,7 +158,11 @@ impl A2aCore {
     /// follow-up when the message names a task.
     fn send_request(&self, mut request: a2a::SendMessageRequest, caller: Caller) -> Result<SendRequest, A2aError> {
         // A webhook set inline is checked like a created one, before anything starts.
-        let push = match request.configuration.as_mut().and_then(|configuration| configuration.task_push_notification_config.take()) {
+        let push = match request
+            .configuration
+            .as_mut()
+            .and_then(|configuration| configuration.task_push_notification_config.take())
+        {
             Some(config) => Some(self.push_config_of(config)?),
             None => None,
         };

@@ -46,7 +46,8 @@ impl A2aCore {
     ) -> Result<a2a::TaskPushNotificationConfig, A2aError> {
         let caller = caller.within(request.tenant.as_deref());
         let tenant = request.tenant.clone();
-        let task_id = request.task_id.clone().filter(|id| !id.is_empty()).ok_or_else(|| invalid_params("taskId is required"))?;
+        let task_id =
+            request.task_id.clone().filter(|id| !id.is_empty()).ok_or_else(|| invalid_params("taskId is required"))?;
         let config = self.push_config_of(request)?;
         let id = TaskId::new(task_id);
         let kept = self.service.set_push_config(&caller, &id, config, DeliverFrom::Now).await.map_err(a2a_error)?;
@@ -78,15 +79,18 @@ impl A2aCore {
         let id = TaskId::new(request.task_id);
         let configs = self.service.push_configs(&caller, &id).await.map_err(a2a_error)?;
         let after = request.page_token.filter(|token| !token.is_empty());
-        let mut rest: Vec<PushConfig> =
-            configs.into_iter().filter(|config| after.as_deref().is_none_or(|after| config.id.as_str() > after)).collect();
+        let mut rest: Vec<PushConfig> = configs
+            .into_iter()
+            .filter(|config| after.as_deref().is_none_or(|after| config.id.as_str() > after))
+            .collect();
         let size = match request.page_size {
             Some(size) if size > 0 => usize::try_from(size).unwrap_or(usize::MAX),
             _ => rest.len(),
         };
         let more = rest.len() > size;
         rest.truncate(size);
-        let next_page_token = if more { rest.last().map(|config| config.id.clone()).unwrap_or_default() } else { String::new() };
+        let next_page_token =
+            if more { rest.last().map(|config| config.id.clone()).unwrap_or_default() } else { String::new() };
         let tenant = request.tenant;
         Ok(a2a::ListTaskPushNotificationConfigsResponse {
             configs: rest.into_iter().map(|config| wire_config(&id, config, tenant.clone())).collect(),

@@ -245,11 +245,7 @@ async fn task_route(
 
 /// `POST /tasks/{task}/pushNotificationConfigs`: the body is the config without its task (a
 /// body naming another task is refused).
-async fn create_push(
-    State(state): Shared,
-    Path(params): Path<HashMap<String, String>>,
-    request: Request,
-) -> Response {
+async fn create_push(State(state): Shared, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
     let error = |failure: &A2aError| error_with(state.mapping, failure);
     let owner = owner(&request);
     let task = params.get("task").cloned().unwrap_or_default();
@@ -297,7 +293,9 @@ async fn list_push(
         }
     }
     match from_query::<a2a::ListTaskPushNotificationConfigsRequest>(&query, &fields) {
-        Ok(list) => state.core.list_push_configs(list, owner(&request)).await.map_or_else(|failure| error(&failure), ok),
+        Ok(list) => {
+            state.core.list_push_configs(list, owner(&request)).await.map_or_else(|failure| error(&failure), ok)
+        }
         Err(failure) => error(&failure),
     }
 }

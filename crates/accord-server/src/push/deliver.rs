@@ -273,7 +273,11 @@ mod tests {
         for (attempts, full) in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (20, 10)] {
             let wait = backoff(&settings, attempts);
             let full = Duration::from_secs(full);
-            assert!(wait >= full / 2 && wait <= full, "attempt {attempts}: {wait:?} not within [{:?}, {full:?}]", full / 2);
+            assert!(
+                wait >= full / 2 && wait <= full,
+                "attempt {attempts}: {wait:?} not within [{:?}, {full:?}]",
+                full / 2
+            );
         }
     }
 
