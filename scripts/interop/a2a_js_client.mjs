@@ -198,7 +198,9 @@ async function startSlow(client) {
 async function main() {
   // --- Transport selection: the card lists a custom binding first; the SDK must pick by name.
   const client = await makeClient(BINDING);
-  const card = await client.getAgentCard(callOptions());
+  // The public card: the SDK's `getAgentCard` fetches the extended card instead, which this agent
+  // declares and serves to authenticated callers only (checked below).
+  const card = await within('fetching the card', fetch(new URL('.well-known/agent-card.json', BASE_URL)).then((r) => r.json()));
   const offered = (card.supportedInterfaces ?? []).find((i) => i.protocolBinding === BINDING);
   const endpoint = client.transport.endpoint;
   check(
@@ -305,8 +307,25 @@ async function main() {
   );
 
   if (TOKEN) {
-    // Caller-scoped: a caller with a bearer token and the anonymous caller see only their own.
+    // The extended card: declared on the public card, refused to the anonymous caller with an
+    // authentication error, served to the caller with a bearer token with the detailed skill.
+    check('the card declares an extended card', card.capabilities?.extendedAgentCard === true, show(card.capabilities));
+    const anonymous = await errorOf(within('GetExtendedAgentCard', client.getAgentCard(callOptions())));
+    check(
+      'the extended card is refused without credentials',
+      anonymous !== null && /authenticated|401|-32000/.test(String(anonymous?.message ?? anonymous)),
+      show(anonymous?.message ?? anonymous),
+    );
     const owner = await makeClient(BINDING, TOKEN);
+    const extended = await within('GetExtendedAgentCard', owner.getAgentCard(callOptions()));
+    const slow = (extended.skills ?? []).find((skill) => skill.id === 'slow');
+    check(
+      'the extended card is served with credentials',
+      slow !== undefined && (slow.tags ?? []).includes('demo:slow'),
+      show(slow),
+    );
+
+    // Caller-scoped: a caller with a bearer token and the anonymous caller see only their own.
     const mine = await within('SendMessage', owner.sendMessage(sendRequest(message('mine')), callOptions()));
     const ownList = await within('ListTasks', owner.listTasks(listRequest({ pageSize: 100 }), callOptions()));
     const anonList = await within('ListTasks', client.listTasks(listRequest({ pageSize: 100 }), callOptions()));

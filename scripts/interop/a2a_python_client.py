@@ -4,14 +4,23 @@ Usage: python a2a_python_client.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+
 Prints one PASS/FAIL line per check and exits non-zero on any failure.
 """
 import asyncio
+import json
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, Parse
 
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    StreamResponse,
+    TaskPushNotificationConfig,
     GetTaskRequest,
     ListTasksRequest,
     Role,
@@ -37,6 +46,104 @@ def message(text, skill=None):
     if skill:
         msg.metadata.update({"skillId": skill})
     return msg
+
+
+class Webhook:
+    """A local webhook receiver: records each POST's headers and body."""
+
+    def __init__(self):
+        self.received = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                with outer.lock:
+                    outer.received.append((dict(self.headers), body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/webhook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def updates(self, task_id):
+        """The updates received for a task, as StreamResponse messages, with their headers."""
+        out = []
+        with self.lock:
+            received = list(self.received)
+        for headers, body in received:
+            update = Parse(body.decode(), StreamResponse(), ignore_unknown_fields=True)
+            which = update.WhichOneof("payload")
+            if which and getattr(update, which).task_id == task_id:
+                out.append((headers, update))
+        return out
+
+    async def until_completed(self, task_id, timeout=15):
+        for _ in range(int(timeout / 0.1)):
+            updates = self.updates(task_id)
+            if any(u.WhichOneof("payload") == "status_update" and u.status_update.status.state == TaskState.TASK_STATE_COMPLETED for _, u in updates):
+                return updates
+            await asyncio.sleep(0.1)
+        return self.updates(task_id)
+
+
+def header(headers, name):
+    return next((value for key, value in headers.items() if key.lower() == name), None)
+
+
+async def push_checks(c):
+    """Push notifications: configs created, read, listed and deleted through the SDK; deliveries
+    received by a local webhook with the configured credentials."""
+    hook = Webhook()
+    started = [
+        ev
+        async for ev in c.send_message(
+            SendMessageRequest(message=message('{"seconds": 1}', "slow"), configuration=SendMessageConfiguration(return_immediately=True))
+        )
+    ]
+    task = next(ev.task for ev in started if ev.WhichOneof("payload") == "task")
+    config = TaskPushNotificationConfig(
+        task_id=task.id,
+        id="py-hook",
+        url=hook.url,
+        token="py-token",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="py-credentials"),
+    )
+    created = await c.create_task_push_notification_config(config)
+    check("push: create returns the config", created.id == "py-hook" and created.task_id == task.id, str(created))
+    got = await c.get_task_push_notification_config(GetTaskPushNotificationConfigRequest(task_id=task.id, id="py-hook"))
+    check("push: get returns the config", got.url == hook.url and got.token == "py-token", str(got))
+    listed = await c.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task.id))
+    check("push: list returns the config", [cfg.id for cfg in listed.configs] == ["py-hook"], str(listed))
+    updates = await hook.until_completed(task.id)
+    states = [u.status_update.status.state for _, u in updates if u.WhichOneof("payload") == "status_update"]
+    check("push: the webhook receives the task's completion", TaskState.TASK_STATE_COMPLETED in states, str(states))
+    auth_ok = all(header(h, "authorization") == "Bearer py-credentials" for h, _ in updates)
+    token_ok = all(header(h, "x-a2a-notification-token") == "py-token" for h, _ in updates)
+    check("push: every delivery carries the configured Authorization and token", bool(updates) and auth_ok and token_ok)
+    ids = [header(h, "x-a2a-delivery-id") for h, _ in updates]
+    check("push: every delivery has its own delivery id", bool(ids) and None not in ids and len(set(ids)) == len(ids), str(ids))
+    await c.delete_task_push_notification_config(DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="py-hook"))
+    listed = await c.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task.id))
+    check("push: delete removes the config", len(listed.configs) == 0, str(listed))
+
+    # Inline, with the send: every update of the new task from its creation on.
+    inline = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=hook.url, token="py-inline"))
+    sent = [ev async for ev in c.send_message(SendMessageRequest(message=message("pushed"), configuration=inline))]
+    task = next(ev.task for ev in sent if ev.WhichOneof("payload") == "task")
+    updates = await hook.until_completed(task.id)
+    states = [u.status_update.status.state for _, u in updates if u.WhichOneof("payload") == "status_update"]
+    check(
+        "push: an inline config receives every update in order",
+        states[:1] == [TaskState.TASK_STATE_SUBMITTED] and states[-1:] == [TaskState.TASK_STATE_COMPLETED],
+        str(states),
+    )
+    hook.server.shutdown()
 
 
 async def client(streaming):
@@ -107,6 +214,7 @@ async def main():
         last is not None and last.WhichOneof("payload") == "status_update" and last.status_update.status.state == TaskState.TASK_STATE_CANCELED,
         str(last),
     )
+    await push_checks(c)
     await c.close()
     await s.close()
 
