@@ -138,7 +138,8 @@ async fn loopback_webhooks_need_the_allow_list_and_no_push_turns_push_off() {
     assert!(message.contains("refused"), "{message}");
 
     let (_off, agent) = serve(&["--no-push"]);
-    let card: Value = reqwest::get(format!("{agent}.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let card: Value =
+        reqwest::get(format!("{agent}.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
     assert_eq!(card["capabilities"]["pushNotifications"], false);
     let task = slow_task(&agent, 0.1).await;
     let unsupported = accord(&["push", "list", &agent, &task]);

@@ -268,7 +268,7 @@ mod tests {
         let key = PushKey::generate();
         let task = TaskId::new("t-1");
         let stored = key.stored(&task, &config(), 7);
-        assert_eq!(key.open(&stored).unwrap(), config());
+        assert_eq!(key.open(&stored).expect("opens"), config());
         let text = String::from_utf8_lossy(&stored.sealed);
         for secret in ["s3cr3t", "tok-123", "cred-456", "example.com"] {
             assert!(!text.contains(secret), "{secret} is in the sealed bytes");
