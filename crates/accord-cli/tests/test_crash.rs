@@ -3,8 +3,6 @@
 //! Also: a subscriber on one worker follows a task running on the other, and resumes with
 //! `Last-Event-ID` after a disconnect.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,37 +12,15 @@ use accord_types::tasks::TaskStatus;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
 
-const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
 const TASKS: usize = 1000;
 
-struct Worker {
-    child: Child,
-    url: String,
-}
+mod support;
 
-impl Worker {
-    fn start(store: &str, id: &str) -> Self {
-        let mut child = Command::new(ACCORD)
-            .args(["serve", "--port", "0", "--store", store, "--worker-id", id])
-            .args(["--lease-ttl", "1", "--recovery-interval", "0.25"])
-            .env("ACCORD_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start a worker");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let first = lines.next().expect("a line").expect("utf-8");
-        let url = first.rsplit(' ').next().expect("url").to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-}
+use support::Served;
 
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A worker on `store` with a short execution lease and frequent recovery.
+fn worker(store: &str, id: &str) -> Served {
+    Served::start(&["--store", store, "--worker-id", id, "--lease-ttl", "1", "--recovery-interval", "0.25"])
 }
 
 fn unique_token() -> String {
@@ -54,8 +30,8 @@ fn unique_token() -> String {
 /// Creates 1,000 slow tasks on worker a, kills a with SIGKILL mid-flight, and waits for worker b to
 /// finish them all; then checks the store's logs: one result per task.
 async fn kill_one_worker_mid_flight(store_url: &str, store: Arc<dyn TaskStore>) {
-    let a = Worker::start(store_url, "worker-a");
-    let b = Worker::start(store_url, "worker-b");
+    let a = worker(store_url, "worker-a");
+    let b = worker(store_url, "worker-b");
     let client = Client::new();
     let token = unique_token();
     let card_a = client.fetch_card(&a.url).await.expect("a's card");
@@ -82,8 +58,7 @@ async fn kill_one_worker_mid_flight(store_url: &str, store: Arc<dyn TaskStore>) 
     let running = at_kill.tasks.iter().filter(|task| task.status == TaskStatus::Running).count();
     assert!(running > 0, "the kill must catch tasks in flight");
     let mut a = a;
-    a.child.kill().expect("SIGKILL");
-    a.child.wait().expect("reaped");
+    a.kill();
 
     let card_b = client.fetch_card(&b.url).await.expect("b's card");
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -141,8 +116,8 @@ async fn a_killed_postgres_worker_loses_no_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_on_another_worker_resumes_without_loss() {
     let url = pg_url();
-    let a = Worker::start(&url, "sub-a");
-    let b = Worker::start(&url, "sub-b");
+    let a = worker(&url, "sub-a");
+    let b = worker(&url, "sub-b");
     let client = Client::new();
     let token = unique_token();
     let card_a = client.fetch_card(&a.url).await.expect("a's card");

@@ -12,6 +12,11 @@ use serde_json::{Value, json};
 
 const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
 
+mod support;
+
+use support::Served;
+
+/// A child process, killed on drop.
 struct Process {
     child: Child,
 }
@@ -23,21 +28,9 @@ impl Drop for Process {
     }
 }
 
-/// `accord serve` on a free port with an in-process store; its base URL.
-fn serve(extra: &[&str]) -> (Process, String) {
-    let mut child = Command::new(ACCORD)
-        .args(["serve", "--port", "0", "--store", "memory"])
-        .args(extra)
-        .env("ACCORD_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start accord serve");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let first = lines.next().expect("a line").expect("utf-8");
-    let url = first.rsplit(' ').next().expect("url").to_owned();
-    std::thread::spawn(move || lines.for_each(drop));
-    (Process { child }, url)
+/// `accord serve` on a free port with an in-process store.
+fn serve(extra: &[&str]) -> Served {
+    Served::start(&[&["--store", "memory"], extra].concat())
 }
 
 /// `accord push listen` on a free port: its webhook URL and its stdout lines.
@@ -95,7 +88,8 @@ async fn slow_task(agent: &str, seconds: f64) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_set_get_list_delete_and_listen() {
-    let (_server, agent) = serve(&["--webhook-allow", "loopback"]);
+    let server = serve(&["--webhook-allow", "loopback"]);
+    let agent = format!("{}/", server.url);
     let (_listener, hook, lines) = listen("listen-token");
     let task = slow_task(&agent, 1.0).await;
 
@@ -130,14 +124,16 @@ async fn push_set_get_list_delete_and_listen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loopback_webhooks_need_the_allow_list_and_no_push_turns_push_off() {
-    let (_server, agent) = serve(&[]);
+    let server = serve(&[]);
+    let agent = format!("{}/", server.url);
     let task = slow_task(&agent, 0.1).await;
     let refused = accord(&["push", "set", &agent, &task, "http://127.0.0.1:9/hook"]);
     assert!(!refused.status.success());
     let message = String::from_utf8_lossy(&refused.stderr);
     assert!(message.contains("refused"), "{message}");
 
-    let (_off, agent) = serve(&["--no-push"]);
+    let off = serve(&["--no-push"]);
+    let agent = format!("{}/", off.url);
     let card: Value =
         reqwest::get(format!("{agent}.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
     assert_eq!(card["capabilities"]["pushNotifications"], false);

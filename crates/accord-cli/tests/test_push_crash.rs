@@ -4,8 +4,6 @@
 //! leases lapse. Run on SQLite and on PostgreSQL.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,40 +13,33 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
 const TASKS: usize = 40;
 
-struct Worker {
-    child: Child,
-    url: String,
-}
+mod support;
 
-impl Worker {
-    fn start(store: &str, id: &str, key_file: &std::path::Path) -> Self {
-        let mut child = Command::new(ACCORD)
-            .args(["serve", "--port", "0", "--store", store, "--worker-id", id])
-            .args(["--lease-ttl", "1", "--recovery-interval", "0.25"])
-            .args(["--webhook-allow", "loopback", "--push-lease-ms", "1000", "--push-first-retry-ms", "100"])
-            .arg("--push-key-file")
-            .arg(key_file)
-            .env("ACCORD_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start a worker");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let first = lines.next().expect("a line").expect("utf-8");
-        let url = first.rsplit(' ').next().expect("url").to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-}
+use support::Served;
 
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A worker on `store`, allowed to call loopback webhooks, with short delivery leases and retries.
+fn worker(store: &str, id: &str, key_file: &std::path::Path) -> Served {
+    let key_file = key_file.to_str().expect("a UTF-8 path");
+    Served::start(&[
+        "--store",
+        store,
+        "--worker-id",
+        id,
+        "--lease-ttl",
+        "1",
+        "--recovery-interval",
+        "0.25",
+        "--webhook-allow",
+        "loopback",
+        "--push-lease-ms",
+        "1000",
+        "--push-first-retry-ms",
+        "100",
+        "--push-key-file",
+        key_file,
+    ])
 }
 
 /// A webhook receiver that first holds every POST (until released, then answers 503), and then
@@ -102,7 +93,7 @@ async fn receiver() -> (Arc<Receiver>, String, tokio::task::JoinHandle<()>) {
     (state, url, server)
 }
 
-async fn send_with_webhook(http: &reqwest::Client, worker: &Worker, hook: &str, n: usize) -> String {
+async fn send_with_webhook(http: &reqwest::Client, worker: &Served, hook: &str, n: usize) -> String {
     let body = json!({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {
         "message": {"messageId": format!("crash-{n}"), "role": "ROLE_USER",
             "parts": [{"data": {"seconds": 1.5}}], "metadata": {"skillId": "slow"}},
@@ -110,7 +101,7 @@ async fn send_with_webhook(http: &reqwest::Client, worker: &Worker, hook: &str, 
             "taskPushNotificationConfig": {"url": hook, "id": "hook", "token": "crash-hook"}},
     }});
     let answer: Value = http
-        .post(format!("{}a2a/jsonrpc", worker.url))
+        .post(format!("{}/a2a/jsonrpc", worker.url))
         .header("a2a-version", "1.0")
         .json(&body)
         .send()
@@ -146,7 +137,7 @@ async fn kill_the_delivering_worker(store_url: &str, store: Arc<dyn TaskStore>, 
     let key_file = dir.join("push.key");
     let (receiver, hook, _server) = receiver().await;
     let http = reqwest::Client::new();
-    let a = Worker::start(store_url, "push-a", &key_file);
+    let mut a = worker(store_url, "push-a", &key_file);
     let mut ids = Vec::with_capacity(TASKS);
     for n in 0..TASKS {
         ids.push(send_with_webhook(&http, &a, &hook, n).await);
@@ -157,10 +148,8 @@ async fn kill_the_delivering_worker(store_url: &str, store: Arc<dyn TaskStore>, 
         assert!(Instant::now() < deadline, "worker a never started delivering");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let b = Worker::start(store_url, "push-b", &key_file);
-    let mut a = a;
-    a.child.kill().expect("SIGKILL");
-    a.child.wait().expect("reaped");
+    let b = worker(store_url, "push-b", &key_file);
+    a.kill();
     receiver.accepting.store(true, Ordering::SeqCst);
     receiver.release.notify_waiters();
 

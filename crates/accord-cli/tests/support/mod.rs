@@ -1,11 +1,11 @@
-//! `accord serve --agent conformance` as a real process, for the tests that need it.
+//! `accord serve` as a real process, for the tests that need one.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-/// The conformance agent on a free loopback port, killed on drop.
+/// `accord serve` on a free loopback port, killed on drop.
 pub struct Served {
     child: Child,
     /// Its base URL, without a trailing `/`.
@@ -13,9 +13,16 @@ pub struct Served {
 }
 
 impl Served {
+    /// The conformance agent, on an in-process store.
     pub fn conformance() -> Self {
+        Self::start(&["--agent", "conformance", "--store", "memory"])
+    }
+
+    /// `accord serve --port 0` with `args` (the demo agent unless they say otherwise).
+    pub fn start(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_accord"))
-            .args(["serve", "--agent", "conformance", "--port", "0", "--store", "memory"])
+            .args(["serve", "--port", "0"])
+            .args(args)
             .env("ACCORD_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -24,11 +31,17 @@ impl Served {
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().expect("a line").expect("utf-8");
-        assert!(first.starts_with("Accord conformance agent listening on "), "{first}");
+        assert!(first.starts_with("Accord ") && first.contains(" agent listening on "), "{first}");
         let url = first.rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
         // Keep reading whatever else the server prints, so its stdout never closes under it.
         std::thread::spawn(move || lines.for_each(drop));
         Self { child, url }
+    }
+
+    /// Kills the process with SIGKILL and waits for it: a crash, not a shutdown.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
     }
 }
 
