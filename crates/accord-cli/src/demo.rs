@@ -74,8 +74,8 @@ pub const DEMO_NETWORK: &str = "accord:local";
 /// Who the demo agent's prices pay.
 pub const DEMO_PAY_TO: &str = "accord-demo";
 
-/// The demo agent with prices (`accord serve --demo-prices`): `summarize` costs 1000 per
-/// invocation and per task, `slow` 500 per task; `echo` and `ticks` stay free.
+/// The demo agent with prices (`accord serve --demo-prices`): `summarize` costs 1000 and `slow`
+/// 500 per invocation, per stream and per task; `echo` and `ticks` stay free.
 pub fn priced_agent() -> Result<Agent, BuildError> {
     build(true)
 }
@@ -112,10 +112,13 @@ pub fn agent() -> Result<Agent, BuildError> {
 }
 
 fn build(priced: bool) -> Result<Agent, BuildError> {
-    let price = |invoke: Option<&str>, task: Option<&str>| accord_engine::Pricing {
-        invoke: invoke.filter(|_| priced).map(str::to_owned),
-        stream: None,
-        task: task.filter(|_| priced).map(str::to_owned),
+    // Every way of calling a priced skill is priced: invoke, stream (both skills have a stream
+    // handler) and task.
+    let price = |amount: &str| accord_engine::Pricing {
+        invoke: priced.then(|| amount.to_owned()),
+        stream: priced.then(|| amount.to_owned()),
+        task: priced.then(|| amount.to_owned()),
+        ..accord_engine::Pricing::default()
     };
     Agent::builder("accord-demo")
         .version(env!("CARGO_PKG_VERSION"))
@@ -127,7 +130,7 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
         )
         .skill(
             Skill::builder("summarize")
-                .pricing(price(Some("1000"), Some("1000")))
+                .pricing(price("1000"))
                 .description("Extractive summary: keeps the sentences that carry the text's most frequent words.")
                 .typed(|input: SummarizeInput, _run: Run| async move {
                     let count = input.sentences.unwrap_or(2) as usize;
@@ -136,7 +139,7 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
         )
         .skill(
             Skill::builder("slow")
-                .pricing(price(None, Some("500")))
+                .pricing(price("500"))
                 .description("Sleeps for the given seconds; stops early when cancelled.")
                 .typed(|input: SlowInput, run: Run| async move {
                     let started = tokio::time::Instant::now();

@@ -29,7 +29,8 @@ pub enum BuildError {
         /// What the schema compiler said.
         reason: String,
     },
-    /// A skill's price is not a decimal integer amount.
+    /// A skill's price is not a decimal integer amount, or a priced skill can be called some way
+    /// that is neither priced nor free on purpose.
     InvalidPrice {
         /// The key.
         key: String,

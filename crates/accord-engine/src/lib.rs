@@ -46,4 +46,4 @@ pub use run::{
     Artifact, Asset, AssetTransfer, Completion, EndStatus, Invocation, Message, Outcome, Part, Role, Run, RunEnd,
     RunEvent, RunFrame, RunStream, TaskState,
 };
-pub use skill::{BoxFuture, Handler, Pricing, Skill, SkillBuilder, SkillError, ValidInput};
+pub use skill::{BoxFuture, Handler, Pricing, Skill, SkillBuilder, SkillError, SkillOperation, ValidInput};

@@ -35,9 +35,39 @@ where
     }
 }
 
+/// A way of calling a skill; each is priced on its own (see [`Pricing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SkillOperation {
+    /// A direct invocation: the Lucid `invoke` route.
+    Invoke,
+    /// A stream: the Lucid `stream` route.
+    Stream,
+    /// A task, on any face that starts tasks (Lucid tasks, JSON-RPC tasks, both A2A bindings).
+    Task,
+}
+
+impl SkillOperation {
+    /// Every operation.
+    pub const ALL: [Self; 3] = [Self::Invoke, Self::Stream, Self::Task];
+
+    /// `invoke`, `stream` or `task`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Invoke => "invoke",
+            Self::Stream => "stream",
+            Self::Task => "task",
+        }
+    }
+}
+
 /// What a skill costs, per way of calling it: amounts in the smallest unit of the agent's payment
-/// asset, as decimal integer strings (`"10000"`). An operation without an amount is free. Which
-/// asset, network and payee — and which payment rail collects — is the server's configuration.
+/// asset, as decimal integer strings (`"10000"`). Which asset, network and payee — and which
+/// payment rail collects — is the server's configuration.
+///
+/// A skill without any amount is free. A skill with one must price every way it can be called
+/// ([`Skill::operations`]) or name it in [`Pricing::free`]: an operation left out by mistake would
+/// run the skill for nothing, so the agent is refused when it is built.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pricing {
     /// The price of a direct invocation.
@@ -46,6 +76,8 @@ pub struct Pricing {
     pub stream: Option<String>,
     /// The price of a task.
     pub task: Option<String>,
+    /// The operations of a priced skill that are free on purpose.
+    pub free: Vec<SkillOperation>,
 }
 
 impl Pricing {
@@ -54,18 +86,50 @@ impl Pricing {
         self.invoke.is_some() || self.stream.is_some() || self.task.is_some()
     }
 
+    /// The amount `operation` costs, if it is priced.
+    pub fn amount(&self, operation: SkillOperation) -> Option<&str> {
+        match operation {
+            SkillOperation::Invoke => self.invoke.as_deref(),
+            SkillOperation::Stream => self.stream.as_deref(),
+            SkillOperation::Task => self.task.as_deref(),
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
-        for (name, amount) in [("invoke", &self.invoke), ("stream", &self.stream), ("task", &self.task)] {
-            if let Some(amount) = amount {
+        for operation in SkillOperation::ALL {
+            if let Some(amount) = self.amount(operation) {
+                let name = operation.as_str();
                 let digits = !amount.is_empty() && amount.bytes().all(|byte| byte.is_ascii_digit());
                 if !digits || (amount.len() > 1 && amount.starts_with('0')) {
                     return Err(format!(
                         "the {name} price {amount:?} is not a decimal integer in the asset's smallest unit"
                     ));
                 }
+                if self.free.contains(&operation) {
+                    return Err(format!("the {name} is both priced ({amount}) and listed as free"));
+                }
             }
         }
         Ok(())
+    }
+
+    /// Refuses a priced skill that can be called some way that is neither priced nor free on
+    /// purpose.
+    fn check_covers(&self, operations: &[SkillOperation]) -> Result<(), String> {
+        if !self.is_priced() {
+            return Ok(());
+        }
+        match operations.iter().find(|operation| self.amount(**operation).is_none() && !self.free.contains(operation)) {
+            None => Ok(()),
+            Some(operation) => {
+                let name = operation.as_str();
+                Err(format!(
+                    "the skill is priced, but its {name} is neither priced nor listed in `Pricing::free`, so a caller \
+                     could run it for nothing that way: set `Pricing::{name}` or list `SkillOperation::{operation:?}` \
+                     in `Pricing::free`"
+                ))
+            }
+        }
     }
 }
 
@@ -164,6 +228,12 @@ impl Skill {
     /// Whether the skill can stream.
     pub fn is_streaming(&self) -> bool {
         self.stream.is_some()
+    }
+
+    /// The ways the skill can be called: invoke and task with an invoke handler (a task runs the
+    /// invoke handler), stream with a stream handler.
+    pub fn operations(&self) -> Vec<SkillOperation> {
+        operations(self.invoke.is_some(), self.stream.is_some())
     }
 
     /// Checks input against the input schema.
@@ -295,7 +365,8 @@ impl SkillBuilder {
         if self.invoke.is_none() && self.stream.is_none() {
             return Err(BuildError::NoHandler { key: self.key });
         }
-        if let Err(reason) = self.pricing.check() {
+        let covered = operations(self.invoke.is_some(), self.stream.is_some());
+        if let Err(reason) = self.pricing.check().and_then(|()| self.pricing.check_covers(&covered)) {
             return Err(BuildError::InvalidPrice { key: self.key, reason });
         }
         let compile = |schema: Value, key: &str| {
@@ -317,6 +388,20 @@ impl SkillBuilder {
             stream: self.stream,
         })
     }
+}
+
+fn operations(invoke: bool, stream: bool) -> Vec<SkillOperation> {
+    let mut operations = Vec::new();
+    if invoke {
+        operations.push(SkillOperation::Invoke);
+    }
+    if stream {
+        operations.push(SkillOperation::Stream);
+    }
+    if invoke {
+        operations.push(SkillOperation::Task);
+    }
+    operations
 }
 
 /// Skill keys appear in URL paths and JSON-RPC params, so they are kept to a safe alphabet.
@@ -341,5 +426,56 @@ mod tests {
         assert!(!valid_key("a/b"));
         assert!(!valid_key("a b"));
         assert!(!valid_key(&"x".repeat(129)));
+    }
+
+    fn skill(pricing: Pricing) -> SkillBuilder {
+        Skill::builder("work").pricing(pricing)
+    }
+
+    fn invoke_only(pricing: Pricing) -> SkillBuilder {
+        skill(pricing).invoke(|_run: Run| async { Ok(Outcome::Completed(Completion::new(Value::Null))) })
+    }
+
+    fn both(pricing: Pricing) -> SkillBuilder {
+        skill(pricing).handler(|_run: Run| async { Ok(Outcome::Completed(Completion::new(Value::Null))) })
+    }
+
+    fn priced(invoke: bool, stream: bool, task: bool) -> Pricing {
+        let amount = |on: bool| on.then(|| "10".to_owned());
+        Pricing { invoke: amount(invoke), stream: amount(stream), task: amount(task), free: Vec::new() }
+    }
+
+    fn refusal(builder: SkillBuilder) -> String {
+        match builder.build() {
+            Err(BuildError::InvalidPrice { reason, .. }) => reason,
+            Err(other) => panic!("refused for another reason: {other}"),
+            Ok(_) => panic!("built"),
+        }
+    }
+
+    #[test]
+    fn a_priced_skill_prices_or_frees_every_way_it_can_be_called() {
+        // The stream route of an invoke-and-stream skill priced per invoke and task is refused.
+        let reason = refusal(both(priced(true, false, true)));
+        assert!(reason.contains("stream is neither priced nor listed"), "{reason}");
+        // A task runs the invoke handler: pricing the task alone leaves invoke open.
+        let reason = refusal(invoke_only(priced(false, false, true)));
+        assert!(reason.contains("invoke is neither priced"), "{reason}");
+        let reason = refusal(invoke_only(priced(true, false, false)));
+        assert!(reason.contains("task is neither priced"), "{reason}");
+
+        // Every way priced, or the rest free on purpose, builds.
+        assert!(both(priced(true, true, true)).build().is_ok());
+        let free_stream = Pricing { free: vec![SkillOperation::Stream], ..priced(true, false, true) };
+        assert!(both(free_stream).build().is_ok());
+        // An invoke-only skill cannot stream: its stream needs no price.
+        assert!(invoke_only(priced(true, false, true)).build().is_ok());
+        // Unpriced skills need nothing.
+        assert!(both(Pricing::default()).build().is_ok());
+        assert_eq!(both(Pricing::default()).build().expect("skill").operations(), SkillOperation::ALL);
+
+        // Priced and free at once is a contradiction.
+        let both_ways = Pricing { free: vec![SkillOperation::Invoke], ..priced(true, true, true) };
+        assert!(refusal(both(both_ways)).contains("both priced"));
     }
 }

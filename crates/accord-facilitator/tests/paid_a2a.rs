@@ -26,7 +26,7 @@ const EXTENSION: &str = "https://github.com/google-agentic-commerce/a2a-x402/blo
 /// `work` is priced per task: it fails when asked to and otherwise completes with its input.
 /// `free` is not priced.
 fn agent() -> Agent {
-    let pricing = Pricing { task: Some(PRICE.into()), ..Pricing::default() };
+    let pricing = Pricing { invoke: Some(PRICE.into()), task: Some(PRICE.into()), ..Pricing::default() };
     Agent::builder("paid-a2a-agent")
         .skill(
             Skill::builder("work")

@@ -26,7 +26,7 @@ const TOKEN: &str = "paid-cross-face-token-0123456789";
 const PRICE: &str = "700";
 
 fn agent() -> Agent {
-    let pricing = Pricing { task: Some(PRICE.into()), ..Pricing::default() };
+    let pricing = Pricing { invoke: Some(PRICE.into()), task: Some(PRICE.into()), ..Pricing::default() };
     Agent::builder("paid-cross-face")
         .skill(Skill::builder("work").description("Paid work").pricing(pricing).invoke(|run: Run| async move {
             Ok(Outcome::Completed(Completion::new(json!({"done": run.input().clone()}))))

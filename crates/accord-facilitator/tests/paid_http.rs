@@ -28,7 +28,12 @@ const TOKEN: &str = "paid-task-owner-token-0123456789";
 /// `work` is priced for every operation: it sleeps `ms` (default 0), fails when asked to, and
 /// completes with `{"done": true}`. `hold` is free and runs until cancelled.
 fn agent() -> Agent {
-    let pricing = Pricing { invoke: Some(PRICE.into()), stream: Some(PRICE.into()), task: Some(PRICE.into()) };
+    let pricing = Pricing {
+        invoke: Some(PRICE.into()),
+        stream: Some(PRICE.into()),
+        task: Some(PRICE.into()),
+        ..Pricing::default()
+    };
     Agent::builder("paid-agent")
         .skill(Skill::builder("work").pricing(pricing).input_schema(json!({"type": "object"})).handler(
             |run: Run| async move {

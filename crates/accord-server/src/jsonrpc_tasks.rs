@@ -37,6 +37,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Principal;
+use crate::body::BodyFailure;
 
 /// The methods this face serves.
 pub const METHODS: [&str; 4] = ["tasks/send", "tasks/get", "tasks/cancel", "tasks/sendSubscribe"];
@@ -205,12 +206,9 @@ impl TasksEndpoint {
             response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
             return response;
         }
-        let is_json = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.to_ascii_lowercase().contains("application/json"));
-        if !is_json {
+        // The media type itself must be JSON (`text/plain; x=application/json` is text, which a
+        // web page may send cross-origin without a preflight).
+        if !crate::body::is_json(&parts.headers) {
             audit_rejected(415, RpcError::INVALID_REQUEST);
             return rpc_response(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -218,14 +216,25 @@ impl TasksEndpoint {
                 Err(RpcError::new(RpcError::INVALID_REQUEST, "Content-Type must be application/json")),
             );
         }
-        let Ok(bytes) = axum::body::to_bytes(body, self.max_bytes).await else {
-            audit_rejected(400, RpcError::PARSE_ERROR);
-            let message = format!("could not read request body: request body exceeded {} bytes", self.max_bytes);
-            return rpc_response(
-                StatusCode::BAD_REQUEST,
-                Some(Value::Null),
-                Err(RpcError::new(RpcError::PARSE_ERROR, message)),
-            );
+        let bytes = match crate::body::read_capped(body, self.max_bytes).await {
+            Ok(bytes) => bytes,
+            Err(failure) => {
+                audit_rejected(400, RpcError::PARSE_ERROR);
+                let message = match failure {
+                    BodyFailure::TooLarge { limit } => {
+                        format!("could not read request body: request body exceeded {limit} bytes")
+                    }
+                    BodyFailure::Broken => {
+                        "could not read request body: it ended before its declared length or its framing is invalid"
+                            .to_owned()
+                    }
+                };
+                return rpc_response(
+                    StatusCode::BAD_REQUEST,
+                    Some(Value::Null),
+                    Err(RpcError::new(RpcError::PARSE_ERROR, message)),
+                );
+            }
         };
         let envelope = match jsonrpc::Request::parse_lenient(&bytes) {
             Ok(envelope) => envelope,

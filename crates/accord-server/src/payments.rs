@@ -69,8 +69,24 @@ impl PaymentsConfig {
     /// Checks every price of `agent` against this configuration and the rail: call it when the
     /// server starts, so a price the rail cannot collect is found before a caller finds it.
     /// (The gate checks again per request and answers `400 payment_capability_unsupported`.)
+    ///
+    /// That every way of calling a priced skill is priced or free on purpose is checked earlier,
+    /// when the agent is built ([`accord_engine::Pricing`]); this check repeats it, so a start-up
+    /// that reaches here never serves a priced skill for nothing.
     pub fn check(&self, agent: &Agent) -> Result<(), String> {
         for skill in agent.skills() {
+            let pricing = skill.pricing();
+            let open = skill
+                .operations()
+                .into_iter()
+                .find(|operation| pricing.amount(*operation).is_none() && !pricing.free.contains(operation));
+            if let Some(operation) = open.filter(|_| pricing.is_priced()) {
+                return Err(format!(
+                    "skill {:?} is priced, but its {} is neither priced nor free on purpose",
+                    skill.key(),
+                    operation.as_str()
+                ));
+            }
             for (operation, amount) in priced_operations(skill) {
                 let price = self.price(amount);
                 price.validate().map_err(|reason| format!("skill {:?}: {reason}", skill.key()))?;

@@ -143,7 +143,11 @@ async fn dropping_the_connection_cancels_the_handler() {
 async fn stream_error_rows_of_the_profile() {
     let server = TestServer::agent(&agent(Probe::new())).await;
     let post = |key: &str, body: &str| {
-        reqwest::Client::new().post(server.url(&format!("/entrypoints/{key}/stream"))).body(body.to_owned()).send()
+        reqwest::Client::new()
+            .post(server.url(&format!("/entrypoints/{key}/stream")))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
     };
     let response = post("missing", "{}").await.expect("response");
     assert_eq!(response.status(), 404);

@@ -1166,8 +1166,8 @@ mod tests {
         use super::super::memory::MemoryStore;
         use super::super::runtime::RuntimeConfig;
         use super::super::token::AccessToken;
-        use crate::{Agent, Completion, Outcome, Pricing, Run, Skill};
-        let pricing = Pricing { task: Some("1".into()), ..Pricing::default() };
+        use crate::{Agent, Completion, Outcome, Pricing, Run, Skill, SkillOperation};
+        let pricing = Pricing { task: Some("1".into()), free: vec![SkillOperation::Invoke], ..Pricing::default() };
         let skill = Skill::builder("paid").pricing(pricing).invoke(|run: Run| async move {
             let completion = Completion::new(run.input().clone());
             Ok(Outcome::Completed(if run.input()["say"] == json!(true) {

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use super::A2aCore;
 use crate::auth::{Principal, caller_of};
+use crate::body::BodyFailure;
 
 /// What the endpoint needs.
 #[derive(Debug, Clone)]
@@ -63,25 +64,24 @@ fn params<T: DeserializeOwned + Validate>(request: &JsonRpcRequest) -> Result<T,
 
 pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_ascii_lowercase)
-        .is_some_and(|value| value.contains("application/json") || value.contains("application/a2a+json"));
-    if !json {
+    if !crate::body::is_json(&parts.headers) {
         return rpc_error(
             Value::Null,
             &A2aError::new(A2aErrorKind::ContentTypeNotSupported)
                 .with_message("Content-Type must be application/json (or application/a2a+json)"),
         );
     }
-    let Ok(bytes) = axum::body::to_bytes(Body::new(body), state.body_limit).await else {
-        let error = A2aError::new(A2aErrorKind::InvalidRequest)
-            .with_message(format!("the request body exceeds {} bytes", state.body_limit));
-        let mut response = rpc_error(Value::Null, &error);
-        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-        return response;
+    let bytes = match crate::body::read_capped(Body::new(body), state.body_limit).await {
+        Ok(bytes) => bytes,
+        Err(failure) => {
+            let error = A2aError::new(A2aErrorKind::InvalidRequest).with_message(failure.message());
+            let mut response = rpc_error(Value::Null, &error);
+            *response.status_mut() = match failure {
+                BodyFailure::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                BodyFailure::Broken => StatusCode::BAD_REQUEST,
+            };
+            return response;
+        }
     };
     let request = match JsonRpcRequest::parse(&bytes) {
         Ok(request) => request,

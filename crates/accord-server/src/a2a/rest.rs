@@ -105,20 +105,13 @@ fn owner(request: &Request) -> accord_engine::task::Caller {
 /// Content type, size and ProtoJSON decoding (the version layer has already run).
 async fn body_of<T: DeserializeOwned + Validate>(state: &RestState, request: Request) -> Result<T, A2aError> {
     let (parts, body) = request.into_parts();
-    let json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_ascii_lowercase)
-        .is_some_and(|value| value.contains("application/json") || value.contains("application/a2a+json"));
-    if !json {
+    if !crate::body::is_json(&parts.headers) {
         return Err(A2aError::new(A2aErrorKind::ContentTypeNotSupported)
             .with_message("Content-Type must be application/json or application/a2a+json"));
     }
-    let bytes = axum::body::to_bytes(Body::new(body), state.body_limit).await.map_err(|_| {
-        A2aError::new(A2aErrorKind::InvalidRequest)
-            .with_message(format!("the request body exceeds {} bytes", state.body_limit))
-    })?;
+    let bytes = crate::body::read_capped(Body::new(body), state.body_limit)
+        .await
+        .map_err(|failure| A2aError::new(A2aErrorKind::InvalidRequest).with_message(failure.message()))?;
     let value: T = serde_json::from_slice(&bytes).map_err(|error| {
         A2aError::new(A2aErrorKind::InvalidParams).with_message(format!("invalid request body: {error}"))
     })?;

@@ -39,7 +39,7 @@ pub(crate) async fn invoke(
     body: Body,
 ) -> Result<Response, LucidError> {
     let skill = state.agent.invocable(&key)?;
-    let checked = super::read_input(&state, skill, body).await?;
+    let checked = super::read_input(&state, skill, &headers, body).await?;
     let idempotency_key = idempotency_key(&headers)?;
     let claim = match &idempotency_key {
         None => None,

@@ -6,6 +6,7 @@ use accord_engine::{Skill, ValidInput};
 use accord_types::lucid::{EntrypointItem, EntrypointsResponse, HealthResponse};
 use axum::Json;
 use axum::body::Body;
+use axum::http::HeaderMap;
 use serde_json::Value;
 
 use crate::error::LucidError;
@@ -33,7 +34,8 @@ pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<Entr
     Json(EntrypointsResponse { items })
 }
 
-/// A request body read and checked in the profile's order: size, JSON, then the input schema.
+/// A request body read and checked in the profile's order: content type, size, JSON, then the
+/// input schema.
 pub(crate) struct CheckedBody {
     /// The decoded body, as sent.
     pub(crate) payload: Value,
@@ -41,7 +43,13 @@ pub(crate) struct CheckedBody {
     pub(crate) valid: ValidInput,
 }
 
-pub(crate) async fn read_input(state: &AppState, skill: &Arc<Skill>, body: Body) -> Result<CheckedBody, LucidError> {
+pub(crate) async fn read_input(
+    state: &AppState,
+    skill: &Arc<Skill>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<CheckedBody, LucidError> {
+    body::require_json(headers, &body)?;
     let bytes = body::read_limited(body, state.config.body_limit).await?;
     let payload = body::parse_json(&bytes)?;
     let valid = state.agent.check_input(skill, extract_input(&payload))?;

@@ -38,7 +38,7 @@ pub(crate) async fn stream(
     body: Body,
 ) -> Result<Response, LucidError> {
     let skill = state.agent.streamable(&key)?;
-    let checked = super::read_input(&state, skill, body).await?;
+    let checked = super::read_input(&state, skill, &headers, body).await?;
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
     let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
     let mut payment =

@@ -235,6 +235,7 @@ pub(crate) async fn create(
     body: Body,
 ) -> Result<Response, LucidError> {
     let service = tasks_of(&state)?;
+    body::require_json(&headers, &body)?;
     let bytes = body::read_limited(body, state.config.body_limit).await?;
     let payload: Value = serde_json::from_slice(&bytes).map_err(|_| LucidError::invalid_json())?;
     let request = parse_send_message(&payload)?;
