@@ -93,6 +93,8 @@ pub struct Target {
     pub base_path: String,
     /// The path of the card's `JSONRPC` interface, if it lists one.
     pub jsonrpc_path: Option<String>,
+    /// The path of the card's `HTTP+JSON` interface, if it lists one.
+    pub rest_path: Option<String>,
 }
 
 /// The path of an absolute or relative URL (`/` when it has none).
@@ -118,7 +120,8 @@ impl Target {
             .next()
             .ok_or_else(|| format!("{authority} resolves to no address"))?;
         let base_path = uri.path().trim_end_matches('/').to_owned();
-        let mut target = Self { addr, authority: authority.to_string(), base_path, jsonrpc_path: None };
+        let mut target =
+            Self { addr, authority: authority.to_string(), base_path, jsonrpc_path: None, rest_path: None };
         let mut conn = Conn::open(addr).await.map_err(|error| format!("cannot connect to {addr}: {}", error.error))?;
         let card_path = format!("{}/.well-known/agent-card.json", target.base_path);
         let request = target.request(Method::GET, &card_path, None, &[]).map_err(|error| error.error.to_string())?;
@@ -129,15 +132,20 @@ impl Target {
         let card: Value =
             serde_json::from_slice(&body).map_err(|_| format!("{card_path}: not JSON: {}", check::excerpt(&body)))?;
         let interfaces = card.get("supportedInterfaces").and_then(Value::as_array).cloned().unwrap_or_default();
-        let jsonrpc = interfaces
-            .iter()
-            .find(|interface| interface.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC"))
-            .and_then(|interface| interface.get("url").and_then(Value::as_str));
-        target.jsonrpc_path = jsonrpc.map(path_of).transpose()?;
+        let interface = |binding: &str| {
+            interfaces
+                .iter()
+                .find(|interface| interface.get("protocolBinding").and_then(Value::as_str) == Some(binding))
+                .and_then(|interface| interface.get("url").and_then(Value::as_str))
+        };
+        target.jsonrpc_path = interface("JSONRPC").map(path_of).transpose()?;
+        target.rest_path = interface("HTTP+JSON")
+            .map(|url| Ok::<_, String>(path_of(url)?.trim_end_matches('/').to_owned()))
+            .transpose()?;
         Ok(target)
     }
 
-    fn request(
+    pub(crate) fn request(
         &self,
         method: Method,
         path: &str,
@@ -161,29 +169,29 @@ impl Target {
 
 /// What failed, and whether the connection can carry another request.
 #[derive(Debug)]
-struct OpError {
-    error: CheckError,
-    broken: bool,
+pub(crate) struct OpError {
+    pub(crate) error: CheckError,
+    pub(crate) broken: bool,
 }
 
 impl OpError {
     /// A wrong answer read to its end: the connection stays usable.
-    fn answer(error: CheckError) -> Self {
+    pub(crate) fn answer(error: CheckError) -> Self {
         Self { error, broken: false }
     }
 
-    fn transport(error: impl std::fmt::Display) -> Self {
+    pub(crate) fn transport(error: impl std::fmt::Display) -> Self {
         Self { error: CheckError::new("transport", error.to_string()), broken: true }
     }
 }
 
 /// One keep-alive HTTP/1.1 connection.
-struct Conn {
+pub(crate) struct Conn {
     sender: SendRequest<Full<Bytes>>,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> Result<Self, OpError> {
+    pub(crate) async fn open(addr: SocketAddr) -> Result<Self, OpError> {
         let stream = tokio::net::TcpStream::connect(addr).await.map_err(OpError::transport)?;
         stream.set_nodelay(true).map_err(OpError::transport)?;
         let (sender, connection) =
@@ -194,13 +202,13 @@ impl Conn {
         Ok(Self { sender })
     }
 
-    async fn send(&mut self, request: Request<Full<Bytes>>) -> Result<http::Response<Incoming>, OpError> {
+    pub(crate) async fn send(&mut self, request: Request<Full<Bytes>>) -> Result<http::Response<Incoming>, OpError> {
         self.sender.ready().await.map_err(OpError::transport)?;
         self.sender.send_request(request).await.map_err(OpError::transport)
     }
 
     /// Sends and reads the whole answer.
-    async fn exchange(&mut self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), OpError> {
+    pub(crate) async fn exchange(&mut self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), OpError> {
         let response = self.send(request).await?;
         let status = response.status();
         let body = response.into_body().collect().await.map_err(OpError::transport)?.to_bytes();
@@ -210,7 +218,7 @@ impl Conn {
 
 /// Reads an SSE answer to its end, handing each event's data to `on_event`. A non-SSE answer is
 /// read whole and reported (a JSON-RPC error, an HTTP error).
-async fn read_events(
+pub(crate) async fn read_events(
     response: http::Response<Incoming>,
     mut on_event: impl FnMut(&sse::Event) -> Result<(), CheckError>,
 ) -> Result<(), OpError> {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use accord_engine::{Agent, BuildError, Run, RunEvent, Skill, SkillError};
+use accord_engine::{Agent, BuildError, Message, Outcome, Role, Run, RunEvent, Skill, SkillError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +61,25 @@ pub struct TicksOutput {
     pub count: u32,
 }
 
+/// Input of `confirm`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConfirmInput {
+    /// The question the task asks its caller.
+    pub question: String,
+    /// How many answers it waits for, asking again after each (default 1).
+    #[schemars(range(min = 1, max = 10000))]
+    pub rounds: Option<u32>,
+}
+
+/// Output of `confirm`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConfirmOutput {
+    /// The question that was asked.
+    pub question: String,
+    /// The texts of the caller's follow-ups, in order.
+    pub answers: Vec<String>,
+}
+
 /// The scope the JSON-RPC tasks face of `accord serve` requires for the `slow` skill.
 pub const SLOW_SCOPE: &str = "demo:slow";
 
@@ -106,7 +125,7 @@ pub fn extended_skills() -> Vec<accord_types::card::AgentSkill> {
     }]
 }
 
-/// The demo agent: `echo`, `summarize`, `slow` and `ticks`.
+/// The demo agent: `echo`, `summarize`, `slow`, `ticks` and `confirm`.
 pub fn agent() -> Result<Agent, BuildError> {
     build(false)
 }
@@ -122,7 +141,10 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
     };
     Agent::builder("accord-demo")
         .version(env!("CARGO_PKG_VERSION"))
-        .description("Accord's demo agent: echo, an extractive summarizer, a cancellable sleeper and a ticker.")
+        .description(
+            "Accord's demo agent: echo, an extractive summarizer, a cancellable sleeper, a ticker and a question that \
+             waits for its answer.",
+        )
         .skill(
             Skill::builder("echo")
                 .description("Returns the text it is given.")
@@ -172,6 +194,33 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
                     let output = serde_json::to_value(TicksOutput { count })
                         .map_err(|error| SkillError::internal(error.to_string()))?;
                     Ok(accord_engine::Outcome::Completed(accord_engine::Completion::new(output)))
+                }),
+        )
+        .skill(
+            Skill::builder("confirm")
+                .description(
+                    "Asks its `question` and waits for input, `rounds` times (default 1); completes with the follow-ups' \
+                     texts as its answers.",
+                )
+                .input_type::<ConfirmInput>()
+                .output_type::<ConfirmOutput>()
+                .handler(|run: Run| async move {
+                    let input: ConfirmInput = run.input_as()?;
+                    // The history holds the questions asked so far, each followed by its answer.
+                    let history = run.task().map(|task| task.history.as_slice()).unwrap_or_default();
+                    let mut answers = Vec::new();
+                    for (index, message) in history.iter().enumerate() {
+                        if message.role == Role::Agent {
+                            let answer = history[index + 1..].iter().find(|message| message.role == Role::User);
+                            answers.push(answer.map(Message::text).unwrap_or_default());
+                        }
+                    }
+                    if answers.len() < input.rounds.unwrap_or(1).max(1) as usize {
+                        return Ok(Outcome::InputRequired(Message::agent_text(input.question)));
+                    }
+                    let output = serde_json::to_value(ConfirmOutput { question: input.question, answers })
+                        .map_err(|error| SkillError::internal(error.to_string()))?;
+                    Ok(Outcome::Completed(accord_engine::Completion::new(output)))
                 }),
         )
         .build()

@@ -56,7 +56,7 @@ enum ErrorMappingArg {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an agent over HTTP: the demo agent (skills: echo, summarize, slow, ticks) or the
+    /// Run an agent over HTTP: the demo agent (skills: echo, summarize, slow, ticks, confirm) or the
     /// conformance agent.
     Serve {
         /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by

@@ -68,7 +68,7 @@ fn serve_answers_card_invoke_and_stream() {
     assert_eq!(card["name"], "accord-demo");
     let skills: Vec<&str> =
         card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
-    assert_eq!(skills, ["echo", "summarize", "slow", "ticks"]);
+    assert_eq!(skills, ["echo", "summarize", "slow", "ticks", "confirm"]);
 
     let echoed = stdout_json(&accord(&["invoke", &served.url, "echo", r#"{"text":"hi"}"#]));
     assert_eq!(echoed, json!({"text": "hi"}));
@@ -424,7 +424,9 @@ fn card_keygen_sign_verify_lint_and_serve_a_signed_card() {
     let fetched = accord(&["card", "verify", &served.url, "--pub", &ed_public, "--issuer", "127.0.0.1"]);
     assert_eq!(fetched.status.code(), Some(0), "{}", String::from_utf8_lossy(&fetched.stderr));
     let text = stdout_text(&fetched);
-    assert!(text.contains("agent id: accord-demo") && text.contains("capabilities: echo, summarize, slow, ticks"));
+    assert!(
+        text.contains("agent id: accord-demo") && text.contains("capabilities: echo, summarize, slow, ticks, confirm")
+    );
     let plain = stdout_json(&accord(&["card", "show", &format!("{}.well-known/agent.json", served.url)]));
     assert_eq!(plain["name"], "accord-demo", "the legacy path keeps the plain card by default");
     assert_eq!(accord(&["card", "lint", &served.url]).status.code(), Some(0));
@@ -665,5 +667,37 @@ fn serve_with_api_keys_lists_the_scheme_and_opens_the_extended_card() {
         assert_eq!((status, body["error"]["status"].clone()), (401, json!("UNAUTHENTICATED")), "{body}");
         let (status, _) = extended(Some("a-key-nobody-configured-000")).await;
         assert_eq!(status, 401);
+    });
+}
+
+#[test]
+fn the_demo_confirm_skill_waits_for_each_answer_and_completes_with_them() {
+    let served = Served::start(&[]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let send = |body: Value| {
+            let request = client.post(format!("{}a2a/rest/message:send", served.url)).header("a2a-version", "1.0");
+            async move {
+                let response = request.json(&body).send().await.expect("response");
+                assert_eq!(response.status().as_u16(), 200);
+                response.json::<Value>().await.expect("json")["task"].clone()
+            }
+        };
+        let asked = send(json!({"message": {"messageId": "c1", "role": "ROLE_USER",
+            "parts": [{"data": {"question": "sure?", "rounds": 2}}], "metadata": {"skillId": "confirm"}}}))
+        .await;
+        assert_eq!(asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+        assert_eq!(asked["status"]["message"]["parts"][0]["text"], "sure?", "{asked}");
+        let id = asked["id"].as_str().expect("id").to_owned();
+        let follow_up = |text: &str| {
+            json!({"message": {"messageId": format!("c-{text}"), "role": "ROLE_USER", "taskId": id, "parts": [{"text": text}]}})
+        };
+        let again = send(follow_up("yes")).await;
+        assert_eq!(again["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{again}");
+        let done = send(follow_up("really")).await;
+        assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+        let result = done["artifacts"].as_array().expect("artifacts").last().expect("result").clone();
+        assert_eq!(result["parts"][0]["data"], json!({"question": "sure?", "answers": ["yes", "really"]}), "{done}");
     });
 }
