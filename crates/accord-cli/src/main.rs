@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 mod card_cmd;
 mod serve_auth;
+mod serve_limits;
 
 /// Exit code when the agent answered with an error or a run failed.
 const EXIT_FAILED: u8 = 1;
@@ -100,6 +101,8 @@ enum Command {
         anonymous_list: bool,
         #[command(flatten)]
         push: accord_cli::push_cmd::PushServeArgs,
+        #[command(flatten)]
+        connections: serve_limits::ConnectionArgs,
     },
     /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
     Push {
@@ -474,6 +477,7 @@ async fn main() -> ExitCode {
             demo_prices,
             anonymous_list,
             push,
+            connections,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -482,7 +486,7 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push };
+            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push, connections };
             let store = (store, store_options.options());
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
@@ -531,6 +535,7 @@ struct ServeOptions {
     demo_prices: bool,
     anonymous_list: bool,
     push: accord_cli::push_cmd::PushServeArgs,
+    connections: serve_limits::ConnectionArgs,
 }
 
 async fn serve(
@@ -543,7 +548,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push } = options;
+    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push, connections } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -630,14 +635,9 @@ async fn serve(
         );
     }
     let _ = out.flush();
-    // Streams write many small frames: without TCP_NODELAY, Nagle's algorithm holds each one until
-    // the last is acknowledged, and a client's delayed ACK makes that up to 40 ms per frame.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
-        }
-    });
-    axum::serve(listener, app)
+    // Connection limits, TCP_NODELAY and graceful shutdown: accord_server::serve.
+    accord_server::serve::Server::new(listener, app)
+        .limits(connections.limits())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -16,13 +16,8 @@
 //!     .build()?;
 //! let app = axum::Router::new().nest("/agents/echo", agent.router());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
-//! // Streams write many small frames: without TCP_NODELAY, each may wait up to 40 ms for the
-//! // client's delayed acknowledgement of the one before.
-//! use axum::serve::ListenerExt;
-//! let listener = listener.tap_io(|stream| {
-//!     let _ = stream.set_nodelay(true);
-//! });
-//! axum::serve(listener, app).await?;
+//! // Bounded connections, requests in flight and client slowness; TCP_NODELAY (see `serve`).
+//! accord_server::serve::Server::new(listener, app).await?;
 //! # Ok(()) }
 //! ```
 
@@ -44,6 +39,7 @@ pub mod jsonrpc_tasks;
 mod lucid;
 mod payments;
 pub mod push;
+pub mod serve;
 mod signed_card;
 
 pub use error::LucidError;

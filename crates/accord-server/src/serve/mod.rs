@@ -1,0 +1,379 @@
+//! The serve loop: accepting connections and serving a [`Router`] on them within limits.
+//!
+//! [`Server`] replaces `axum::serve` where a server faces the open network. It bounds what one
+//! client, or many, can hold: connections (at the cap, new ones wait in the kernel's accept
+//! backlog), requests in flight (beyond the cap, `503` with `Retry-After`), the time to send a
+//! request head, to stay idle between requests, to send a request body and to read a response.
+//! Accept errors such as running out of file descriptors back off instead of spinning, and are
+//! logged at most once per [`ACCEPT_ERROR_LOG_PERIOD`]. TCP_NODELAY is set on every connection, and
+//! a graceful shutdown lets in-flight requests finish.
+//!
+//! ```no_run
+//! use accord_server::serve::{ConnectionLimits, Server};
+//! use std::time::Duration;
+//!
+//! # async fn run(app: axum::Router) -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! let limits = ConnectionLimits { max_connections: 256, idle_timeout: Duration::from_secs(30), ..ConnectionLimits::default() };
+//! Server::new(listener, app)
+//!     .limits(limits)
+//!     .with_graceful_shutdown(async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await
+//! # }
+//! ```
+//!
+//! What this module must not do: look inside requests. Which request is too big or malformed is
+//! the faces' business.
+
+mod watch;
+
+use std::future::{Future, IntoFuture};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::response::IntoResponse;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch as signal};
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+use self::watch::{DeadlineBody, GuardedBody, Watch, WatchedIo};
+use crate::LucidError;
+
+/// How often, at most, a run of accept errors is logged.
+pub const ACCEPT_ERROR_LOG_PERIOD: Duration = Duration::from_secs(30);
+
+/// The first wait after an accept error; it doubles on each further error up to
+/// [`ACCEPT_BACKOFF_MAX`].
+pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+
+/// The longest wait between accept attempts after errors.
+pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// What one server lets its clients hold. The defaults suit a server under a 1,024 file
+/// descriptor limit; `docs/limits.md` lists each with its `accord serve` flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served at once. At the cap the server stops accepting: new connections wait
+    /// in the kernel's accept backlog until one closes. Default 512.
+    pub max_connections: usize,
+    /// Requests being handled at once, from their head until their response head (a stream's
+    /// body does not count: streams are bounded by connections and `max_streams_per_connection`).
+    /// Beyond the cap a request is answered `503` with `Retry-After` at once. Default 256.
+    pub max_in_flight: usize,
+    /// Time from the first byte of a request head to its last; past it the connection is
+    /// closed. Default 10 s.
+    pub header_timeout: Duration,
+    /// Time a connection may wait with no request open (fresh, or kept alive between requests);
+    /// past it the connection is closed. Default 60 s.
+    pub idle_timeout: Duration,
+    /// Time from a request head to the end of its body; past it the body read fails and the
+    /// connection is closed. Default 30 s.
+    pub body_timeout: Duration,
+    /// Time a response write may wait for the client to read; past it the connection is
+    /// closed. Default 30 s.
+    pub write_timeout: Duration,
+    /// Bytes HTTP/1.1 buffers per connection, the request head included (a larger head is
+    /// refused with `431`). At least 8,192. Default 64 KiB.
+    pub max_buffer: usize,
+    /// Concurrent HTTP/2 streams per connection. Default 100.
+    pub max_streams_per_connection: u32,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            max_in_flight: 256,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_buffer: 64 * 1024,
+            max_streams_per_connection: 100,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// The period of the per-connection check: a quarter of the shortest timeout, between 10 ms
+    /// and 1 s, so a limit is enforced at most a quarter late.
+    fn tick(&self) -> Duration {
+        let shortest =
+            [self.header_timeout, self.idle_timeout, self.write_timeout].into_iter().min().unwrap_or_default();
+        (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
+    }
+}
+
+type ShutdownSignal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Serves a [`Router`] on a listener within [`ConnectionLimits`]; `.await` it to run.
+#[must_use = "a server does nothing until awaited"]
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: Option<ShutdownSignal>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("listener", &self.listener).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server for `router` on `listener`, with the default limits and no shutdown signal.
+    pub fn new(listener: TcpListener, router: Router) -> Self {
+        Self { listener, router, limits: ConnectionLimits::default(), shutdown: None }
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Stops accepting when `signal` completes, lets open requests finish (idle connections
+    /// close at once), then returns.
+    pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Box::pin(signal));
+        self
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the shutdown signal, if any, completes and every connection has finished.
+    /// Errors only if the limits are unusable (a zero cap, or a buffer under 8,192 bytes).
+    pub async fn run(self) -> io::Result<()> {
+        let Self { listener, router, limits, shutdown } = self;
+        if limits.max_connections == 0 || limits.max_in_flight == 0 || limits.max_buffer < 8192 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "max_connections and max_in_flight must be at least 1, max_buffer at least 8192",
+            ));
+        }
+        let max_connections = u32::try_from(limits.max_connections)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "max_connections is too large"))?;
+        let mut shutdown = shutdown.unwrap_or_else(|| Box::pin(std::future::pending()));
+        let connections = Arc::new(Semaphore::new(limits.max_connections));
+        let shared = Arc::new(Shared {
+            router,
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+            builder: builder(&limits),
+            limits,
+        });
+        let (stop, stopping) = signal::channel(false);
+        let mut backoff = AcceptBackoff::default();
+        loop {
+            // Take a connection slot before accepting: at the cap, connections wait in the backlog.
+            let permit = tokio::select! {
+                permit = connections.clone().acquire_owned() => permit,
+                () = &mut shutdown => break,
+            };
+            let Ok(permit) = permit else { break };
+            let stream = tokio::select! {
+                stream = accept(&listener, &mut backoff) => stream,
+                () = &mut shutdown => break,
+            };
+            let shared = shared.clone();
+            let stopping = stopping.clone();
+            tokio::spawn(async move {
+                serve_connection(stream, shared, stopping).await;
+                drop(permit);
+            });
+        }
+        drop(listener);
+        let _ = stop.send(true);
+        // Every connection holds a slot until it ends: holding them all means all have ended.
+        let _ = connections.acquire_many(max_connections).await;
+        Ok(())
+    }
+}
+
+impl IntoFuture for Server {
+    type Output = io::Result<()>;
+    type IntoFuture = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+struct Shared {
+    router: Router,
+    in_flight: Arc<Semaphore>,
+    builder: auto::Builder<TokioExecutor>,
+    limits: ConnectionLimits,
+}
+
+fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // The watch enforces the head timeout: hyper's own would also cut idle keep-alive connections.
+    builder.http1().header_read_timeout(None).max_buf_size(limits.max_buffer);
+    builder.http2().max_concurrent_streams(limits.max_streams_per_connection);
+    builder
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopping: signal::Receiver<bool>) {
+    // Streams write many small frames: without TCP_NODELAY, Nagle's algorithm holds each one until
+    // the last is acknowledged, and a client's delayed ACK makes that up to 40 ms per frame.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
+    }
+    let watch = Watch::new();
+    let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
+    let service = {
+        let shared = shared.clone();
+        let watch = watch.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            let shared = shared.clone();
+            let watch = watch.clone();
+            async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
+        })
+    };
+    let connection = shared.builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let mut ticks = tokio::time::interval(shared.limits.tick());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shutting_down = *stopping.borrow();
+    if shutting_down {
+        connection.as_mut().graceful_shutdown();
+    }
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "connection ended with an error");
+                }
+                return;
+            }
+            _ = stopping.changed(), if !shutting_down => {
+                shutting_down = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            _ = ticks.tick() => {
+                if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
+                    tracing::debug!(reason = overstep.as_str(), "closing a connection");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn handle(request: Request<Incoming>, shared: &Shared, watch: &Watch) -> Response<Body> {
+    let open = watch.request_opened();
+    let Ok(permit) = shared.in_flight.clone().try_acquire_owned() else {
+        let busy = LucidError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_busy",
+            "The server is handling as many requests as it allows; retry shortly",
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return busy.into_response().map(|body| Body::new(GuardedBody::new(body, open)));
+    };
+    let request = request.map(|body| {
+        if http_body::Body::is_end_stream(&body) {
+            Body::new(body)
+        } else {
+            Body::new(DeadlineBody::new(body, shared.limits.body_timeout, watch.clone()))
+        }
+    });
+    let response = match shared.router.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    drop(permit);
+    response.map(|body| Body::new(GuardedBody::new(body, open)))
+}
+
+async fn accept(listener: &TcpListener, backoff: &mut AcceptBackoff) -> TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                backoff.recovered();
+                return stream;
+            }
+            // The peer gave up before we accepted: nothing to wait for.
+            Err(error) if is_connection_error(&error) => {}
+            Err(error) => tokio::time::sleep(backoff.failed(&error, Instant::now())).await,
+        }
+    }
+}
+
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Waits after accept errors (10 ms doubling to 1 s) and logs them at most once per period.
+#[derive(Debug, Default)]
+struct AcceptBackoff {
+    delay: Option<Duration>,
+    last_logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl AcceptBackoff {
+    /// Records an error; returns how long to wait before accepting again.
+    fn failed(&mut self, error: &io::Error, now: Instant) -> Duration {
+        let delay = self.delay.map_or(ACCEPT_BACKOFF_MIN, |delay| (delay * 2).min(ACCEPT_BACKOFF_MAX));
+        self.delay = Some(delay);
+        let due = self.last_logged.is_none_or(|last| now.duration_since(last) >= ACCEPT_ERROR_LOG_PERIOD);
+        if due {
+            tracing::error!(
+                %error,
+                suppressed = self.unlogged,
+                "accept error; backing off (logged at most every {} s)",
+                ACCEPT_ERROR_LOG_PERIOD.as_secs()
+            );
+            self.last_logged = Some(now);
+            self.unlogged = 0;
+        } else {
+            self.unlogged += 1;
+        }
+        delay
+    }
+
+    fn recovered(&mut self) {
+        self.delay = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_backoff_doubles_to_a_second_and_logs_once_per_period() {
+        let mut backoff = AcceptBackoff::default();
+        let error = io::Error::from_raw_os_error(24);
+        let start = Instant::now();
+        let delays: Vec<_> = (0..10).map(|_| backoff.failed(&error, start)).collect();
+        assert_eq!(delays[0], Duration::from_millis(10));
+        assert_eq!(delays[1], Duration::from_millis(20));
+        assert_eq!(delays[9], Duration::from_secs(1));
+        assert_eq!(backoff.unlogged, 9, "only the first error of the period is logged");
+        backoff.failed(&error, start + ACCEPT_ERROR_LOG_PERIOD);
+        assert_eq!(backoff.unlogged, 0, "the next period logs again, with the count suppressed");
+        backoff.recovered();
+        assert_eq!(backoff.failed(&error, start), ACCEPT_BACKOFF_MIN);
+    }
+}

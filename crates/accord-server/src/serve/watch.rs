@@ -1,0 +1,269 @@
+//! What the serve loop watches on each connection: bytes moving, requests open, bodies arriving.
+//!
+//! Hyper's own header-read timer also runs while a keep-alive connection waits for its next
+//! request, so it cannot tell an idle client from a slow one. [`Watch`] keeps the few facts that
+//! can, and the connection task asks it, on every tick, whether a limit has been overstepped.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+use super::ConnectionLimits;
+
+/// Why a connection was closed by the serve loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Overstep {
+    /// No request for `idle_timeout`.
+    Idle,
+    /// A request head started but did not finish within `header_timeout`.
+    Header,
+    /// The peer accepted no response bytes for `write_timeout`.
+    Write,
+    /// A request body did not finish within `body_timeout` of its head.
+    Body,
+}
+
+impl Overstep {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle timeout",
+            Self::Header => "request head timeout",
+            Self::Write => "write timeout (the client does not read)",
+            Self::Body => "request body timeout",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// Requests whose response has not been fully sent (or dropped).
+    open_requests: usize,
+    /// Since when the connection has had no open request.
+    idle_since: Instant,
+    /// When the first byte of the next request head arrived, while no request is open.
+    head_started: Option<Instant>,
+    /// Since when a write has been waiting for the peer to read.
+    write_blocked_since: Option<Instant>,
+    /// Set by a request body that outlived `body_timeout`.
+    body_expired: bool,
+}
+
+/// The shared facts about one connection.
+#[derive(Debug, Clone)]
+pub(super) struct Watch(Arc<Mutex<State>>);
+
+impl Watch {
+    pub(super) fn new() -> Self {
+        Self(Arc::new(Mutex::new(State {
+            open_requests: 0,
+            idle_since: Instant::now(),
+            head_started: None,
+            write_blocked_since: None,
+            body_expired: false,
+        })))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state is a handful of plain fields, valid after any panic: keep going.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The first limit this connection oversteps at `now`, if any.
+    pub(super) fn overstep(&self, limits: &ConnectionLimits, now: Instant) -> Option<Overstep> {
+        let state = self.state();
+        if state.body_expired {
+            return Some(Overstep::Body);
+        }
+        if let Some(since) = state.write_blocked_since
+            && now.duration_since(since) >= limits.write_timeout
+        {
+            return Some(Overstep::Write);
+        }
+        if state.open_requests > 0 {
+            return None;
+        }
+        match state.head_started {
+            Some(started) if now.duration_since(started) >= limits.header_timeout => Some(Overstep::Header),
+            Some(_) => None,
+            None if now.duration_since(state.idle_since) >= limits.idle_timeout => Some(Overstep::Idle),
+            None => None,
+        }
+    }
+
+    /// A request head has been parsed: the request is open until the returned guard drops.
+    pub(super) fn request_opened(&self) -> OpenRequest {
+        let mut state = self.state();
+        state.open_requests += 1;
+        state.head_started = None;
+        OpenRequest(self.clone())
+    }
+
+    fn read_some(&self) {
+        let mut state = self.state();
+        if state.open_requests == 0 && state.head_started.is_none() {
+            state.head_started = Some(Instant::now());
+        }
+    }
+
+    fn write_blocked(&self, blocked: bool) {
+        let mut state = self.state();
+        match (blocked, state.write_blocked_since) {
+            (true, None) => state.write_blocked_since = Some(Instant::now()),
+            (false, Some(_)) => state.write_blocked_since = None,
+            _ => {}
+        }
+    }
+
+    fn body_expired(&self) {
+        self.state().body_expired = true;
+    }
+}
+
+/// Keeps a request open (not idle) while it lives; dropped with the response body.
+#[derive(Debug)]
+pub(super) struct OpenRequest(Watch);
+
+impl Drop for OpenRequest {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.open_requests = state.open_requests.saturating_sub(1);
+        if state.open_requests == 0 {
+            state.idle_since = Instant::now();
+        }
+    }
+}
+
+/// The connection's socket, reporting reads and blocked writes to its [`Watch`].
+#[derive(Debug)]
+pub(super) struct WatchedIo<T> {
+    inner: T,
+    watch: Watch,
+}
+
+impl<T> WatchedIo<T> {
+    pub(super) fn new(inner: T, watch: Watch) -> Self {
+        Self { inner, watch }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WatchedIo<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let result = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.watch.read_some();
+        }
+        result
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch.write_blocked(result.is_pending());
+        result
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch.write_blocked(result.is_pending());
+        result
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A request body that must arrive within a deadline; past it, the read fails and the
+/// connection is marked for closing.
+pub(super) struct DeadlineBody<B> {
+    inner: B,
+    deadline: Pin<Box<Sleep>>,
+    watch: Watch,
+}
+
+impl<B> DeadlineBody<B> {
+    pub(super) fn new(inner: B, timeout: Duration, watch: Watch) -> Self {
+        Self { inner, deadline: Box::pin(tokio::time::sleep(timeout)), watch }
+    }
+}
+
+impl<B> http_body::Body for DeadlineBody<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            this.watch.body_expired();
+            return Poll::Ready(Some(Err("the request body did not arrive in time".into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response body that keeps its request open until it is sent or dropped.
+pub(super) struct GuardedBody {
+    inner: Body,
+    _open: OpenRequest,
+}
+
+impl GuardedBody {
+    pub(super) fn new(inner: Body, open: OpenRequest) -> Self {
+        Self { inner, _open: open }
+    }
+}
+
+impl http_body::Body for GuardedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

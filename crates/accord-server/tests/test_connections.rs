@@ -1,0 +1,275 @@
+//! The serve loop's limits, seen from raw TCP sockets: slow and idle clients are closed, the
+//! connection and in-flight caps hold, shutdown lets open requests finish.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use accord_server::serve::{ConnectionLimits, Server};
+use axum::Router;
+use axum::body::Body;
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinHandle;
+
+/// A generous bound for "eventually": far above every configured timeout, so only a server that
+/// never acts fails it.
+const EVENTUALLY: Duration = Duration::from_secs(10);
+
+/// What the test routes share with the test.
+#[derive(Default)]
+struct Probes {
+    /// Notified when `/hold` starts; it answers once `release` is notified.
+    entered: Notify,
+    release: Notify,
+    /// Set when `/endless`'s body is dropped (its connection was closed).
+    endless_dropped: AtomicBool,
+    endless_drop: Notify,
+}
+
+struct DropFlag(Arc<Probes>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.endless_dropped.store(true, Ordering::SeqCst);
+        self.0.endless_drop.notify_waiters();
+    }
+}
+
+fn app(probes: Arc<Probes>) -> Router {
+    let hold = probes.clone();
+    let endless = probes;
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route(
+            "/hold",
+            get(move || {
+                let hold = hold.clone();
+                async move {
+                    hold.entered.notify_one();
+                    hold.release.notified().await;
+                    "released"
+                }
+            }),
+        )
+        .route(
+            "/upload",
+            post(|body: Body| async move {
+                match axum::body::to_bytes(body, 1 << 20).await {
+                    Ok(bytes) => format!("{} bytes", bytes.len()),
+                    Err(_) => "unreadable".to_owned(),
+                }
+            }),
+        )
+        .route(
+            "/endless",
+            get(move || {
+                let flag = DropFlag(endless.clone());
+                let chunk = bytes::Bytes::from(vec![b'x'; 64 * 1024]);
+                let stream = futures_util::stream::repeat(chunk).map(move |chunk| {
+                    let _keep = &flag;
+                    Ok::<_, std::convert::Infallible>(chunk)
+                });
+                async move { Body::from_stream(stream) }
+            }),
+        )
+}
+
+struct Running {
+    addr: std::net::SocketAddr,
+    probes: Arc<Probes>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(limits: ConnectionLimits) -> Running {
+    let probes = Arc::new(Probes::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = Server::new(listener, app(probes.clone())).limits(limits).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
+    let task = tokio::spawn(server.into_future());
+    Running { addr, probes, stop: Some(stop), task }
+}
+
+/// Reads until the peer closes; `true` if it did within [`EVENTUALLY`]. Whatever arrives first
+/// (a response, an error page) is read and discarded.
+async fn closed_by_server(socket: &mut TcpStream) -> bool {
+    let mut buf = vec![0; 64 * 1024];
+    let read_all = async {
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(EVENTUALLY, read_all).await.is_ok()
+}
+
+/// Sends one keep-alive request and reads its whole response head and body (small bodies only).
+async fn request(socket: &mut TcpStream, path: &str) -> String {
+    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n");
+    socket.write_all(head.as_bytes()).await.expect("write");
+    read_response(socket).await
+}
+
+async fn read_response(socket: &mut TcpStream) -> String {
+    let mut response = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        let n =
+            tokio::time::timeout(EVENTUALLY, socket.read(&mut buf)).await.expect("a response in time").expect("read");
+        assert!(n > 0, "closed before a whole response: {}", String::from_utf8_lossy(&response));
+        response.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&response).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>())
+                })
+                .expect("content-length")
+                .expect("a number");
+            if response.len() >= end + 4 + length {
+                return text;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_half_sent_request_line_is_closed_after_the_header_timeout() {
+    let server =
+        start(ConnectionLimits { header_timeout: Duration::from_millis(300), ..ConnectionLimits::default() }).await;
+    let mut socket = TcpStream::connect(server.addr).await.expect("connect");
+    socket.write_all(b"GET /health HT").await.expect("write");
+    assert!(closed_by_server(&mut socket).await, "a half-sent request head must not hold its connection");
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_idle_timeout_and_the_head_timeout_does_not_cut_it_sooner() {
+    let server = start(ConnectionLimits {
+        header_timeout: Duration::from_millis(100),
+        idle_timeout: Duration::from_secs(3),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut kept_alive = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut kept_alive, "/health").await.starts_with("HTTP/1.1 200"));
+    // Idle for several head timeouts, still within the idle timeout: the connection serves again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(request(&mut kept_alive, "/health").await.starts_with("HTTP/1.1 200"));
+    assert!(closed_by_server(&mut kept_alive).await, "an idle keep-alive connection must be closed");
+
+    let mut silent = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(closed_by_server(&mut silent).await, "a connection that never sends must be closed");
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_a_new_connection_waits_until_one_closes() {
+    let server = start(ConnectionLimits { max_connections: 2, ..ConnectionLimits::default() }).await;
+    let mut first = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut first, "/health").await.starts_with("HTTP/1.1 200"));
+    let mut second = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut second, "/health").await.starts_with("HTTP/1.1 200"));
+
+    let mut third = TcpStream::connect(server.addr).await.expect("the kernel still completes the handshake");
+    third.write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    let mut buf = [0; 1];
+    let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
+    assert!(early.is_err(), "a third connection must not be served while two are open: {early:?}");
+
+    drop(first);
+    let response = read_response(&mut third).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(request(&mut second, "/health").await.starts_with("HTTP/1.1 200"), "the others are unaffected");
+}
+
+#[tokio::test]
+async fn beyond_the_in_flight_cap_a_request_gets_503_with_retry_after() {
+    let server = start(ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() }).await;
+    let mut holder = TcpStream::connect(server.addr).await.expect("connect");
+    holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    server.probes.entered.notified().await;
+    let mut other = TcpStream::connect(server.addr).await.expect("connect");
+    let refused = request(&mut other, "/health").await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    let lower = refused.to_ascii_lowercase();
+    assert!(lower.contains("\r\nretry-after: 1\r\n"), "{refused}");
+    assert!(lower.contains("application/json") && refused.contains("\"server_busy\""), "{refused}");
+
+    server.probes.release.notify_one();
+    assert!(read_response(&mut holder).await.contains("released"));
+    assert!(request(&mut other, "/health").await.starts_with("HTTP/1.1 200"), "the slot is free again");
+}
+
+#[tokio::test]
+async fn a_request_body_that_stops_arriving_is_cut_after_the_body_timeout() {
+    let server =
+        start(ConnectionLimits { body_timeout: Duration::from_millis(300), ..ConnectionLimits::default() }).await;
+    let mut socket = TcpStream::connect(server.addr).await.expect("connect");
+    socket
+        .write_all(b"POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n0123456789")
+        .await
+        .expect("write");
+    assert!(closed_by_server(&mut socket).await, "a stalled body must not hold its connection");
+
+    let mut prompt = TcpStream::connect(server.addr).await.expect("connect");
+    prompt.write_all(b"POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc").await.expect("write");
+    assert!(read_response(&mut prompt).await.contains("3 bytes"), "a body sent at once is read");
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_its_response_is_dropped_after_the_write_timeout() {
+    let server =
+        start(ConnectionLimits { write_timeout: Duration::from_millis(300), ..ConnectionLimits::default() }).await;
+    let mut socket = TcpStream::connect(server.addr).await.expect("connect");
+    socket.write_all(b"GET /endless HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    // Never read: the socket buffers fill, the server's writes stall, and it must give up.
+    let dropped = tokio::time::timeout(EVENTUALLY, async {
+        while !server.probes.endless_dropped.load(Ordering::SeqCst) {
+            let notified = server.probes.endless_drop.notified();
+            if server.probes.endless_dropped.load(Ordering::SeqCst) {
+                break;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
+        }
+    })
+    .await;
+    assert!(dropped.is_ok(), "the endless response must be abandoned when its client stops reading");
+    drop(socket);
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_an_open_request_finish_and_closes_idle_connections() {
+    let mut server = start(ConnectionLimits::default()).await;
+    let mut idle = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut idle, "/health").await.starts_with("HTTP/1.1 200"));
+    let mut holder = TcpStream::connect(server.addr).await.expect("connect");
+    holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    server.probes.entered.notified().await;
+
+    let _ = server.stop.take().expect("stop").send(());
+    assert!(closed_by_server(&mut idle).await, "an idle connection closes at shutdown");
+    assert!(!server.task.is_finished(), "the server waits for the open request");
+    server.probes.release.notify_one();
+    let response = read_response(&mut holder).await;
+    assert!(response.starts_with("HTTP/1.1 200") && response.contains("released"), "{response}");
+    let ended = tokio::time::timeout(EVENTUALLY, &mut server.task).await;
+    assert!(matches!(ended, Ok(Ok(Ok(())))), "the server ends once the request is done: {ended:?}");
+}
+
+#[tokio::test]
+async fn unusable_limits_are_refused() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let limits = ConnectionLimits { max_connections: 0, ..ConnectionLimits::default() };
+    let error = Server::new(listener, Router::new()).limits(limits).await.expect_err("refused");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
