@@ -9,7 +9,7 @@ use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
 use accord_engine::task::{AnonymousAccess, Durability, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime};
-use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
+use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, RateLimitConfig, ServerConfig};
 use accord_store_sqlite::Synchronous;
 use accord_types::a2a::ErrorMapping;
 use accord_types::tasks::{TaskStatus, TaskView};
@@ -232,6 +232,19 @@ struct WorkerArgs {
     /// Seconds between two looks for tasks whose worker died (durable stores only).
     #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
     recovery_interval: f64,
+    /// The most unfinished tasks one caller (owner) may have at once; more are refused with a
+    /// retryable error (429), so one caller cannot fill the store. 0: no limit. Set the same on
+    /// every worker of a shared store.
+    #[arg(long, default_value_t = accord_engine::task::DEFAULT_MAX_ACTIVE_PER_OWNER, env = "ACCORD_MAX_ACTIVE_PER_OWNER")]
+    max_active_per_owner: usize,
+    /// Requests a second each caller may make on the task and invoke routes, as `N/s` (off by
+    /// default): an authenticated caller is counted by its owner, an anonymous one by its address.
+    /// Over it: 429 with Retry-After. Counted per process.
+    #[arg(long, value_parser = RateLimitConfig::parse, env = "ACCORD_RATE_LIMIT")]
+    rate_limit: Option<RateLimitConfig>,
+    /// With --rate-limit: how many requests a caller may make at once (default: the rate).
+    #[arg(long, requires = "rate_limit", value_parser = clap::value_parser!(u32).range(1..), env = "ACCORD_RATE_BURST")]
+    rate_burst: Option<u32>,
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -242,10 +255,17 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl WorkerArgs {
+    /// `--rate-limit` with its `--rate-burst`.
+    fn rate_limit(&self) -> Option<RateLimitConfig> {
+        let burst = self.rate_burst.and_then(std::num::NonZeroU32::new);
+        self.rate_limit.map(|rate| burst.map_or(rate, |burst| rate.burst(burst)))
+    }
+
     fn runtime_config(&self) -> RuntimeConfig {
         let mut config = RuntimeConfig::default()
             .lease_ttl(Duration::from_secs_f64(self.lease_ttl))
-            .recovery_interval(Some(Duration::from_secs_f64(self.recovery_interval)));
+            .recovery_interval(Some(Duration::from_secs_f64(self.recovery_interval)))
+            .max_active_per_owner(Some(self.max_active_per_owner).filter(|limit| *limit > 0));
         if let Some(worker_id) = &self.worker_id {
             config = config.worker_id(worker_id.clone());
         }
@@ -597,7 +617,7 @@ async fn serve(
     if let Some(signed_card) = signed_card {
         config = config.signed_card(signed_card);
     }
-    let router = agent.router_with(config.auth(auth));
+    let router = agent.router_with(config.auth(auth).rate_limit(workers.rate_limit()));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
     let listener = tokio::net::TcpListener::bind((host, port))

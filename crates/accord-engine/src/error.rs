@@ -158,6 +158,9 @@ pub enum ErrorKind {
     AnonymousNotAllowed,
     /// The store holds as many unfinished tasks as it may: retry later.
     CapacityExhausted,
+    /// The caller holds as many unfinished tasks as one caller may (its share of the store):
+    /// retry when one of them ends. Other callers still get through.
+    OwnerShareExhausted,
     /// The task could not be started (its execution claim was lost).
     StartFailed,
     /// The engine is shutting down.

@@ -70,6 +70,17 @@ impl RpcError {
     pub const TASK_NOT_FOUND: i64 = -32002;
     /// The task is past its cancellation point (-32003).
     pub const TASK_NOT_CANCELABLE: i64 = -32003;
+    /// The task store is full: retry later (-32099; `data.reason` `TASK_CAPACITY_EXHAUSTED`,
+    /// `data.retryAfter` in seconds, and the `Retry-After` header). The codes of the retryable
+    /// refusals are the ones the A2A JSON-RPC face uses, from the far end of the
+    /// implementation-defined server-error range.
+    pub const TASK_CAPACITY_EXHAUSTED: i64 = -32099;
+    /// The caller holds as many unfinished tasks as one caller may: retry when one ends (-32098;
+    /// `data.reason` `OWNER_SHARE_EXHAUSTED`, `data.retryAfter`, `Retry-After`).
+    pub const OWNER_SHARE_EXHAUSTED: i64 = -32098;
+    /// The caller is over its rate limit (-32097; `data.reason` `RATE_LIMITED`, `data.retryAfter`,
+    /// `Retry-After`; answered with HTTP 429 before the body is read).
+    pub const RATE_LIMITED: i64 = -32097;
 
     /// An error with a code and message.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
@@ -299,8 +310,23 @@ impl TasksEndpoint {
         let result = result.map_err(|error| {
             if error.message.is_empty() { RpcError { message: "handler error".into(), ..error } } else { error }
         });
-        rpc_response(StatusCode::OK, Some(id), result)
+        let retry_after = result.as_ref().err().and_then(retry_after_of);
+        let mut response = rpc_response(StatusCode::OK, Some(id), result);
+        if let Some(seconds) = retry_after {
+            crate::limits::set_retry_after(&mut response, seconds);
+        }
+        response
     }
+}
+
+/// The seconds a retryable refusal says to wait (`data.retryAfter`), for its `Retry-After`.
+fn retry_after_of(error: &RpcError) -> Option<u64> {
+    let retryable = [RpcError::TASK_CAPACITY_EXHAUSTED, RpcError::OWNER_SHARE_EXHAUSTED, RpcError::RATE_LIMITED];
+    if !retryable.contains(&error.code) {
+        return None;
+    }
+    let seconds = error.data.as_ref().and_then(|data| data.get("retryAfter")).and_then(Value::as_u64);
+    Some(seconds.unwrap_or(crate::CAPACITY_RETRY_AFTER_SECS))
 }
 
 fn audit_rejected(status: u16, code: i64) {
@@ -434,7 +460,10 @@ fn failure_error(error: Error) -> RpcError {
         | ErrorKind::NotInvocable
         | ErrorKind::InvalidRequest
         | ErrorKind::PaymentRequired => RpcError::new(RpcError::INVALID_PARAMS, error.message()),
-        ErrorKind::CapacityExhausted => RpcError::new(RpcError::INTERNAL_ERROR, error.message()),
+        ErrorKind::CapacityExhausted => RpcError::new(RpcError::TASK_CAPACITY_EXHAUSTED, error.message())
+            .with_data(json!({"reason": "TASK_CAPACITY_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),
+        ErrorKind::OwnerShareExhausted => RpcError::new(RpcError::OWNER_SHARE_EXHAUSTED, error.message())
+            .with_data(json!({"reason": "OWNER_SHARE_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),
         _ => {
             tracing::error!(%error, "json-rpc task operation failed");
             RpcError::new(RpcError::INTERNAL_ERROR, "the task could not be processed")

@@ -36,6 +36,7 @@ mod body;
 mod card;
 mod error;
 pub mod jsonrpc_tasks;
+mod limits;
 mod lucid;
 mod payments;
 pub mod push;
@@ -43,6 +44,7 @@ pub mod serve;
 mod signed_card;
 
 pub use error::LucidError;
+pub use limits::{CAPACITY_RETRY_AFTER_SECS, MAX_TRACKED_CALLERS, RateLimitConfig};
 pub use payments::PaymentsConfig;
 pub use signed_card::{
     DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SIGNED_CARD_PATH, SignedCardConfig,
@@ -91,6 +93,9 @@ pub struct ServerConfig {
     /// `None` answers the push operations `PushNotificationNotSupportedError` and the card says
     /// `pushNotifications: false`.
     pub push: Option<push::PushSettings>,
+    /// A per-caller rate limit on every face (not the card routes): requests over it are
+    /// refused with 429 and `Retry-After` in the face's shape. `None` (the default): no limit.
+    pub rate_limit: Option<RateLimitConfig>,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -172,6 +177,7 @@ impl Default for ServerConfig {
             lucid: true,
             push: Some(push::PushSettings::default()),
             auth: auth::AuthConfig::default(),
+            rate_limit: None,
         }
     }
 }
@@ -191,6 +197,12 @@ impl ServerConfig {
     /// The JSON-RPC tasks face's settings when it is served (it needs a task runtime).
     pub(crate) fn served_jsonrpc_tasks(&self) -> Option<&JsonRpcTasksConfig> {
         self.tasks.as_ref().and(self.jsonrpc_tasks.as_ref())
+    }
+
+    /// Sets [`ServerConfig::rate_limit`].
+    pub fn rate_limit(mut self, rate_limit: Option<RateLimitConfig>) -> Self {
+        self.rate_limit = rate_limit;
+        self
     }
 
     /// Sets [`ServerConfig::body_limit`].
@@ -275,6 +287,8 @@ pub(crate) struct AppState {
     pub(crate) idempotency: IdempotencyStore,
     /// The one builder of the card every card route serves (and of the extended card).
     pub(crate) card: Arc<card::CardBuilder>,
+    /// The rate limiter every face shares, when a rate limit is set.
+    pub(crate) rate_limits: Option<Arc<limits::RateLimits>>,
 }
 
 pub(crate) type State = axum::extract::State<Arc<AppState>>;
@@ -369,6 +383,7 @@ impl Faces {
             idempotency: IdempotencyStore::new(config.idempotency),
             tasks: service,
             card: Arc::new(card::CardBuilder::from_config(agent, &config)),
+            rate_limits: config.rate_limit.map(limits::RateLimits::new),
             config,
         });
         Self { state, a2a }
@@ -417,7 +432,15 @@ impl Faces {
     /// `router` behind the configured [`auth::AuthLayer`] (when a scheme is configured) and the
     /// face's refusal of requests whose credentials were refused (always, so that an
     /// [`auth::AuthLayer`] of the user's own, outside, is answered in the face's shape too).
+    /// With a rate limit, the face's requests are counted per caller (after authentication, which
+    /// names the caller) and refused over it.
     fn authenticated(&self, router: Router, face: auth::Face) -> Router {
+        let router = match &self.state.rate_limits {
+            Some(limits) => {
+                router.layer(axum::middleware::from_fn_with_state((face, Arc::clone(limits)), limits::limit_rate))
+            }
+            None => router,
+        };
         let router = router.layer(axum::middleware::from_fn_with_state(face, auth::refuse_unauthenticated));
         if self.state.config.auth.is_empty() {
             router

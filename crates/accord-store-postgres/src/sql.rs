@@ -128,6 +128,31 @@ macro_rules! lease_durability {
 /// take the last place (an advisory lock held until the transaction ends).
 pub(crate) const LOCK_CAPACITY: &str = "SELECT pg_advisory_xact_lock(7240531101250283114)";
 
+/// Which of the ids `$1` exist already.
+pub(crate) const EXISTING: &str = "SELECT id FROM accord_tasks WHERE id = ANY($1)";
+
+/// Serializes creations for the owners whose advisory keys ([`owner_lock_key`]) are `$1` (sorted,
+/// distinct), while their shares are enforced, so that two workers cannot both take an owner's
+/// last place. The locks are taken in the order of the keys and held until the transaction ends.
+pub(crate) const LOCK_OWNERS: &str =
+    "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT k FROM unnest($1::bigint[]) AS k ORDER BY k) AS keys";
+
+/// How many tasks of each owner `$1` are not terminal (owners with none have no row; run once
+/// [`LOCK_OWNERS`] is held, so that the count includes every create committed before).
+pub(crate) const UNFINISHED_OF_OWNERS: &str = concat!(
+    "SELECT owner_hash, count(*) FROM accord_tasks WHERE owner_hash = ANY($1) AND state NOT IN ",
+    terminal_states!(),
+    " GROUP BY owner_hash"
+);
+
+/// The advisory lock key of an owner (its hex hash): its first 64 bits. Two owners that share a
+/// key only wait for each other.
+pub(crate) fn owner_lock_key(owner_hash: &str) -> i64 {
+    let prefix = owner_hash.get(..16).unwrap_or(owner_hash);
+    // The owner hash is hex; anything else (never written by this store) maps to key 0.
+    u64::from_str_radix(prefix, 16).map_or(0, |key| key as i64)
+}
+
 pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1");
 
 /// Appends the `list` statement for the owner's tasks matching `query`: the count of all that
@@ -581,6 +606,11 @@ pub(crate) struct NewRow {
 }
 
 impl NewRow {
+    /// The owner's hash, in hex.
+    pub(crate) fn owner_hash(&self) -> &str {
+        &self.owner_hash
+    }
+
     /// `record` as it is stored, with `kinds` (encoded) as its log from sequence 1: the first
     /// entry dated with the task's `created_at`, the others with `at`. Refuses text PostgreSQL
     /// cannot store.

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    DeliverFrom, Durability, ListQuery, MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PushDelivery, PushPut,
-    PushSettle, StoreError, StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore,
-    TaskWakeups, apply_to_record, now_ms,
+    CreateLimits, DeliverFrom, Durability, ListQuery, MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PushDelivery,
+    PushPut, PushSettle, StoreError, StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage,
+    TaskStore, TaskWakeups, apply_to_record, now_ms,
 };
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -292,11 +292,12 @@ impl Shared {
         row.map(|row| row.into_record().map(|(record, _)| record)).transpose()
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
         const OPERATION: &str = "creating a task";
         let now = now_ms();
@@ -311,19 +312,21 @@ impl Shared {
         }
         let row = Box::new(NewRow::new(&record, kinds, now)?);
         let paid = record.payload.paid;
-        // With a capacity limit, a create refused for want of room is tried once more after
-        // abandoned reservations are reaped.
-        let retry = self.config.max_active_tasks.is_some().then(|| row.clone());
-        let mut outcome = self.writers.submit(Op::Create { row, paid }, OPERATION).await?;
-        if let (Outcome::Created(Err(Refusal::Full(_))), Some(row)) = (&outcome, retry)
+        let share = limits.max_active_per_owner;
+        // With a capacity limit or a share, a create refused for want of room is tried once more
+        // after abandoned reservations are reaped.
+        let retry = (self.config.max_active_tasks.is_some() || share.is_some()).then(|| row.clone());
+        let mut outcome = self.writers.submit(Op::Create { row, paid, share }, OPERATION).await?;
+        if let (Outcome::Created(Err(Refusal::Full(_) | Refusal::Share(_))), Some(row)) = (&outcome, retry)
             && self.reap_for_room(now).await?
         {
-            outcome = self.writers.submit(Op::Create { row, paid }, OPERATION).await?;
+            outcome = self.writers.submit(Op::Create { row, paid, share }, OPERATION).await?;
         }
         match outcome {
             Outcome::Created(Ok(())) => Ok(record),
             Outcome::Created(Err(Refusal::Duplicate)) => Err(StoreError::DuplicateId(record.task.id)),
             Outcome::Created(Err(Refusal::Full(capacity))) => Err(StoreError::CapacityExhausted { capacity }),
+            Outcome::Created(Err(Refusal::Share(limit))) => Err(StoreError::OwnerShareExhausted { limit }),
             Outcome::Written(_) => {
                 Err(StoreError::Unavailable(format!("{OPERATION}: the writer answered another write")))
             }
@@ -734,14 +737,15 @@ impl TaskStore for PostgresStore {
         Durability::Durable
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
         self.shared.ensure_open()?;
-        self.shared.create_with(record, event, then).await
+        self.shared.create_limited(record, event, then, limits).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {

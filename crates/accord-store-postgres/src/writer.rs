@@ -43,9 +43,9 @@ const QUEUE: usize = 4096;
 
 /// A write, decided inside a writer's transaction.
 pub(crate) enum Op {
-    /// A new record with its log (checked and encoded), unless the id exists or the store is
-    /// full.
-    Create { row: Box<NewRow>, paid: bool },
+    /// A new record with its log (checked and encoded), unless the id exists, its owner has
+    /// `share` unfinished tasks already, or the store is full.
+    Create { row: Box<NewRow>, paid: bool, share: Option<usize> },
     /// The events (with their encodings) appended and applied if the state and lease owner
     /// match.
     Append {
@@ -62,6 +62,8 @@ pub(crate) enum Op {
 pub(crate) enum Refusal {
     Duplicate,
     Full(usize),
+    /// The owner has this many unfinished tasks already, its share.
+    Share(usize),
 }
 
 /// What a committed [`Op`] did.
@@ -236,7 +238,9 @@ async fn commit_group(
     let creates_paid = ops.iter().any(|(op, _)| matches!(op, Op::Create { paid: true, .. }));
     let appends = ops.iter().any(|(op, _)| matches!(op, Op::Append { .. }));
     // A group of creates alone is one statement, atomic by itself: no transaction around it.
-    let alone = !appends && settings.capacity.is_none() && (settings.sessions_flush || !creates_paid);
+    // A share is counted under a lock held until the commit: that needs a transaction too.
+    let shares = ops.iter().any(|(op, _)| matches!(op, Op::Create { share: Some(_), .. }));
+    let alone = !appends && !shares && settings.capacity.is_none() && (settings.sessions_flush || !creates_paid);
     #[cfg(test)]
     let alone = alone && settings.commit_levels.lock().unwrap_or_else(PoisonError::into_inner).is_none();
     if alone {
@@ -422,11 +426,11 @@ async fn write_creates(
     settings: &Settings,
     answers: &mut [Option<Answer>],
 ) -> Result<bool, sqlx::Error> {
-    let creates: Vec<(usize, bool, &NewRow)> = ops
+    let creates: Vec<(usize, bool, &NewRow, Option<usize>)> = ops
         .iter()
         .enumerate()
         .filter_map(|(at, (op, _))| match op {
-            Op::Create { row, paid } => Some((at, *paid, &**row)),
+            Op::Create { row, paid, share } => Some((at, *paid, &**row, *share)),
             Op::Append { .. } => None,
         })
         .collect();
@@ -436,27 +440,54 @@ async fn write_creates(
     // Two creates of one id in one group: the first is the one that may be stored.
     let mut seen = HashSet::with_capacity(creates.len());
     let mut candidates = Vec::with_capacity(creates.len());
-    for (at, paid, row) in creates {
+    for (at, paid, row, share) in creates {
         if seen.insert(row.id()) {
-            candidates.push((at, paid, row));
+            candidates.push((at, paid, row, share));
         } else {
             answers[at] = Some(Ok(Outcome::Created(Err(Refusal::Duplicate))));
         }
     }
-    if let Some(capacity) = settings.capacity {
-        sqlx::query(sql::LOCK_CAPACITY).execute(&mut *conn).await?;
-        let ids: Vec<&str> = candidates.iter().map(|(_, _, row)| row.id()).collect();
-        let (active, existing): (i64, Vec<String>) =
-            sqlx::query_as(sql::ACTIVE_AND_EXISTING).bind(ids.as_slice()).fetch_one(&mut *conn).await?;
-        let existing: HashSet<String> = existing.into_iter().collect();
-        let mut room = capacity.saturating_sub(usize::try_from(active).unwrap_or(usize::MAX));
-        candidates.retain(|(at, _, row)| {
+    // The owners whose share is enforced, each locked (after the capacity lock, in key order, so
+    // that groups on several workers never deadlock) before its unfinished tasks are counted.
+    let mut shared: Vec<&str> =
+        candidates.iter().filter(|(_, _, _, share)| share.is_some()).map(|(_, _, row, _)| row.owner_hash()).collect();
+    shared.sort_unstable();
+    shared.dedup();
+    if settings.capacity.is_some() || !shared.is_empty() {
+        let ids: Vec<&str> = candidates.iter().map(|(_, _, row, _)| row.id()).collect();
+        let mut room = usize::MAX;
+        let existing: HashSet<String> = if let Some(capacity) = settings.capacity {
+            sqlx::query(sql::LOCK_CAPACITY).execute(&mut *conn).await?;
+            let (active, existing): (i64, Vec<String>) =
+                sqlx::query_as(sql::ACTIVE_AND_EXISTING).bind(ids.as_slice()).fetch_one(&mut *conn).await?;
+            room = capacity.saturating_sub(usize::try_from(active).unwrap_or(usize::MAX));
+            existing.into_iter().collect()
+        } else {
+            sqlx::query_scalar(sql::EXISTING).bind(ids.as_slice()).fetch_all(&mut *conn).await?.into_iter().collect()
+        };
+        let mut owned: HashMap<String, usize> = HashMap::new();
+        if !shared.is_empty() {
+            let mut keys: Vec<i64> = shared.iter().map(|owner| sql::owner_lock_key(owner)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            sqlx::query(sql::LOCK_OWNERS).bind(keys.as_slice()).execute(&mut *conn).await?;
+            let counts: Vec<(String, i64)> =
+                sqlx::query_as(sql::UNFINISHED_OF_OWNERS).bind(shared.as_slice()).fetch_all(&mut *conn).await?;
+            owned = counts.into_iter().map(|(owner, n)| (owner, usize::try_from(n).unwrap_or(usize::MAX))).collect();
+        }
+        candidates.retain(|(at, _, row, share)| {
+            let unfinished = owned.get(row.owner_hash()).copied().unwrap_or(0);
             let refusal = if existing.contains(row.id()) {
                 Refusal::Duplicate
+            } else if let Some(share) = *share
+                && unfinished >= share
+            {
+                Refusal::Share(share)
             } else if room == 0 {
-                Refusal::Full(capacity)
+                Refusal::Full(settings.capacity.unwrap_or(usize::MAX))
             } else {
-                room -= 1;
+                room = room.saturating_sub(1);
+                *owned.entry(row.owner_hash().to_owned()).or_default() += 1;
                 return true;
             };
             answers[*at] = Some(Ok(Outcome::Created(Err(refusal))));
@@ -467,12 +498,12 @@ async fn write_creates(
         }
     }
     let mut rows = NewRows::default();
-    for (_, _, row) in &candidates {
+    for (_, _, row, _) in &candidates {
         rows.push(row);
     }
     let stored: HashSet<String> = rows.statement().fetch_all(&mut *conn).await?.into_iter().collect();
     let mut paid = false;
-    for (at, paid_task, row) in candidates {
+    for (at, paid_task, row, _) in candidates {
         answers[at] = Some(Ok(Outcome::Created(if stored.contains(row.id()) {
             paid |= paid_task;
             Ok(())

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{
-    ListQuery, Millis, Reservation, RuntimeConfig, StoreError, StoredTask, Task, TaskEvent, TaskEventKind, TaskId,
-    TaskPayload, TaskResult, TaskRuntime, TaskStore, now_ms,
+    CreateLimits, ListQuery, Millis, Reservation, RuntimeConfig, StoreError, StoredTask, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskPayload, TaskResult, TaskRuntime, TaskStore, now_ms,
 };
 use accord_engine::{Agent, Completion, Message, Outcome, Run, RunEvent, Skill, TaskState};
 use accord_store_postgres::{LISTENER_APPLICATION_NAME, PostgresStore, PostgresStoreConfig};
@@ -415,6 +415,45 @@ async fn two_workers_never_both_take_the_last_place() {
         assert_eq!(created.len(), 1, "round {round}: exactly one worker takes the only place");
         set(&workers[0], &created[0], status(TaskState::Canceled), base + 1).await;
     }
+    for store in &workers {
+        store.close().await;
+    }
+    database.drop_database().await;
+}
+
+/// The per-owner share holds across workers: of creates for one owner racing on two workers, no
+/// more than the share are stored, and another owner still gets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_never_exceed_an_owners_share() {
+    const SHARE: usize = 2;
+    const PER_WORKER: usize = 6;
+    let database = TestDatabase::create().await;
+    let workers = [Arc::new(database.store().await), Arc::new(database.store().await)];
+    let limits = CreateLimits::none().max_active_per_owner(Some(SHARE));
+    let base = now_ms();
+    let start = Arc::new(Barrier::new(2 * PER_WORKER));
+    let creates: Vec<_> = workers
+        .iter()
+        .flat_map(|store| std::iter::repeat_n(store, PER_WORKER))
+        .map(|store| {
+            let (store, start) = (Arc::clone(store), Arc::clone(&start));
+            tokio::spawn(async move {
+                let new = record("alice", base, Some(base + 10 * MINUTE));
+                start.wait().await;
+                store.create_limited(new, submitted(), Vec::new(), limits).await
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for outcome in creates {
+        match outcome.await.expect("the create completes") {
+            Ok(_) => created += 1,
+            Err(error) => assert_eq!(error, StoreError::OwnerShareExhausted { limit: SHARE }),
+        }
+    }
+    assert_eq!(created, SHARE, "the two workers together store exactly the share");
+    let bob = record("bob", base, Some(base + 10 * MINUTE));
+    workers[1].create_limited(bob, submitted(), Vec::new(), limits).await.expect("another owner gets through");
     for store in &workers {
         store.close().await;
     }

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    DeliverFrom, Durability, ListQuery, Millis, OwnerHash, PageStart, PushDelivery, PushPut, PushSettle, StoreError,
-    StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups, WakeupHub,
-    now_ms,
+    CreateLimits, DeliverFrom, Durability, ListQuery, Millis, OwnerHash, PageStart, PushDelivery, PushPut, PushSettle,
+    StoreError, StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups,
+    WakeupHub, now_ms,
 };
 use async_trait::async_trait;
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -314,19 +314,22 @@ impl TaskStore for SqliteStore {
         Durability::Durable
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
         self.ensure_open()?;
         let id = record.task.id.clone();
-        let op = Op::Create { record: Box::new(record), event, then, now: now_ms() };
+        let share = limits.max_active_per_owner;
+        let op = Op::Create { record: Box::new(record), event, then, now: now_ms(), share };
         match self.writer.submit(op, "creating a task").await? {
             Outcome::Created(Ok(record)) => Ok(record),
             Outcome::Created(Err(Refusal::Duplicate)) => Err(StoreError::DuplicateId(id)),
             Outcome::Created(Err(Refusal::Full(capacity))) => Err(StoreError::CapacityExhausted { capacity }),
+            Outcome::Created(Err(Refusal::Share(limit))) => Err(StoreError::OwnerShareExhausted { limit }),
             other => Err(unexpected(&other)),
         }
     }

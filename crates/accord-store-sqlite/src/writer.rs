@@ -56,7 +56,13 @@ const QUEUE: usize = 4096;
 pub(crate) enum Op {
     /// A new record, its first log entry, and the entries that follow it applied, unless the id
     /// exists or the store is full (after reaping expired admissions).
-    Create { record: Box<StoredTask>, event: TaskEventKind, then: Vec<TaskEventKind>, now: Millis },
+    Create {
+        record: Box<StoredTask>,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+        now: Millis,
+        share: Option<usize>,
+    },
     /// The events appended and applied if the state and lease owner match.
     Append {
         id: TaskId,
@@ -87,6 +93,8 @@ pub(crate) enum Op {
 pub(crate) enum Refusal {
     Duplicate,
     Full(usize),
+    /// The owner has this many unfinished tasks already, its share.
+    Share(usize),
 }
 
 /// What a committed [`Op`] did.
@@ -427,7 +435,9 @@ fn in_savepoint(
 
 fn execute(connection: &Connection, op: Op, settings: &Settings, grown: &mut Vec<TaskId>) -> Result<Outcome, Fault> {
     match op {
-        Op::Create { record, event, then, now } => create(connection, *record, &event, &then, now, settings, grown),
+        Op::Create { record, event, then, now, share } => {
+            create(connection, *record, &event, &then, now, share, settings, grown)
+        }
         Op::Append { id, expected, events, execution_owner, now } => {
             let record = append(connection, &id, &expected, events, execution_owner.as_deref(), now, grown)?;
             if let Some(record) = &record {
@@ -481,12 +491,14 @@ fn encode(value: &impl serde::Serialize, column: &str) -> Result<String, Fault> 
     Ok(to_json(serde_json::to_string(value), column)?)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn create(
     connection: &Connection,
     mut record: StoredTask,
     event: &TaskEventKind,
     then: &[TaskEventKind],
     now: Millis,
+    share: Option<usize>,
     settings: &Settings,
     grown: &mut Vec<TaskId>,
 ) -> Result<Outcome, Fault> {
@@ -499,6 +511,23 @@ fn create(
         apply_to_record(&mut record, kind, now);
     }
     let task = encode(&record.task, "task")?;
+    let owner = record.owner.to_hex();
+    // The id is checked first: a duplicate is a duplicate whatever the room.
+    let exists = connection
+        .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?
+        .query_row([record.task.id.as_str()], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if exists {
+        return Ok(Outcome::Created(Err(Refusal::Duplicate)));
+    }
+    if let Some(share) = share
+        && unfinished_of(connection, &owner)? >= share
+        // Abandoned reservations make room before the share is enforced, as for capacity.
+        && (reap(connection, now, grown)? == 0 || unfinished_of(connection, &owner)? >= share)
+    {
+        return Ok(Outcome::Created(Err(Refusal::Share(share))));
+    }
     if let Some(capacity) = settings.capacity
         && unfinished(connection)? >= capacity
         // Abandoned reservations make room before the limit is enforced.
@@ -518,7 +547,7 @@ fn create(
         )?
         .execute(rusqlite::params![
             id.as_str(),
-            record.owner.to_hex(),
+            owner,
             record.task.context_id.as_deref(),
             state_name(record.task.state),
             sql_time(record.task.created_at),
@@ -550,6 +579,17 @@ fn unfinished(connection: &Connection) -> Result<usize, Fault> {
              WHERE state IN ('submitted', 'working', 'input_required', 'auth_required')",
         )?
         .query_row([], |row| row.get(0))?;
+    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+}
+
+/// How many tasks of `owner` (its hex hash) have not ended (from the counts the triggers keep).
+fn unfinished_of(connection: &Connection, owner: &str) -> Result<usize, Fault> {
+    let count: i64 = connection
+        .prepare_cached(
+            "SELECT COALESCE(SUM(n), 0) FROM task_counts
+             WHERE owner_hash = ?1 AND state IN ('submitted', 'working', 'input_required', 'auth_required')",
+        )?
+        .query_row([owner], |row| row.get(0))?;
     Ok(usize::try_from(count).unwrap_or(usize::MAX))
 }
 

@@ -30,10 +30,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery, MAX_PUSH_CONFIGS_PER_TASK,
-    Millis, OwnerHash, PageStart, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle,
-    Reservation, RuntimeConfig, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent, TaskEventKind, TaskFailure,
-    TaskId, TaskPage, TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups, apply_event, now_ms,
+    AccessToken, CreateLimits, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery,
+    MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PageStart, PushAuthentication, PushConfig, PushDelivery, PushKey,
+    PushPut, PushSettle, Reservation, RuntimeConfig, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent,
+    TaskEventKind, TaskFailure, TaskId, TaskPage, TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups,
+    apply_event, now_ms,
 };
 use accord_engine::{
     Agent, Artifact, BoxFuture, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillBuilder, SkillError,
@@ -92,6 +93,9 @@ macro_rules! store_conformance_tests {
             create_logs_the_first_event_with_sequence_one,
             create_with_stores_a_running_task_in_one_step,
             create_with_stores_nothing_when_refused,
+            create_limited_refuses_an_owner_at_its_share_only,
+            create_limited_reaps_abandoned_work_before_refusing_a_share,
+            create_limited_holds_the_share_under_concurrent_creates,
             append_all_checks_once_and_appends_every_event_or_none,
             append_all_is_atomic_against_a_racing_cancel,
             events_since_returns_the_log_in_order,
@@ -411,6 +415,88 @@ pub async fn create_with_stores_nothing_when_refused(factory: impl StoreFactory)
     assert_eq!(refused, StoreError::DuplicateId(id.clone()));
     assert_eq!(bench.record(&id).await, original);
     assert_eq!(bench.log(&id, &alice).await.len(), 1);
+}
+
+/// With a per-owner share, an owner that has that many unfinished tasks (waiting ones included)
+/// is refused and nothing is stored, while another owner still gets through; once one of its
+/// tasks ends, the owner gets a place again. A duplicate id is reported as such, not as the share.
+pub async fn create_limited_refuses_an_owner_at_its_share_only(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    let limits = CreateLimits::none().max_active_per_owner(Some(2));
+    let create = |owner: OwnerHash| {
+        let store = Arc::clone(&bench.store);
+        let record = new_record(owner, bench.base, None, Some(bench.at(10 * MINUTE)));
+        async move { store.create_limited(record, submitted(), Vec::new(), limits).await }
+    };
+    let first = create(alice).await.expect("alice's first task").task.id;
+    let waiting = create(alice).await.expect("alice's second task").task.id;
+    bench.set(&waiting, status(TaskState::InputRequired), bench.at(1)).await;
+    assert_eq!(
+        create(alice).await.expect_err("alice is at her share"),
+        StoreError::OwnerShareExhausted { limit: 2 },
+        "a task waiting for input still counts"
+    );
+    assert_eq!(bench.list(&alice, ListQuery::default()).await.total, 2, "nothing is stored");
+    create(bob).await.expect("bob still gets through");
+    let mut twin = new_record(alice, bench.base, None, None);
+    twin.task.id = first.clone();
+    let refused = bench.store.create_limited(twin, submitted(), Vec::new(), limits).await;
+    assert_eq!(refused.expect_err("a duplicate"), StoreError::DuplicateId(first.clone()));
+    assert!(
+        bench.store.create(new_record(alice, bench.base, None, None), submitted()).await.is_ok(),
+        "a create without the limit is not held to it"
+    );
+    bench.set(&first, status(TaskState::Canceled), bench.at(2)).await;
+    bench.set(&waiting, status(TaskState::Canceled), bench.at(2)).await;
+    create(alice).await.expect("a place freed by a task that ended");
+}
+
+/// An owner at its share whose tasks include an abandoned reservation (an admission that
+/// expired unclaimed) has it reaped before it is refused, as for the store's capacity.
+pub async fn create_limited_reaps_abandoned_work_before_refusing_a_share(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let limits = CreateLimits::none().max_active_per_owner(Some(1));
+    // Expired by the store's own clock, which is what a create reaps by.
+    let abandoned = new_record(alice, bench.base - 2 * MINUTE, None, Some(bench.base - MINUTE));
+    let abandoned_id = bench.create(abandoned).await;
+    let record = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+    bench.store.create_limited(record, submitted(), Vec::new(), limits).await.expect("the abandoned one made room");
+    assert_eq!(bench.record(&abandoned_id).await.task.state, TaskState::Canceled);
+    let record = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+    let refused = bench.store.create_limited(record, submitted(), Vec::new(), limits).await;
+    assert_eq!(refused.expect_err("live work is not reaped"), StoreError::OwnerShareExhausted { limit: 1 });
+}
+
+/// Concurrent creates for one owner never take more places than its share: the count and the
+/// insert are one atomic step.
+pub async fn create_limited_holds_the_share_under_concurrent_creates(factory: impl StoreFactory) {
+    const SHARE: usize = 3;
+    const CREATES: usize = 16;
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let limits = CreateLimits::none().max_active_per_owner(Some(SHARE));
+    let start = Arc::new(Barrier::new(CREATES));
+    let creates: Vec<_> = (0..CREATES)
+        .map(|_| {
+            let (store, start) = (Arc::clone(&bench.store), Arc::clone(&start));
+            let record = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+            tokio::spawn(async move {
+                start.wait().await;
+                store.create_limited(record, submitted(), Vec::new(), limits).await
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for create in creates {
+        match create.await.expect("the create completes") {
+            Ok(_) => created += 1,
+            Err(error) => assert_eq!(error, StoreError::OwnerShareExhausted { limit: SHARE }),
+        }
+    }
+    assert_eq!(created, SHARE, "exactly the share is taken");
+    assert_eq!(bench.list(&alice, ListQuery::default()).await.total, SHARE);
 }
 
 /// `append_all` checks its condition once and then appends every event, in order, applying each;
@@ -2150,13 +2236,14 @@ impl TaskStore for WorkerView {
         self.inner.durability()
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
-        self.inner.create_with(record, event, then).await
+        self.inner.create_limited(record, event, then, limits).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use super::push::{DeliverFrom, MAX_PUSH_CONFIGS_PER_TASK, PushDelivery, PushPut, PushSettle, StoredPushConfig};
 use super::store::{
-    Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
-    apply_to_record,
+    CreateLimits, Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups,
+    WakeupHub, apply_to_record,
 };
 use super::store::{claimable, holds_lease, lease_is_live};
 use super::token::OwnerHash;
@@ -75,6 +75,9 @@ struct Entries {
     terminal: std::collections::BTreeSet<(Millis, TaskId)>,
     /// The sum of every entry's `bytes`.
     bytes: usize,
+    /// How many unfinished tasks each owner has (owners with none are absent): the per-owner
+    /// share is checked against it without a scan.
+    unfinished: HashMap<[u8; 32], usize>,
 }
 
 impl Entries {
@@ -88,6 +91,23 @@ impl Entries {
 
     fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// How many unfinished tasks `owner` has.
+    fn unfinished_of(&self, owner: &OwnerHash) -> usize {
+        self.unfinished.get(owner.as_bytes()).copied().unwrap_or(0)
+    }
+
+    /// Counts a task of `owner` in or out of the unfinished ones.
+    fn count_unfinished(&mut self, owner: OwnerHash, unfinished: bool) {
+        if unfinished {
+            *self.unfinished.entry(*owner.as_bytes()).or_default() += 1;
+        } else if let Some(count) = self.unfinished.get_mut(owner.as_bytes()) {
+            *count -= 1;
+            if *count == 0 {
+                self.unfinished.remove(owner.as_bytes());
+            }
+        }
     }
 
     fn contains_key(&self, id: &TaskId) -> bool {
@@ -111,6 +131,11 @@ impl Entries {
         let result = change(entry);
         self.bytes = self.bytes - bytes_before + entry.bytes;
         let after = index_key(id, &entry.head);
+        // A task that ends leaves its owner's unfinished count (a terminal task never reopens).
+        let (owner, ended) = (entry.head.owner, before.is_none() && after.is_some());
+        if ended {
+            self.count_unfinished(owner, false);
+        }
         if before != after {
             if let Some(key) = before {
                 self.terminal.remove(&key);
@@ -127,10 +152,13 @@ impl Entries {
             self.terminal.insert(key);
         }
         self.bytes += entry.bytes;
+        self.count_unfinished(entry.head.owner, !entry.head.state.is_terminal());
         if let Some(old) = self.map.insert(id.clone(), entry) {
             self.bytes -= old.bytes;
             if let Some(key) = index_key(&id, &old.head) {
                 self.terminal.remove(&key);
+            } else {
+                self.count_unfinished(old.head.owner, false);
             }
         }
     }
@@ -138,6 +166,9 @@ impl Entries {
     fn remove(&mut self, id: &TaskId) {
         if let Some(entry) = self.map.remove(id) {
             self.bytes -= entry.bytes;
+            if !entry.head.state.is_terminal() {
+                self.count_unfinished(entry.head.owner, false);
+            }
         }
         self.push.remove(id);
     }
@@ -177,6 +208,7 @@ impl Entries {
         self.push.clear();
         self.terminal.clear();
         self.bytes = 0;
+        self.unfinished.clear();
     }
 }
 
@@ -593,11 +625,12 @@ impl TaskStore for MemoryStore {
         Durability::Process
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
         let now = now_ms();
         // Counted before the lock is taken.
@@ -611,6 +644,10 @@ impl TaskStore for MemoryStore {
         let reaped = self.housekeep(&mut entries, now);
         let admitted = if entries.contains_key(&record.task.id) {
             Err(StoreError::DuplicateId(record.task.id.clone()))
+        } else if let Some(limit) = limits.max_active_per_owner
+            && entries.unfinished_of(&record.owner) >= limit
+        {
+            Err(StoreError::OwnerShareExhausted { limit })
         } else {
             make_room(&mut entries, &self.config, bytes)
         };

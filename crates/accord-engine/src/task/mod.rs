@@ -22,13 +22,16 @@ pub use push::{
     DeliverFrom, MAX_PUSH_CONFIGS_PER_TASK, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle,
     StoredPushConfig,
 };
-pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
+pub use runtime::{
+    DEFAULT_MAX_ACTIVE_PER_OWNER, PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure,
+    TaskRuntime,
+};
 pub use service::{
     AnonymousAccess, Caller, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest, ServiceConfig,
     SettleFailure, SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
-    Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
-    apply_event, apply_to_record,
+    CreateLimits, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore,
+    TaskWakeups, WakeupHub, apply_event, apply_to_record,
 };
 pub use token::{AccessToken, InvalidToken, OwnerHash};

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::store::{Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
+use super::store::{CreateLimits, Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
 use super::token::OwnerHash;
 use crate::agent::Agent;
 use crate::error::{Error, ErrorKind, RunError};
@@ -53,7 +53,16 @@ pub struct RuntimeConfig {
     /// and runs them again from their stored payload. `None` turns recovery off. Default: every
     /// 10 s. Recovery only runs on a durable store.
     pub recovery_interval: Option<Duration>,
+    /// The most unfinished tasks one owner may have at once (default 100; `None`: no limit
+    /// besides the store's capacity). A new task beyond it is refused with
+    /// [`TaskFailure::OwnerShareExhausted`], so one caller cannot take every place in the store
+    /// and starve the others. Counted by the store in the same atomic step as the create, so the
+    /// share holds across every worker on a shared store. All anonymous callers are one owner.
+    pub max_active_per_owner: Option<usize>,
 }
+
+/// The default of [`RuntimeConfig::max_active_per_owner`].
+pub const DEFAULT_MAX_ACTIVE_PER_OWNER: usize = 100;
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -63,6 +72,7 @@ impl Default for RuntimeConfig {
             admission_ttl: Duration::from_secs(5 * 60),
             worker_id: format!("worker-{}", uuid::Uuid::new_v4()),
             recovery_interval: Some(Duration::from_secs(10)),
+            max_active_per_owner: Some(DEFAULT_MAX_ACTIVE_PER_OWNER),
         }
     }
 }
@@ -89,6 +99,12 @@ impl RuntimeConfig {
     /// Sets [`RuntimeConfig::recovery_interval`].
     pub fn recovery_interval(mut self, interval: Option<Duration>) -> Self {
         self.recovery_interval = interval;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::max_active_per_owner`] (`Some(0)` is raised to 1).
+    pub fn max_active_per_owner(mut self, limit: Option<usize>) -> Self {
+        self.max_active_per_owner = limit.map(|limit| limit.max(1));
         self
     }
 
@@ -119,6 +135,12 @@ pub enum TaskFailure {
     CancelRace {
         /// The id.
         id: TaskId,
+    },
+    /// The caller already has as many unfinished tasks as one owner may
+    /// ([`RuntimeConfig::max_active_per_owner`]).
+    OwnerShareExhausted {
+        /// The share.
+        limit: usize,
     },
     /// The store holds only unfinished tasks and cannot take another.
     CapacityExhausted {
@@ -161,6 +183,12 @@ impl std::fmt::Display for TaskFailure {
             Self::NotFound { id } => write!(f, "Task \"{id}\" not found"),
             Self::NotCancellable { id, .. } => write!(f, "Task \"{id}\" has ended and cannot be canceled"),
             Self::CancelRace { id } => write!(f, "Task \"{id}\" ended while it was being canceled"),
+            Self::OwnerShareExhausted { limit } => {
+                write!(
+                    f,
+                    "This caller already has {limit} unfinished tasks, as many as one caller may; retry when one ends"
+                )
+            }
             Self::CapacityExhausted { capacity } => {
                 write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
             }
@@ -185,6 +213,7 @@ impl From<StoreError> for TaskFailure {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::CapacityExhausted { capacity } => Self::CapacityExhausted { capacity },
+            StoreError::OwnerShareExhausted { limit } => Self::OwnerShareExhausted { limit },
             StoreError::BytesExhausted { budget } => Self::BytesExhausted { budget },
             StoreError::Closed => Self::Closed,
             other => Self::Store(other),
@@ -362,7 +391,13 @@ impl TaskRuntime {
     pub async fn reserve(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
         self.ensure_open()?;
         let (record, then) = self.reservation_record(reservation, now_ms(), None);
-        Ok(self.inner.store.create_with(record, submitted(), then).await?.task)
+        self.create(record, then).await
+    }
+
+    /// Stores a new task within the owner's share ([`RuntimeConfig::max_active_per_owner`]).
+    async fn create(&self, record: StoredTask, then: Vec<TaskEventKind>) -> Result<Task, TaskFailure> {
+        let limits = CreateLimits::none().max_active_per_owner(self.inner.config.max_active_per_owner);
+        Ok(self.inner.store.create_limited(record, submitted(), then, limits).await?.task)
     }
 
     /// The record a reservation creates, and the log entries that follow its creation (the
@@ -422,7 +457,7 @@ impl TaskRuntime {
         };
         let (record, mut then) = self.reservation_record(reservation, now, Some(lease));
         then.push(TaskEventKind::Status { state: TaskState::Working, message: None });
-        let task = self.inner.store.create_with(record, submitted(), then).await?.task;
+        let task = self.create(record, then).await?;
         spawn_run(&self.inner, task.clone(), valid);
         Ok(task)
     }
@@ -437,7 +472,7 @@ impl TaskRuntime {
         let (record, mut then) = self.reservation_record(reservation, now_ms(), None);
         let message = Message { role: crate::run::Role::Agent, ..message };
         then.push(TaskEventKind::Status { state: TaskState::InputRequired, message: Some(message) });
-        Ok(self.inner.store.create_with(record, submitted(), then).await?.task)
+        self.create(record, then).await
     }
 
     /// The owner's task when it waits for its caller and was never admitted — reserved by
@@ -1043,6 +1078,7 @@ impl From<TaskFailure> for Error {
             TaskFailure::NotCancellable { .. } => ErrorKind::NotCancelable,
             TaskFailure::CancelRace { .. } => ErrorKind::CancelConflict,
             TaskFailure::CapacityExhausted { .. } | TaskFailure::BytesExhausted { .. } => ErrorKind::CapacityExhausted,
+            TaskFailure::OwnerShareExhausted { .. } => ErrorKind::OwnerShareExhausted,
             TaskFailure::ClaimLost { .. } => ErrorKind::StartFailed,
             TaskFailure::NotWaiting { state, .. } if state.is_terminal() => ErrorKind::TaskEnded,
             TaskFailure::NotWaiting { .. } => ErrorKind::TaskRunning,

@@ -60,6 +60,12 @@ impl Durability {
 pub enum StoreError {
     /// A task with this id exists already.
     DuplicateId(TaskId),
+    /// The new task's owner already has as many unfinished tasks as
+    /// [`CreateLimits::max_active_per_owner`] allows.
+    OwnerShareExhausted {
+        /// The share: the most unfinished tasks one owner may have.
+        limit: usize,
+    },
     /// The store is full of tasks that are not terminal.
     CapacityExhausted {
         /// The store's capacity.
@@ -81,6 +87,9 @@ impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::DuplicateId(id) => write!(f, "task {id} exists already"),
+            Self::OwnerShareExhausted { limit } => {
+                write!(f, "the owner already has {limit} unfinished tasks, its share of the store")
+            }
             Self::CapacityExhausted { capacity } => {
                 write!(f, "task capacity ({capacity}) is exhausted by active tasks")
             }
@@ -94,6 +103,28 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// Limits a new task must fit within besides the store's own ([`TaskStore::create_limited`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateLimits {
+    /// The most unfinished tasks (not in a terminal state) the new task's owner may have, the new
+    /// one included (`None`: no limit). Keeps one caller from taking every place in the store.
+    pub max_active_per_owner: Option<usize>,
+}
+
+impl CreateLimits {
+    /// No limit besides the store's own.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// At most `limit` unfinished tasks per owner (`None`: no limit).
+    pub fn max_active_per_owner(mut self, limit: Option<usize>) -> Self {
+        self.max_active_per_owner = limit;
+        self
+    }
+}
 
 /// Filters and paging of [`TaskStore::list`]. Every filter and the paging run in the store, so a
 /// page is never short because of a filter and the total is exact.
@@ -348,11 +379,30 @@ pub trait TaskStore: Send + Sync + 'static {
     ///
     /// Guarantees those of [`TaskStore::create`]: nothing is stored when the id exists or the
     /// store is full.
+    ///
+    /// Provided: [`TaskStore::create_limited`] with no limit of its own.
     async fn create_with(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+    ) -> Result<StoredTask, StoreError> {
+        self.create_limited(record, event, then, CreateLimits::none()).await
+    }
+
+    /// [`TaskStore::create_with`] within `limits`: when the record's owner already has
+    /// [`CreateLimits::max_active_per_owner`] unfinished tasks (after reaping expired admissions,
+    /// as for capacity), nothing is stored and the call fails with
+    /// [`StoreError::OwnerShareExhausted`]. The count and the insert are one atomic step across
+    /// every process sharing the store: of two concurrent creates for the last place of an owner's
+    /// share, at most one succeeds. A duplicate id is reported before the share, the share before
+    /// the store's capacity (a caller at its share learns that, not that the store is full).
+    async fn create_limited(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError>;
 
     /// The record, if it exists (whoever owns it: callers check the owner).

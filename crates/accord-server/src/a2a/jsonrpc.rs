@@ -41,11 +41,16 @@ pub(crate) struct JsonRpcState {
 }
 
 /// A JSON-RPC error response: HTTP 200, except for the unauthenticated error, which the transport
-/// answers with 401 (authentication is the transport's business, spec §7).
+/// answers with 401 (authentication is the transport's business, spec §7). A retryable error
+/// (the store full, the caller at its share) also carries `Retry-After`.
 pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
     let body = jsonrpc::Response::<Value>::failure(id, error);
     let status = if error.kind == A2aErrorKind::Unauthenticated { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
-    (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response()
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response();
+    if let Some(seconds) = crate::limits::retry_after_of(error) {
+        crate::limits::set_retry_after(&mut response, seconds);
+    }
+    response
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {

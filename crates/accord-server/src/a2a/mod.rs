@@ -384,7 +384,14 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         | ErrorKind::InvalidInput
         | ErrorKind::InvalidRequest => invalid_params(error.message()),
         ErrorKind::AnonymousNotAllowed => A2aError::new(A2aErrorKind::InvalidRequest).with_message(error.message()),
-        ErrorKind::CapacityExhausted => A2aError::new(A2aErrorKind::Internal).with_message(error.message()),
+        ErrorKind::CapacityExhausted => crate::limits::retryable(
+            A2aError::new(A2aErrorKind::TaskCapacityExhausted).with_message(error.message()),
+            crate::CAPACITY_RETRY_AFTER_SECS,
+        ),
+        ErrorKind::OwnerShareExhausted => crate::limits::retryable(
+            A2aError::new(A2aErrorKind::OwnerShareExhausted).with_message(error.message()),
+            crate::CAPACITY_RETRY_AFTER_SECS,
+        ),
         _ => {
             tracing::error!(%error, "A2A task operation failed");
             A2aError::new(A2aErrorKind::Internal)

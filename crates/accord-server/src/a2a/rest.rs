@@ -73,10 +73,14 @@ async fn extensions(State(state): Shared, request: Request, next: axum::middlewa
     }
 }
 
-/// Renders an error with the configured HTTP mapping.
+/// Renders an error with the configured HTTP mapping (and `Retry-After` when it is retryable).
 pub(crate) fn error_with(mapping: ErrorMapping, error: &A2aError) -> Response {
     let status = StatusCode::from_u16(error.http_status(mapping)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(error.to_rest_body(mapping))).into_response()
+    let mut response = (status, axum::Json(error.to_rest_body(mapping))).into_response();
+    if let Some(seconds) = crate::limits::retry_after_of(error) {
+        crate::limits::set_retry_after(&mut response, seconds);
+    }
+    response
 }
 
 fn tenant_of(params: &Params) -> Option<String> {

@@ -19,7 +19,7 @@ use accord_types::tasks::{TaskCapability, TaskErrorView, TaskList, TaskResultVie
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Query};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -85,6 +85,11 @@ pub(crate) fn lucid_error(error: Error) -> LucidError {
         }
         ErrorKind::CapacityExhausted => {
             LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_capacity_exhausted", error.message())
+                .with_header(header::RETRY_AFTER, HeaderValue::from(crate::CAPACITY_RETRY_AFTER_SECS))
+        }
+        ErrorKind::OwnerShareExhausted => {
+            LucidError::new(StatusCode::TOO_MANY_REQUESTS, "owner_share_exhausted", error.message())
+                .with_header(header::RETRY_AFTER, HeaderValue::from(crate::CAPACITY_RETRY_AFTER_SECS))
         }
         ErrorKind::StartFailed => {
             LucidError::new(StatusCode::SERVICE_UNAVAILABLE, "task_execution_failed", error.message())

@@ -235,14 +235,20 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopping: 
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
     }
+    // Handlers and layers see the client's address as axum's `ConnectInfo` (the rate limit counts
+    // anonymous callers by it).
+    let peer = stream.peer_addr().ok();
     let watch = Watch::new();
     let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
     let service = {
         let shared = shared.clone();
         let watch = watch.clone();
-        hyper::service::service_fn(move |request: Request<Incoming>| {
+        hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let shared = shared.clone();
             let watch = watch.clone();
+            if let Some(peer) = peer {
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            }
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })
     };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use accord_engine::TaskState;
 use accord_engine::task::{
-    DeliverFrom, Durability, ListQuery, Millis, OwnerHash, PushDelivery, PushPut, PushSettle, StoreError,
+    CreateLimits, DeliverFrom, Durability, ListQuery, Millis, OwnerHash, PushDelivery, PushPut, PushSettle, StoreError,
     StoredPushConfig, StoredTask, TaskEvent, TaskEventKind, TaskId, TaskPage, TaskStore, TaskWakeups,
 };
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
@@ -76,13 +76,14 @@ impl TaskStore for ScratchStore {
         self.store.durability()
     }
 
-    async fn create_with(
+    async fn create_limited(
         &self,
         record: StoredTask,
         event: TaskEventKind,
         then: Vec<TaskEventKind>,
+        limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
-        self.store.create_with(record, event, then).await
+        self.store.create_limited(record, event, then, limits).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {

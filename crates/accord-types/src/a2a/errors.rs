@@ -198,11 +198,23 @@ pub enum A2aErrorKind {
     /// of JSON-RPC's implementation-defined server-error range that A2A leaves free, with the
     /// `ErrorInfo` reason `UNAUTHENTICATED`, gRPC `UNAUTHENTICATED` and HTTP 401 on every binding.
     Unauthenticated,
+    /// -32099: the agent's task store holds as many unfinished tasks as it may; retry later
+    /// (`Retry-After`). Like the two below, not in the specification, which has no error for an
+    /// exhausted resource: Accord takes codes from the far end of the implementation-defined
+    /// server-error range (-32099 down), away from the A2A errors that grow from -32001, with
+    /// gRPC `RESOURCE_EXHAUSTED` and an `ErrorInfo` reason of its own. HTTP 503.
+    TaskCapacityExhausted,
+    /// -32098: the caller holds as many unfinished tasks as one caller may (its share of the
+    /// store); other callers still get through. Retry when one of its tasks ends. HTTP 429.
+    OwnerShareExhausted,
+    /// -32097: the caller sent more requests than its rate limit allows; retry after
+    /// `Retry-After`. HTTP 429.
+    RateLimited,
 }
 
 impl A2aErrorKind {
     /// Every kind: the A2A errors by code, then the JSON-RPC standard errors.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 18] = [
         Self::TaskNotFound,
         Self::TaskNotCancelable,
         Self::PushNotificationNotSupported,
@@ -218,6 +230,9 @@ impl A2aErrorKind {
         Self::InvalidParams,
         Self::Internal,
         Self::Unauthenticated,
+        Self::TaskCapacityExhausted,
+        Self::OwnerShareExhausted,
+        Self::RateLimited,
     ];
 
     /// The JSON-RPC error code.
@@ -238,6 +253,9 @@ impl A2aErrorKind {
             Self::InvalidParams => -32602,
             Self::Internal => -32603,
             Self::Unauthenticated => -32000,
+            Self::TaskCapacityExhausted => -32099,
+            Self::OwnerShareExhausted => -32098,
+            Self::RateLimited => -32097,
         }
     }
 
@@ -264,6 +282,9 @@ impl A2aErrorKind {
             Self::InvalidParams => "InvalidParamsError",
             Self::Internal => "InternalError",
             Self::Unauthenticated => "UnauthenticatedError",
+            Self::TaskCapacityExhausted => "TaskCapacityExhaustedError",
+            Self::OwnerShareExhausted => "OwnerShareExhaustedError",
+            Self::RateLimited => "RateLimitedError",
         }
     }
 
@@ -286,12 +307,22 @@ impl A2aErrorKind {
             Self::InvalidParams => "Invalid parameters",
             Self::Internal => "Internal error",
             Self::Unauthenticated => "Authentication required",
+            Self::TaskCapacityExhausted => "The agent cannot take more tasks now; retry later",
+            Self::OwnerShareExhausted => "This caller has as many unfinished tasks as it may; retry when one ends",
+            Self::RateLimited => "Too many requests; retry later",
         }
     }
 
-    /// Whether this is one of the A2A errors (-32001 … -32009) rather than a JSON-RPC standard one.
+    /// Whether this is one of the A2A errors (-32001 … -32009) rather than a JSON-RPC standard one
+    /// or one of Accord's own.
     pub fn is_a2a_error(self) -> bool {
-        (-32099..=-32001).contains(&self.code())
+        (-32009..=-32001).contains(&self.code())
+    }
+
+    /// Whether a caller should retry the same request later (after `Retry-After`): the
+    /// resource-exhausted errors.
+    pub fn is_retryable(self) -> bool {
+        matches!(self, Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited)
     }
 
     /// The `ErrorInfo` reason (the error's name in UPPER_SNAKE without `Error`), for A2A errors
@@ -308,6 +339,9 @@ impl A2aErrorKind {
             Self::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
             Self::VersionNotSupported => "VERSION_NOT_SUPPORTED",
             Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::TaskCapacityExhausted => "TASK_CAPACITY_EXHAUSTED",
+            Self::OwnerShareExhausted => "OWNER_SHARE_EXHAUSTED",
+            Self::RateLimited => "RATE_LIMITED",
             Self::JsonParse | Self::InvalidRequest | Self::MethodNotFound | Self::InvalidParams | Self::Internal => {
                 return None;
             }
@@ -341,6 +375,9 @@ impl A2aErrorKind {
             }
             (Self::InvalidAgentResponse | Self::Internal, _) => GrpcCode::Internal,
             (Self::Unauthenticated, _) => GrpcCode::Unauthenticated,
+            (Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited, _) => {
+                GrpcCode::ResourceExhausted
+            }
         }
     }
 
@@ -354,6 +391,8 @@ impl A2aErrorKind {
             (Self::TaskNotFound | Self::MethodNotFound, _) => 404,
             (Self::InvalidAgentResponse | Self::Internal, _) => 500,
             (Self::Unauthenticated, _) => 401,
+            (Self::TaskCapacityExhausted, _) => 503,
+            (Self::OwnerShareExhausted | Self::RateLimited, _) => 429,
             (
                 Self::TaskNotCancelable
                 | Self::ContentTypeNotSupported
