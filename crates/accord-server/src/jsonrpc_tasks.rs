@@ -81,6 +81,10 @@ impl RpcError {
     /// The caller is over its rate limit (-32097; `data.reason` `RATE_LIMITED`, `data.retryAfter`,
     /// `Retry-After`; answered with HTTP 429 before the body is read).
     pub const RATE_LIMITED: i64 = -32097;
+    /// The task store could not be reached or written (a database outage, a full disk): the
+    /// server's trouble, usually passing (-32096; `data.reason` `UNAVAILABLE`, `data.retryAfter`,
+    /// `Retry-After`).
+    pub const UNAVAILABLE: i64 = -32096;
 
     /// An error with a code and message.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
@@ -321,7 +325,12 @@ impl TasksEndpoint {
 
 /// The seconds a retryable refusal says to wait (`data.retryAfter`), for its `Retry-After`.
 fn retry_after_of(error: &RpcError) -> Option<u64> {
-    let retryable = [RpcError::TASK_CAPACITY_EXHAUSTED, RpcError::OWNER_SHARE_EXHAUSTED, RpcError::RATE_LIMITED];
+    let retryable = [
+        RpcError::TASK_CAPACITY_EXHAUSTED,
+        RpcError::OWNER_SHARE_EXHAUSTED,
+        RpcError::RATE_LIMITED,
+        RpcError::UNAVAILABLE,
+    ];
     if !retryable.contains(&error.code) {
         return None;
     }
@@ -464,6 +473,11 @@ fn failure_error(error: Error) -> RpcError {
             .with_data(json!({"reason": "TASK_CAPACITY_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),
         ErrorKind::OwnerShareExhausted => RpcError::new(RpcError::OWNER_SHARE_EXHAUSTED, error.message())
             .with_data(json!({"reason": "OWNER_SHARE_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),
+        ErrorKind::Unavailable | ErrorKind::ShuttingDown => {
+            tracing::error!(%error, "the task store is unavailable");
+            RpcError::new(RpcError::UNAVAILABLE, "the task store is unavailable; retry later")
+                .with_data(json!({"reason": "UNAVAILABLE", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS}))
+        }
         _ => {
             tracing::error!(%error, "json-rpc task operation failed");
             RpcError::new(RpcError::INTERNAL_ERROR, "the task could not be processed")

@@ -751,20 +751,21 @@ fn error_catalogue_matches_the_specification_table() {
     }
     assert_eq!(A2aErrorKind::from_code(-32000), Some(unauthenticated));
     let exhausted = [
-        (A2aErrorKind::TaskCapacityExhausted, -32099, "TASK_CAPACITY_EXHAUSTED", 503),
-        (A2aErrorKind::OwnerShareExhausted, -32098, "OWNER_SHARE_EXHAUSTED", 429),
-        (A2aErrorKind::RateLimited, -32097, "RATE_LIMITED", 429),
+        (A2aErrorKind::TaskCapacityExhausted, -32099, "TASK_CAPACITY_EXHAUSTED", GrpcCode::ResourceExhausted, 503),
+        (A2aErrorKind::OwnerShareExhausted, -32098, "OWNER_SHARE_EXHAUSTED", GrpcCode::ResourceExhausted, 429),
+        (A2aErrorKind::RateLimited, -32097, "RATE_LIMITED", GrpcCode::ResourceExhausted, 429),
+        (A2aErrorKind::Unavailable, -32096, "UNAVAILABLE", GrpcCode::Unavailable, 503),
     ];
-    for (kind, code, reason, http) in exhausted {
+    for (kind, code, reason, grpc, http) in exhausted {
         assert_eq!((kind.code(), kind.reason()), (code, Some(reason)));
         assert_eq!((A2aErrorKind::from_code(code), A2aErrorKind::from_reason(reason)), (Some(kind), Some(kind)));
         assert!(!kind.is_a2a_error(), "not one of the specification's codes");
         assert!(kind.is_retryable());
         for mapping in [ErrorMapping::V1_0_0, ErrorMapping::V1_0_1] {
-            assert_eq!((kind.grpc_status(mapping), kind.http_status(mapping)), (GrpcCode::ResourceExhausted, http));
+            assert_eq!((kind.grpc_status(mapping), kind.http_status(mapping)), (grpc, http));
         }
     }
-    assert_eq!(A2aErrorKind::ALL.len(), 18);
+    assert_eq!(A2aErrorKind::ALL.len(), 19);
     assert_eq!(GrpcCode::from_name("FAILED_PRECONDITION").map(GrpcCode::number), Some(9));
 }
 

@@ -392,6 +392,12 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
             A2aError::new(A2aErrorKind::OwnerShareExhausted).with_message(error.message()),
             crate::CAPACITY_RETRY_AFTER_SECS,
         ),
+        // The store failed: the server's trouble, not the caller's, and usually passing (a
+        // restarting database, a full disk). The message is for operators: it goes to the log.
+        ErrorKind::Unavailable | ErrorKind::ShuttingDown => {
+            tracing::error!(%error, "the task store is unavailable");
+            crate::limits::retryable(A2aError::new(A2aErrorKind::Unavailable), crate::CAPACITY_RETRY_AFTER_SECS)
+        }
         _ => {
             tracing::error!(%error, "A2A task operation failed");
             A2aError::new(A2aErrorKind::Internal)

@@ -210,11 +210,14 @@ pub enum A2aErrorKind {
     /// -32097: the caller sent more requests than its rate limit allows; retry after
     /// `Retry-After`. HTTP 429.
     RateLimited,
+    /// -32096: the agent's task store could not be reached or written (a database outage, a full
+    /// disk): nothing the caller did; retry after `Retry-After`. gRPC `UNAVAILABLE`, HTTP 503.
+    Unavailable,
 }
 
 impl A2aErrorKind {
     /// Every kind: the A2A errors by code, then the JSON-RPC standard errors.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::TaskNotFound,
         Self::TaskNotCancelable,
         Self::PushNotificationNotSupported,
@@ -233,6 +236,7 @@ impl A2aErrorKind {
         Self::TaskCapacityExhausted,
         Self::OwnerShareExhausted,
         Self::RateLimited,
+        Self::Unavailable,
     ];
 
     /// The JSON-RPC error code.
@@ -256,6 +260,7 @@ impl A2aErrorKind {
             Self::TaskCapacityExhausted => -32099,
             Self::OwnerShareExhausted => -32098,
             Self::RateLimited => -32097,
+            Self::Unavailable => -32096,
         }
     }
 
@@ -285,6 +290,7 @@ impl A2aErrorKind {
             Self::TaskCapacityExhausted => "TaskCapacityExhaustedError",
             Self::OwnerShareExhausted => "OwnerShareExhaustedError",
             Self::RateLimited => "RateLimitedError",
+            Self::Unavailable => "UnavailableError",
         }
     }
 
@@ -310,6 +316,7 @@ impl A2aErrorKind {
             Self::TaskCapacityExhausted => "The agent cannot take more tasks now; retry later",
             Self::OwnerShareExhausted => "This caller has as many unfinished tasks as it may; retry when one ends",
             Self::RateLimited => "Too many requests; retry later",
+            Self::Unavailable => "The agent's task store is unavailable; retry later",
         }
     }
 
@@ -322,7 +329,7 @@ impl A2aErrorKind {
     /// Whether a caller should retry the same request later (after `Retry-After`): the
     /// resource-exhausted errors.
     pub fn is_retryable(self) -> bool {
-        matches!(self, Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited)
+        matches!(self, Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited | Self::Unavailable)
     }
 
     /// The `ErrorInfo` reason (the error's name in UPPER_SNAKE without `Error`), for A2A errors
@@ -342,6 +349,7 @@ impl A2aErrorKind {
             Self::TaskCapacityExhausted => "TASK_CAPACITY_EXHAUSTED",
             Self::OwnerShareExhausted => "OWNER_SHARE_EXHAUSTED",
             Self::RateLimited => "RATE_LIMITED",
+            Self::Unavailable => "UNAVAILABLE",
             Self::JsonParse | Self::InvalidRequest | Self::MethodNotFound | Self::InvalidParams | Self::Internal => {
                 return None;
             }
@@ -378,6 +386,7 @@ impl A2aErrorKind {
             (Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited, _) => {
                 GrpcCode::ResourceExhausted
             }
+            (Self::Unavailable, _) => GrpcCode::Unavailable,
         }
     }
 
@@ -391,7 +400,7 @@ impl A2aErrorKind {
             (Self::TaskNotFound | Self::MethodNotFound, _) => 404,
             (Self::InvalidAgentResponse | Self::Internal, _) => 500,
             (Self::Unauthenticated, _) => 401,
-            (Self::TaskCapacityExhausted, _) => 503,
+            (Self::TaskCapacityExhausted | Self::Unavailable, _) => 503,
             (Self::OwnerShareExhausted | Self::RateLimited, _) => 429,
             (
                 Self::TaskNotCancelable
