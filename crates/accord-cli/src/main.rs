@@ -100,6 +100,8 @@ enum Command {
         anonymous_list: bool,
         #[command(flatten)]
         push: accord_cli::push_cmd::PushServeArgs,
+        #[command(flatten)]
+        budgets: Box<accord_cli::budgets::BudgetArgs>,
     },
     /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
     Push {
@@ -196,6 +198,7 @@ impl StoreArgs {
                 max_bytes: self.memory_bytes,
                 ..MemoryStoreConfig::default()
             },
+            ..StoreOptions::default()
         }
     }
 }
@@ -474,6 +477,7 @@ async fn main() -> ExitCode {
             demo_prices,
             anonymous_list,
             push,
+            budgets,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -482,8 +486,8 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push };
-            let store = (store, store_options.options());
+            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push, budgets };
+            let store = (store, options.budgets.store(store_options.options()));
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
@@ -531,6 +535,7 @@ struct ServeOptions {
     demo_prices: bool,
     anonymous_list: bool,
     push: accord_cli::push_cmd::PushServeArgs,
+    budgets: Box<accord_cli::budgets::BudgetArgs>,
 }
 
 async fn serve(
@@ -543,7 +548,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push } = options;
+    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push, budgets } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -568,7 +573,7 @@ async fn serve(
         message: format!("cannot open the task store {}: {error}", store.describe()),
     })?;
     let durability = task_store.durability();
-    let runtime = TaskRuntime::new(agent.clone(), task_store, workers.runtime_config());
+    let runtime = TaskRuntime::new(agent.clone(), task_store, budgets.runtime(workers.runtime_config()));
     let jsonrpc = JsonRpcTasksConfig {
         scopes: [("slow".to_owned(), accord_cli::demo::SLOW_SCOPE.to_owned())].into(),
         ..JsonRpcTasksConfig::default()
@@ -578,6 +583,8 @@ async fn serve(
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
+    config = config.idempotency(budgets.idempotency());
+    config.task_service = budgets.service(config.task_service);
     config.push = push.settings().map_err(usage)?;
     config.task_service.push_key = push.key(durability == Durability::Durable).map_err(usage)?;
     if kind == AgentKind::Conformance {

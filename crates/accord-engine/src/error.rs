@@ -155,6 +155,9 @@ pub enum ErrorKind {
     DurableStoreRequired,
     /// Anonymous callers may not do this (list tasks, by default).
     AnonymousNotAllowed,
+    /// The request is larger than a limit of the task service allows (an input, a message, a
+    /// task's history): not retryable as it is.
+    TooLarge,
     /// The store holds as many unfinished tasks as it may: retry later.
     CapacityExhausted,
     /// The task could not be started (its execution claim was lost).

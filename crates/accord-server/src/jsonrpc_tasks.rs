@@ -424,6 +424,7 @@ fn failure_error(error: Error) -> RpcError {
         | ErrorKind::NoSkill
         | ErrorKind::NotInvocable
         | ErrorKind::InvalidRequest
+        | ErrorKind::TooLarge
         | ErrorKind::PaymentRequired => RpcError::new(RpcError::INVALID_PARAMS, error.message()),
         ErrorKind::CapacityExhausted => RpcError::new(RpcError::INTERNAL_ERROR, error.message()),
         _ => {

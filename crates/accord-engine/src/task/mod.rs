@@ -24,8 +24,8 @@ pub use push::{
 };
 pub use runtime::{PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime};
 pub use service::{
-    AnonymousAccess, Caller, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest, ServiceConfig,
-    SettleFailure, SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
+    AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest,
+    ServiceConfig, SettleFailure, SubscribeFrom, TaskEvents, TaskLimits, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
     Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, WakeupHub,
