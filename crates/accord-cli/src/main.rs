@@ -103,6 +103,8 @@ enum Command {
         push: accord_cli::push_cmd::PushServeArgs,
         #[command(flatten)]
         connections: serve_limits::ConnectionArgs,
+        #[command(flatten)]
+        budgets: Box<accord_cli::budgets::BudgetArgs>,
     },
     /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
     Push {
@@ -199,6 +201,7 @@ impl StoreArgs {
                 max_bytes: self.memory_bytes,
                 ..MemoryStoreConfig::default()
             },
+            ..StoreOptions::default()
         }
     }
 }
@@ -498,6 +501,7 @@ async fn main() -> ExitCode {
             anonymous_list,
             push,
             connections,
+            budgets,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -506,8 +510,9 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options = ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push, connections };
-            let store = (store, store_options.options());
+            let options =
+                ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push, connections, budgets };
+            let store = (store, options.budgets.store(store_options.options()));
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
         Command::Rpc { command } => rpc(command).await,
@@ -556,6 +561,7 @@ struct ServeOptions {
     anonymous_list: bool,
     push: accord_cli::push_cmd::PushServeArgs,
     connections: serve_limits::ConnectionArgs,
+    budgets: Box<accord_cli::budgets::BudgetArgs>,
 }
 
 async fn serve(
@@ -568,7 +574,7 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push, connections } = options;
+    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push, connections, budgets } = options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -593,7 +599,7 @@ async fn serve(
         message: format!("cannot open the task store {}: {error}", store.describe()),
     })?;
     let durability = task_store.durability();
-    let runtime = TaskRuntime::new(agent.clone(), task_store, workers.runtime_config());
+    let runtime = TaskRuntime::new(agent.clone(), task_store, budgets.runtime(workers.runtime_config()));
     let jsonrpc = JsonRpcTasksConfig {
         scopes: [("slow".to_owned(), accord_cli::demo::SLOW_SCOPE.to_owned())].into(),
         ..JsonRpcTasksConfig::default()
@@ -603,6 +609,8 @@ async fn serve(
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
+    config = config.idempotency(budgets.idempotency());
+    config.task_service = budgets.service(config.task_service);
     config.push = push.settings().map_err(usage)?;
     config.task_service.push_key = push.key(durability == Durability::Durable).map_err(usage)?;
     if kind == AgentKind::Conformance {

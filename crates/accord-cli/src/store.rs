@@ -4,6 +4,7 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use accord_engine::task::{MemoryStore, MemoryStoreConfig, StoreError, TaskStore};
 use accord_store_postgres::{PostgresStore, PostgresStoreConfig};
@@ -74,6 +75,25 @@ pub struct StoreOptions {
     pub sync: Option<Synchronous>,
     /// The in-process store's limits.
     pub memory: MemoryStoreConfig,
+    /// The durable stores' limits.
+    pub durable: DurableLimits,
+}
+
+/// What a durable store (SQLite, PostgreSQL) may keep: without a cap and with a week's
+/// retention, one caller could fill the disk with tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurableLimits {
+    /// The most unfinished tasks at once (default 100,000; `None`: no limit). New tasks beyond are
+    /// refused with a capacity error until some end.
+    pub max_active_tasks: Option<usize>,
+    /// How long an ended task is kept after its last change (default 24 h).
+    pub retention: Duration,
+}
+
+impl Default for DurableLimits {
+    fn default() -> Self {
+        Self { max_active_tasks: Some(100_000), retention: Duration::from_secs(24 * 60 * 60) }
+    }
 }
 
 /// Opens (and, for the durable stores, migrates) the store. A SQLite level given for another
@@ -85,13 +105,20 @@ pub async fn open_store(spec: &StoreSpec, options: &StoreOptions) -> Result<Arc<
     Ok(match spec {
         StoreSpec::Memory => Arc::new(MemoryStore::new(options.memory)),
         StoreSpec::Sqlite(url) => {
-            let mut config = SqliteStoreConfig::from_url(url)?;
+            let mut config = SqliteStoreConfig::from_url(url)?
+                .max_active_tasks(options.durable.max_active_tasks)
+                .retention(options.durable.retention);
             if let Some(sync) = options.sync {
                 config = config.synchronous(sync);
             }
             Arc::new(SqliteStore::open(config).await?)
         }
-        StoreSpec::Postgres(url) => Arc::new(PostgresStore::connect(PostgresStoreConfig::new(url.clone())).await?),
+        StoreSpec::Postgres(url) => {
+            let config = PostgresStoreConfig::new(url.clone())
+                .max_active_tasks(options.durable.max_active_tasks)
+                .retention(options.durable.retention);
+            Arc::new(PostgresStore::connect(config).await?)
+        }
     })
 }
 

@@ -156,6 +156,9 @@ pub enum ErrorKind {
     DurableStoreRequired,
     /// Anonymous callers may not do this (list tasks, by default).
     AnonymousNotAllowed,
+    /// The request is larger than a limit of the task service allows (an input, a message, a
+    /// task's history): not retryable as it is.
+    TooLarge,
     /// The store holds as many unfinished tasks as it may: retry later.
     CapacityExhausted,
     /// The caller holds as many unfinished tasks as one caller may (its share of the store):

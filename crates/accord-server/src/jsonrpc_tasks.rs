@@ -468,6 +468,7 @@ fn failure_error(error: Error) -> RpcError {
         | ErrorKind::NoSkill
         | ErrorKind::NotInvocable
         | ErrorKind::InvalidRequest
+        | ErrorKind::TooLarge
         | ErrorKind::PaymentRequired => RpcError::new(RpcError::INVALID_PARAMS, error.message()),
         ErrorKind::CapacityExhausted => RpcError::new(RpcError::TASK_CAPACITY_EXHAUSTED, error.message())
             .with_data(json!({"reason": "TASK_CAPACITY_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),

@@ -42,7 +42,7 @@ const EVENT_OVERHEAD: usize = 64;
 
 /// The length of `value`'s JSON form, without writing it anywhere: what a task's content is
 /// counted as against the byte budget.
-fn json_len(value: &impl serde::Serialize) -> usize {
+pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

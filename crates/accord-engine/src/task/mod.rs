@@ -27,8 +27,8 @@ pub use runtime::{
     TaskRuntime,
 };
 pub use service::{
-    AnonymousAccess, Caller, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest, ServiceConfig,
-    SettleFailure, SubscribeFrom, TaskEvents, TaskService, TaskUpdates, Wait,
+    AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest,
+    ServiceConfig, SettleFailure, SubscribeFrom, TaskEvents, TaskLimits, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
     CreateLimits, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore,

@@ -59,6 +59,11 @@ pub struct RuntimeConfig {
     /// and starve the others. Counted by the store in the same atomic step as the create, so the
     /// share holds across every worker on a shared store. All anonymous callers are one owner.
     pub max_active_per_owner: Option<usize>,
+    /// The most bytes of artifacts a task may hold, as the length of their JSON, over all its runs
+    /// (default 16 MiB). A handler that emits or returns more fails its task with
+    /// `artifacts_too_large`: the artifact that goes beyond is not stored, and the handler is
+    /// stopped.
+    pub max_artifact_bytes: usize,
 }
 
 /// The default of [`RuntimeConfig::max_active_per_owner`].
@@ -73,6 +78,7 @@ impl Default for RuntimeConfig {
             worker_id: format!("worker-{}", uuid::Uuid::new_v4()),
             recovery_interval: Some(Duration::from_secs(10)),
             max_active_per_owner: Some(DEFAULT_MAX_ACTIVE_PER_OWNER),
+            max_artifact_bytes: 16 << 20,
         }
     }
 }
@@ -105,6 +111,12 @@ impl RuntimeConfig {
     /// Sets [`RuntimeConfig::max_active_per_owner`] (`Some(0)` is raised to 1).
     pub fn max_active_per_owner(mut self, limit: Option<usize>) -> Self {
         self.max_active_per_owner = limit.map(|limit| limit.max(1));
+        self
+    }
+
+    /// Sets [`RuntimeConfig::max_artifact_bytes`].
+    pub fn max_artifact_bytes(mut self, bytes: usize) -> Self {
+        self.max_artifact_bytes = bytes;
         self
     }
 
@@ -819,13 +831,19 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     let (sender, frames) = mpsc::channel(64);
     let sink = Arc::new(EventSink::new(sender));
     let drain = CancellationToken::new();
-    let forwarder = tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone()));
+    let budget = Arc::new(ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts));
+    let forwarder =
+        tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone(), Arc::clone(&budget)));
 
     // The status message the run starts under (set at activation, else none) stays on the
     // message it closes with.
     let started_under = task.status_message.clone();
     let run = inner.agent.run_for_task(valid, task, cancel.clone(), Some(sink));
-    let outcome = tokio::time::timeout(inner.config.max_run, run).await;
+    // A handler whose artifacts go beyond the budget is stopped at once, like a timed-out one.
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(inner.config.max_run, run) => Some(outcome),
+        () = budget.exceeded.cancelled() => None,
+    };
     stop_heartbeat.cancel();
     // Progress events already emitted are stored before the outcome, so the log stays in order;
     // a handler still running (after a timeout) can emit nothing more.
@@ -837,6 +855,27 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
         return;
     }
     let events = match outcome {
+        _ if budget.exceeded.is_cancelled() => vec![budget.failure()],
+        None => vec![budget.failure()],
+        Some(Ok(Ok(completion))) if !budget.take(&completion.artifacts) => vec![budget.failure()],
+        Some(outcome) => outcome_events(&inner, outcome, started_under.as_ref()),
+    };
+    if !events.is_empty() {
+        record(&inner, &id, events, &worker).await;
+    }
+    // The timeout fences first, then stops the handler.
+    cancel.cancel();
+    forget_run(&inner, &id, run_number);
+}
+
+/// The log entries that end a run with `outcome` (none for a cancelled run: the cancellation
+/// wrote the end).
+fn outcome_events(
+    inner: &RuntimeInner,
+    outcome: Result<Result<crate::run::Completion, RunError>, tokio::time::error::Elapsed>,
+    started_under: Option<&Message>,
+) -> Vec<TaskEventKind> {
+    match outcome {
         Err(_elapsed) => {
             let max_run = inner.config.max_run.as_millis();
             vec![TaskEventKind::Error {
@@ -856,7 +895,7 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
                     output: completion.output,
                     usage: completion.usage,
                     model: completion.model,
-                    message: carry(completion.message, started_under.as_ref()),
+                    message: carry(completion.message, started_under),
                     reply: completion.reply,
                 },
             });
@@ -867,7 +906,7 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
             // The agent's message travels whole (all parts, its id) into the log.
             let message = message.map(|message| Message {
                 role: crate::run::Role::Agent,
-                metadata: merged_metadata(message.metadata, started_under.as_ref()),
+                metadata: merged_metadata(message.metadata, started_under),
                 ..message
             });
             vec![match status {
@@ -883,13 +922,49 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
             }]
         }
         Ok(Err(error)) => vec![TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }],
-    };
-    if !events.is_empty() {
-        record(&inner, &id, events, &worker).await;
     }
-    // The timeout fences first, then stops the handler.
-    cancel.cancel();
-    forget_run(&inner, &id, run_number);
+}
+
+/// How many bytes of artifacts a task may still take ([`RuntimeConfig::max_artifact_bytes`]),
+/// shared by a run's forwarder, which stores what the handler emits, and its end, which stores
+/// what it returns.
+struct ArtifactBudget {
+    limit: usize,
+    used: std::sync::atomic::AtomicUsize,
+    /// Fired when an artifact did not fit: the run stops and its task fails.
+    exceeded: CancellationToken,
+}
+
+impl ArtifactBudget {
+    /// The budget of a task that already holds `held`.
+    fn new(limit: usize, held: &[crate::run::Artifact]) -> Self {
+        let used = held.iter().map(super::memory::json_len).sum();
+        Self { limit, used: std::sync::atomic::AtomicUsize::new(used), exceeded: CancellationToken::new() }
+    }
+
+    /// Takes room for `artifacts`; `false` (and the budget marked exceeded) when they do not fit.
+    fn take(&self, artifacts: &[crate::run::Artifact]) -> bool {
+        use std::sync::atomic::Ordering;
+        let size: usize = artifacts.iter().map(super::memory::json_len).sum();
+        let before = self.used.fetch_add(size, Ordering::Relaxed);
+        if before.saturating_add(size) > self.limit {
+            self.exceeded.cancel();
+            return false;
+        }
+        true
+    }
+
+    /// How the task ends when its artifacts went beyond the budget.
+    fn failure(&self) -> TaskEventKind {
+        let limit = self.limit;
+        TaskEventKind::Error {
+            state: TaskState::Failed,
+            error: SkillError::new(
+                "artifacts_too_large",
+                format!("The task's artifacts exceed this agent's limit of {limit} bytes"),
+            ),
+        }
+    }
 }
 
 /// The message a run closes with: the skill's, with the metadata of the status message the run
@@ -943,6 +1018,7 @@ async fn forward_events(
     id: TaskId,
     mut frames: mpsc::Receiver<RunFrame>,
     drain: CancellationToken,
+    budget: Arc<ArtifactBudget>,
 ) {
     let worker = inner.config.worker_id.clone();
     let mut batch = Vec::new();
@@ -959,6 +1035,17 @@ async fn forward_events(
         batch.extend(stored_event(frame));
         while let Ok(frame) = frames.try_recv() {
             batch.extend(stored_event(frame));
+        }
+        // What fits is stored; from the first artifact that does not, nothing more.
+        if let Some(over) = batch.iter().position(|event| match event {
+            TaskEventKind::Artifact { artifact, .. } => !budget.take(std::slice::from_ref(artifact)),
+            _ => false,
+        }) {
+            batch.truncate(over);
+            if !batch.is_empty() {
+                record(&inner, &id, batch, &worker).await;
+            }
+            return;
         }
         if !batch.is_empty() {
             record(&inner, &id, std::mem::take(&mut batch), &worker).await;

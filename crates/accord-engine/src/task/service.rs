@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
+use super::memory::json_len;
 use super::push::{
     DeliverFrom, MAX_PUSH_CONFIG_ID_LEN, MAX_PUSH_CONFIGS_PER_TASK, MAX_PUSH_URL_LEN, PushConfig, PushDelivery,
     PushKey, PushPut, PushSettle, StoredPushConfig,
@@ -100,6 +101,134 @@ pub struct ServiceConfig {
     /// The key push configs are sealed with at rest (default: a fresh random key, so configs kept
     /// by a durable store do not open after a restart: give a saved key for those).
     pub push_key: PushKey,
+    /// How large what a send stores may be (an input, a message, a task's history).
+    pub limits: TaskLimits,
+    /// How large a list's answer may be.
+    pub lists: ListLimits,
+}
+
+/// Size limits a send is held to before anything is stored: a request beyond one is refused with
+/// [`ErrorKind::TooLarge`], and nothing of it is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskLimits {
+    /// The largest input a task may run with, as the length of its JSON (default 1 MiB, the
+    /// faces' default body limit).
+    pub max_input_bytes: usize,
+    /// The largest message a send may bring, with its metadata and the task's metadata, as the
+    /// length of their JSON (default 1 MiB).
+    pub max_message_bytes: usize,
+    /// The most messages a task's history may hold (default 100): a follow-up that would take it
+    /// beyond is refused — with the agent's question it waited with, a follow-up adds two.
+    pub max_history: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        Self { max_input_bytes: 1 << 20, max_message_bytes: 1 << 20, max_history: 100 }
+    }
+}
+
+impl TaskLimits {
+    /// Sets [`TaskLimits::max_input_bytes`].
+    pub fn max_input_bytes(mut self, bytes: usize) -> Self {
+        self.max_input_bytes = bytes;
+        self
+    }
+
+    /// Sets [`TaskLimits::max_message_bytes`].
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`TaskLimits::max_history`].
+    pub fn max_history(mut self, messages: usize) -> Self {
+        self.max_history = messages;
+        self
+    }
+}
+
+/// Limits of a list's answer ([`TaskService::list`]), so that a small request cannot ask for a
+/// large answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListLimits {
+    /// How many of each task's latest history messages a list carries when the caller asks for
+    /// no number (default 0: a list is for finding tasks; a read gives the history).
+    pub default_history_length: usize,
+    /// The most history messages per task a list carries, whatever the caller asks (default 20).
+    pub max_history_length: usize,
+    /// The most bytes of tasks one page carries, as the length of their JSON (default 4 MiB): a
+    /// page stops before the task that would go beyond, and says where the next one starts. A
+    /// page always carries at least one task, so one task larger than this is still listed.
+    pub max_page_bytes: usize,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        Self { default_history_length: 0, max_history_length: 20, max_page_bytes: 4 << 20 }
+    }
+}
+
+impl ListLimits {
+    /// Sets [`ListLimits::default_history_length`].
+    pub fn default_history_length(mut self, messages: usize) -> Self {
+        self.default_history_length = messages;
+        self
+    }
+
+    /// Sets [`ListLimits::max_history_length`].
+    pub fn max_history_length(mut self, messages: usize) -> Self {
+        self.max_history_length = messages;
+        self
+    }
+
+    /// Sets [`ListLimits::max_page_bytes`].
+    pub fn max_page_bytes(mut self, bytes: usize) -> Self {
+        self.max_page_bytes = bytes;
+        self
+    }
+}
+
+/// What of each task a list answers with ([`TaskService::list_shaped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListShape {
+    /// How many of each task's latest history messages the caller asks for (`None`: the server's
+    /// [`ListLimits::default_history_length`]); at most [`ListLimits::max_history_length`].
+    pub history_length: Option<usize>,
+    /// Whether the tasks' artifacts are carried (default `true`).
+    pub artifacts: bool,
+    /// Whether the tasks' results are carried (default `true`; a face that shows a result only
+    /// as an artifact leaves it out with them).
+    pub result: bool,
+}
+
+impl Default for ListShape {
+    fn default() -> Self {
+        Self { history_length: None, artifacts: true, result: true }
+    }
+}
+
+impl ListShape {
+    /// Asks for this many history messages per task (`None`: the server's default).
+    pub fn history_length(mut self, messages: Option<usize>) -> Self {
+        self.history_length = messages;
+        self
+    }
+
+    /// Carries the artifacts or leaves them out.
+    pub fn artifacts(mut self, artifacts: bool) -> Self {
+        self.artifacts = artifacts;
+        self
+    }
+
+    /// Carries the results or leaves them out.
+    pub fn result(mut self, result: bool) -> Self {
+        self.result = result;
+        self
+    }
 }
 
 impl Default for ServiceConfig {
@@ -109,6 +238,8 @@ impl Default for ServiceConfig {
             max_wait: Duration::from_secs(300),
             anonymous: AnonymousAccess::default(),
             push_key: PushKey::generate(),
+            limits: TaskLimits::default(),
+            lists: ListLimits::default(),
         }
     }
 }
@@ -135,6 +266,18 @@ impl ServiceConfig {
     /// Sets [`ServiceConfig::push_key`].
     pub fn push_key(mut self, key: PushKey) -> Self {
         self.push_key = key;
+        self
+    }
+
+    /// Sets [`ServiceConfig::limits`].
+    pub fn limits(mut self, limits: TaskLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets [`ServiceConfig::lists`].
+    pub fn lists(mut self, lists: ListLimits) -> Self {
+        self.lists = lists;
         self
     }
 }
@@ -476,7 +619,7 @@ impl TaskService {
         let mut first_issues = None;
         for candidate in candidates {
             match skill.validate_input(candidate) {
-                Ok(valid) => return Ok(valid),
+                Ok(valid) => return self.checked_input(valid),
                 Err(RunError::InvalidInput { issues }) => {
                     first_issues.get_or_insert(issues);
                 }
@@ -486,6 +629,50 @@ impl TaskService {
         let issues = first_issues.unwrap_or_default();
         let detail = issues.iter().map(|issue| issue.message.as_str()).collect::<Vec<_>>().join("; ");
         Err(Error::invalid_input(format!("the input is not valid for skill \"{}\": {detail}", skill.key()), issues))
+    }
+
+    /// `valid` when its JSON fits [`TaskLimits::max_input_bytes`].
+    fn checked_input(&self, valid: ValidInput) -> Result<ValidInput, Error> {
+        let limit = self.config.limits.max_input_bytes;
+        let size = json_len(valid.input());
+        if size > limit {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("the input is {size} bytes as JSON; this agent takes at most {limit}"),
+            ));
+        }
+        Ok(valid)
+    }
+
+    /// Refuses a request whose message (with its metadata and the task's) is larger than
+    /// [`TaskLimits::max_message_bytes`], before anything else is looked at.
+    fn check_message_size(&self, request: &SendRequest) -> Result<(), Error> {
+        let limit = self.config.limits.max_message_bytes;
+        let size = request.message.as_ref().map_or(0, json_len) + request.metadata.as_ref().map_or(0, json_len);
+        if size > limit {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("the message is {size} bytes as JSON; this agent takes at most {limit}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses a follow-up that would take `task`'s history beyond [`TaskLimits::max_history`]
+    /// (the agent's question it waits with joins the history with the follow-up).
+    fn check_history_room(&self, task: &Task) -> Result<(), Error> {
+        let limit = self.config.limits.max_history;
+        let after = task.history.len() + usize::from(task.status_message.is_some()) + 1;
+        if after > limit {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "the task's history would hold {after} messages; a task holds at most {limit}: send a new message in the same context"
+                ),
+            )
+            .about(&task.id));
+        }
+        Ok(())
     }
 
     fn reservation(&self, request: SendRequest, valid: ValidInput) -> Reservation {
@@ -501,6 +688,7 @@ impl TaskService {
     /// is refused ([`ErrorKind::PaymentRequired`]): paid tasks start through
     /// [`TaskService::send_paid`].
     async fn start(&self, mut request: SendRequest) -> Result<Task, Error> {
+        self.check_message_size(&request)?;
         let Some(push) = request.push.take() else { return self.start_plain(request).await };
         let push = self.checked_push_config(push)?;
         let caller = request.caller;
@@ -535,6 +723,9 @@ impl TaskService {
         let owner = request.caller.owner;
         let task = self.runtime.get(id, &owner).await?;
         let message = follow_up_message(request, &task)?;
+        if is_settled(task.state) && !task.state.is_terminal() {
+            self.check_history_room(&task)?;
+        }
         self.runtime.resume(id, &owner, message).await.map_err(|failure| follow_up_error(failure, id))
     }
 
@@ -639,6 +830,7 @@ impl TaskService {
         mut request: SendRequest,
         payment: &mut P,
     ) -> Result<PaidStart<P::Receipt, P::Refusal>, Error> {
+        self.check_message_size(&request)?;
         let Some(push) = request.push.take() else { return self.send_paid_plain(request, payment).await };
         let push = self.checked_push_config(push)?;
         let caller = request.caller;
@@ -726,6 +918,7 @@ impl TaskService {
         let id = task.id.clone();
         let owner = request.caller.owner;
         let message = follow_up_message(request, &task)?;
+        self.check_history_room(&task)?;
         let skill = Arc::clone(self.skill_for(Some(&task.skill))?);
         payment.payment_for(&task);
         let amount = skill.pricing().task.clone();
@@ -879,14 +1072,57 @@ impl TaskService {
 
     /// The caller's tasks matching `query`, newest first. Anonymous callers may list only when
     /// [`ServiceConfig::anonymous`] allows it.
+    ///
+    /// The page is bounded as [`ServiceConfig::lists`] says, in the default [`ListShape`]: each
+    /// task with the server's default number of history messages, and the page stopped early
+    /// (with [`TaskPage::next`] where the next one starts) before it would carry more than
+    /// [`ListLimits::max_page_bytes`].
     pub async fn list(&self, caller: &Caller, query: &ListQuery) -> Result<TaskPage, Error> {
+        self.list_shaped(caller, query, ListShape::default()).await
+    }
+
+    /// [`TaskService::list`] for a face that answers with each task shaped as `shape` asks:
+    /// its latest [`TaskService::list_history_length`] history messages, its artifacts or none.
+    /// The tasks come back whole — the face trims them, so that what it derives from a message's
+    /// place in the history stays as a read shows it — but the page is measured as shaped: it
+    /// stops before the first task that would take it beyond [`ListLimits::max_page_bytes`] (as
+    /// the length of the shaped tasks' JSON), never before its first task, and then has
+    /// [`TaskPage::has_more`] set and [`TaskPage::next`] at its last task, so a cursor still
+    /// visits every task exactly once.
+    pub async fn list_shaped(&self, caller: &Caller, query: &ListQuery, shape: ListShape) -> Result<TaskPage, Error> {
         if caller.anonymous && self.config.anonymous == AnonymousAccess::NoListing {
             return Err(Error::new(
                 ErrorKind::AnonymousNotAllowed,
                 "listing tasks needs an authenticated caller: anonymous callers share one owner",
             ));
         }
-        Ok(self.runtime.list(&caller.owner, query).await?)
+        let budget = self.config.lists.max_page_bytes;
+        let keep = self.list_history_length(&shape);
+        let mut page = self.runtime.list(&caller.owner, query).await?;
+        let mut bytes = 0usize;
+        let mut fits = page.tasks.len();
+        for (index, task) in page.tasks.iter_mut().enumerate() {
+            bytes = bytes.saturating_add(shaped_len(task, keep, &shape));
+            if bytes > budget && index > 0 {
+                fits = index;
+                break;
+            }
+        }
+        if fits < page.tasks.len() {
+            // Stopped early: the page ends at its last task, and the next one starts right after.
+            page.tasks.truncate(fits);
+            page.has_more = true;
+            page.next = page.tasks.last().map(super::store::ListCursor::of);
+        }
+        Ok(page)
+    }
+
+    /// How many of each task's latest history messages a list in `shape` carries: what the
+    /// caller asks, or the server's default, never more than the server's maximum
+    /// ([`ServiceConfig::lists`]).
+    pub fn list_history_length(&self, shape: &ListShape) -> usize {
+        let limits = self.config.lists;
+        shape.history_length.unwrap_or(limits.default_history_length).min(limits.max_history_length)
     }
 
     /// Cancels the caller's task.
@@ -1063,6 +1299,24 @@ impl TaskService {
 /// creation event, so a record of version `v` reflects the log up to sequence `v + 1`.
 pub fn after_snapshot(task: &Task) -> u64 {
     task.version + 1
+}
+
+/// The length of `task`'s JSON with only its latest `keep` history messages, and its artifacts
+/// and result only as `shape` says, measured without copying it.
+fn shaped_len(task: &mut Task, keep: usize, shape: &ListShape) -> usize {
+    let history = std::mem::take(&mut task.history);
+    let artifacts = if shape.artifacts { Vec::new() } else { std::mem::take(&mut task.artifacts) };
+    let result = if shape.result { None } else { task.result.take() };
+    let kept = &history[history.len().saturating_sub(keep)..];
+    let size = json_len(task) + json_len(&kept);
+    task.history = history;
+    if !shape.artifacts {
+        task.artifacts = artifacts;
+    }
+    if !shape.result {
+        task.result = result;
+    }
+    size
 }
 
 /// The message of a follow-up to `task`: it must share the task's context, if it names one.

@@ -32,8 +32,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use accord_engine::task::{
-    Caller, ListCursor, Millis, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskService, TaskUpdates, Wait,
+    Caller, ListCursor, ListShape, Millis, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task,
+    TaskEvent, TaskEventKind, TaskId, TaskService, TaskUpdates, Wait,
 };
 use accord_engine::{Error, ErrorKind, Message, Part, Role, TaskState};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamResponse};
@@ -340,9 +340,17 @@ impl A2aCore {
             limit: usize::try_from(page_size).unwrap_or(50),
             page,
         };
-        let page = self.service.list(&caller, &query).await.map_err(a2a_error)?;
         let include_artifacts = request.include_artifacts == Some(true);
-        let tasks = page.tasks.iter().map(|task| a2a_task(task, request.history_length, include_artifacts)).collect();
+        // The service bounds the page in bytes as shaped here, and says how much history a
+        // listed task carries (a default and a maximum, whatever the request asks).
+        let shape = ListShape::default()
+            .history_length(request.history_length.map(|length| usize::try_from(length).unwrap_or(0)))
+            .artifacts(include_artifacts)
+            // A result is carried only as an artifact.
+            .result(include_artifacts);
+        let page = self.service.list_shaped(&caller, &query, shape).await.map_err(a2a_error)?;
+        let history_length = i32::try_from(self.service.list_history_length(&shape)).unwrap_or(i32::MAX);
+        let tasks = page.tasks.iter().map(|task| a2a_task(task, Some(history_length), include_artifacts)).collect();
         let next_page_token = page.next.as_ref().map(ListCursor::to_token).unwrap_or_default();
         Ok(a2a::ListTasksResponse {
             tasks,
@@ -382,7 +390,8 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         | ErrorKind::UnknownSkill
         | ErrorKind::NotInvocable
         | ErrorKind::InvalidInput
-        | ErrorKind::InvalidRequest => invalid_params(error.message()),
+        | ErrorKind::InvalidRequest
+        | ErrorKind::TooLarge => invalid_params(error.message()),
         ErrorKind::AnonymousNotAllowed => A2aError::new(A2aErrorKind::InvalidRequest).with_message(error.message()),
         ErrorKind::CapacityExhausted => crate::limits::retryable(
             A2aError::new(A2aErrorKind::TaskCapacityExhausted).with_message(error.message()),

@@ -61,6 +61,16 @@ pub(crate) async fn invoke(
             match state.idempotency.claim(&scope, idempotency_key, &fingerprint) {
                 Claim::Acquired(claim) => Some(claim),
                 Claim::Replay(stored) => return Ok(replay(stored)),
+                Claim::NotReplayable(digest) => {
+                    return Err(LucidError::new(
+                        StatusCode::CONFLICT,
+                        "idempotency_response_not_kept",
+                        format!(
+                            "A request with this Idempotency-Key already succeeded and was not run again, but its response was too large to keep for replay (status {}, {} bytes, SHA-256 {})",
+                            digest.status, digest.body_len, digest.body_sha256
+                        ),
+                    ));
+                }
                 Claim::InProgress => {
                     return Err(LucidError::new(
                         StatusCode::CONFLICT,

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 
 use accord_engine::task::{
-    AccessToken, Caller, ListQuery, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskService,
+    AccessToken, Caller, ListQuery, ListShape, PageStart, PaidStart, SendInput, SendRequest, SubscribeFrom, Task,
+    TaskEvent, TaskEventKind, TaskId, TaskService,
 };
 use accord_engine::{Error, ErrorKind, TaskState, time};
 use accord_payments::Operation;
@@ -74,6 +74,7 @@ pub(crate) fn lucid_error(error: Error) -> LucidError {
         ErrorKind::NoSkill | ErrorKind::InvalidRequest => {
             LucidError::new(StatusCode::BAD_REQUEST, "invalid_request", error.message())
         }
+        ErrorKind::TooLarge => LucidError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", error.message()),
         ErrorKind::TaskNotFound => {
             LucidError::new(StatusCode::NOT_FOUND, "task_not_found", format!("Task \"{id}\" not found"))
         }
@@ -372,7 +373,10 @@ pub(crate) async fn list(
     let caller = caller(&headers)?;
     let Query(params) = query.map_err(|_| invalid_query("Invalid query string"))?;
     let query = list_query(&params)?;
-    let page = service.list(&caller, &query).await.map_err(lucid_error)?;
+    // The profile's task view carries neither history nor artifacts: the page's byte bound counts
+    // neither.
+    let shape = ListShape::default().history_length(Some(0)).artifacts(false);
+    let page = service.list_shaped(&caller, &query, shape).await.map_err(lucid_error)?;
     Ok(Json(TaskList {
         tasks: page.tasks.iter().map(view).collect(),
         total: Some(page.total),
