@@ -40,6 +40,9 @@ pub mod auth;
 mod body;
 mod card;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jsonrpc_tasks;
 mod lucid;
 mod payments;
