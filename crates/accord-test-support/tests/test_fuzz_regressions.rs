@@ -11,8 +11,19 @@ use accord_test_support::TestServer;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
+/// The input of the demo agent's `summarize`.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct SummarizeInput {
+    text: String,
+    #[schemars(range(min = 1, max = 100))]
+    sentences: Option<u32>,
+}
+
 async fn server() -> TestServer {
     let agent = Agent::builder("fuzz-regressions")
+        .skill(
+            Skill::builder("summarize").typed(|input: SummarizeInput, _run| async move { Ok::<_, SkillError>(input) }),
+        )
         .skill(Skill::builder("wait").invoke(|run: Run| async move {
             run.cancelled().await;
             Err::<Outcome, _>(SkillError::new("cancelled", "cancelled"))
@@ -109,4 +120,39 @@ async fn a_last_event_id_with_the_largest_part_resumes_after_that_entry() {
         events.iter().all(|(id, _)| id.as_deref() != Some(sequence.as_str())),
         "entry {sequence} was replayed: {events:?}"
     );
+}
+
+/// `lucid_body` found `{"text": "a", "sentences": 2.0}`: `2.0` is an integer to the JSON Schema
+/// derived from `Option<u32>`, but not to serde, so the input passed validation and failed inside
+/// the skill as a 500. A client mistake is a 400 `invalid_input`, on every face.
+#[tokio::test]
+async fn an_input_the_schema_admits_but_the_skill_type_cannot_read_is_a_400() {
+    let s = server().await;
+    let client = reqwest::Client::new();
+    let invoke = client
+        .post(s.url("/entrypoints/summarize/invoke"))
+        .header("content-type", "application/json")
+        .body(r#"{"input": {"text": "a", "sentences": 2.0}}"#)
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(invoke.status(), 400);
+    let body: Value = invoke.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "invalid_input", "{body}");
+
+    let message = json!({"messageId": "m-2", "role": "ROLE_USER", "parts": [{"data": {"text": "a", "sentences": 2.0}}],
+        "metadata": {"skillId": "summarize"}});
+    let answer: Value =
+        rpc(&s, "SendMessage", json!({"message": message})).send().await.expect("send").json().await.expect("json");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+
+    // The same skill still takes what its type reads.
+    let fine = client
+        .post(s.url("/entrypoints/summarize/invoke"))
+        .header("content-type", "application/json")
+        .body(r#"{"input": {"text": "a", "sentences": 2}}"#)
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(fine.status(), 200);
 }
