@@ -1015,7 +1015,7 @@ impl Follow {
 }
 
 /// A terminal or interrupted state, or a direct message: nothing follows.
-fn settles(response: &StreamResponse) -> bool {
+pub(crate) fn settles(response: &StreamResponse) -> bool {
     let state = match response {
         StreamResponse::Message(_) => return true,
         StreamResponse::Task(task) => task.status.state,
@@ -1025,7 +1025,7 @@ fn settles(response: &StreamResponse) -> bool {
     state.is_terminal() || state.is_interrupted()
 }
 
-fn task_id_of(response: &StreamResponse) -> Option<&str> {
+pub(crate) fn task_id_of(response: &StreamResponse) -> Option<&str> {
     match response {
         StreamResponse::Task(task) => Some(&task.id),
         StreamResponse::Message(message) => message.task_id.as_deref(),
@@ -1035,7 +1035,7 @@ fn task_id_of(response: &StreamResponse) -> Option<&str> {
 }
 
 /// One SSE `data` of the JSON-RPC binding: a JSON-RPC response carrying a `StreamResponse`.
-fn stream_rpc_item(url: &str, data: &str, rpc_id: Option<&Value>) -> Result<StreamResponse, A2aClientError> {
+pub(crate) fn stream_rpc_item(url: &str, data: &str, rpc_id: Option<&Value>) -> Result<StreamResponse, A2aClientError> {
     let value = rpc_result(url, StatusCode::OK, data.as_bytes(), rpc_id)?;
     serde_json::from_value(value).map_err(|error| A2aClientError::InvalidResponse {
         url: url.to_owned(),
@@ -1045,7 +1045,7 @@ fn stream_rpc_item(url: &str, data: &str, rpc_id: Option<&Value>) -> Result<Stre
 
 /// One SSE event of the HTTP+JSON binding: a bare `StreamResponse`, or (SDK behaviour, not spec)
 /// an `event: error` frame carrying a `google.rpc.Status` body.
-fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse, A2aClientError> {
+pub(crate) fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse, A2aClientError> {
     let invalid = |reason: String| A2aClientError::InvalidResponse { url: url.to_owned(), reason };
     let value: Value =
         serde_json::from_str(data).map_err(|error| invalid(format!("stream event is not JSON: {error}")))?;
@@ -1155,7 +1155,7 @@ async fn read_body(url: &Url, response: reqwest::Response) -> Result<Vec<u8>, A2
 
 /// The byte stream of an SSE response, failing once a single event grows past
 /// [`MAX_RESPONSE_BYTES`] (the parser would otherwise buffer without bound).
-fn bounded_sse<B: AsRef<[u8]> + Send + 'static>(
+pub(crate) fn bounded_sse<B: AsRef<[u8]> + Send + 'static>(
     bytes: impl Stream<Item = Result<B, reqwest::Error>> + Send + 'static,
 ) -> impl Stream<Item = Result<B, BoundError>> + Send + 'static {
     let mut pending = 0usize;
@@ -1194,7 +1194,7 @@ fn bounded_sse<B: AsRef<[u8]> + Send + 'static>(
 
 /// Why the SSE byte stream stopped.
 #[derive(Debug)]
-struct BoundError {
+pub(crate) struct BoundError {
     reason: String,
     /// An event outgrew [`MAX_RESPONSE_BYTES`] (rather than the connection failing).
     oversized: bool,

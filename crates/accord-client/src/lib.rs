@@ -35,6 +35,9 @@ use serde_json::{Value, json};
 
 pub mod a2a;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod payment;
 pub mod rpc;
 mod signed;
@@ -76,6 +79,15 @@ pub struct StreamEvent {
 }
 
 impl StreamEvent {
+    /// An event as parsed from the SSE wire: data that is not JSON is kept as a string.
+    pub(crate) fn from_sse(event: eventsource_stream::Event) -> Self {
+        Self {
+            id: (!event.id.is_empty()).then_some(event.id),
+            data: serde_json::from_str(&event.data).unwrap_or(Value::String(event.data)),
+            event: event.event,
+        }
+    }
+
     /// The data as a Lucid envelope.
     pub fn envelope(&self) -> Result<StreamEnvelope, serde_json::Error> {
         serde_json::from_value(self.data.clone())
@@ -234,11 +246,7 @@ impl Client {
             return Err(ClientError::Decode { operation, reason: "the response is not an event stream".into() });
         }
         let events = response.bytes_stream().eventsource().map(move |item| match item {
-            Ok(event) => Ok(StreamEvent {
-                id: (!event.id.is_empty()).then_some(event.id),
-                data: serde_json::from_str(&event.data).unwrap_or(Value::String(event.data)),
-                event: event.event,
-            }),
+            Ok(event) => Ok(StreamEvent::from_sse(event)),
             Err(error) => Err(ClientError::Decode { operation, reason: error.to_string() }),
         });
         Ok(Box::pin(events))

@@ -143,7 +143,13 @@ pub struct Skill {
     pub(crate) output_schema: Option<Schema>,
     pub(crate) invoke: Option<Arc<dyn Handler>>,
     pub(crate) stream: Option<Arc<dyn Handler>>,
+    pub(crate) input_decoder: Option<InputDecoder>,
 }
+
+/// Checks that an input decodes into a typed handler's Rust type. A JSON Schema derived from a
+/// type admits a little more than serde reads (`2.0` is a JSON Schema integer, not a `u32`), so
+/// without this such input passed validation and then failed inside the skill as a server error.
+pub(crate) type InputDecoder = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 impl std::fmt::Debug for Skill {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -187,6 +193,7 @@ impl Skill {
             output_schema: None,
             invoke: None,
             stream: None,
+            input_decoder: None,
         }
     }
 
@@ -239,6 +246,12 @@ impl Skill {
     /// Checks input against the input schema.
     pub fn validate_input(self: &Arc<Self>, input: Value) -> Result<ValidInput, RunError> {
         self.input_schema.check(&input).map_err(|issues| RunError::InvalidInput { issues })?;
+        if let Some(decode) = &self.input_decoder
+            && let Err(message) = decode(&input)
+        {
+            let issue = Issue { code: "type".into(), path: Vec::new(), message };
+            return Err(RunError::InvalidInput { issues: vec![issue] });
+        }
         Ok(ValidInput { skill: Arc::clone(self), input })
     }
 
@@ -262,6 +275,7 @@ pub struct SkillBuilder {
     output_schema: Option<Value>,
     invoke: Option<Arc<dyn Handler>>,
     stream: Option<Arc<dyn Handler>>,
+    input_decoder: Option<InputDecoder>,
 }
 
 impl std::fmt::Debug for SkillBuilder {
@@ -333,6 +347,7 @@ impl SkillBuilder {
         let handler: Arc<dyn Handler> = Arc::new(handler);
         self.invoke = Some(Arc::clone(&handler));
         self.stream = Some(handler);
+        self.input_decoder = None;
         self
     }
 
@@ -346,7 +361,7 @@ impl SkillBuilder {
         Fut: Future<Output = Result<O, SkillError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.input_type::<I>().output_type::<O>().handler(move |run: Run| {
+        let mut builder = self.input_type::<I>().output_type::<O>().handler(move |run: Run| {
             let handler = Arc::clone(&handler);
             async move {
                 let input: I = run.input_as()?;
@@ -355,7 +370,11 @@ impl SkillBuilder {
                     .map_err(|error| SkillError::internal(format!("output does not encode: {error}")))?;
                 Ok(Outcome::Completed(Completion::new(output)))
             }
-        })
+        });
+        builder.input_decoder = Some(Arc::new(|input: &Value| {
+            I::deserialize(input).map(drop).map_err(|error| format!("input does not decode: {error}"))
+        }));
+        builder
     }
 
     pub(crate) fn build(self) -> Result<Skill, BuildError> {
@@ -386,6 +405,7 @@ impl SkillBuilder {
             output_schema,
             invoke: self.invoke,
             stream: self.stream,
+            input_decoder: self.input_decoder,
         })
     }
 }
@@ -477,5 +497,39 @@ mod tests {
         // Priced and free at once is a contradiction.
         let both_ways = Pricing { free: vec![SkillOperation::Invoke], ..priced(true, true, true) };
         assert!(refusal(both(both_ways)).contains("both priced"));
+    }
+
+    #[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+    struct Count {
+        #[schemars(range(min = 1, max = 100))]
+        count: Option<u32>,
+    }
+
+    /// Found by the `lucid_body` fuzz target: `2.0` passes the schema derived from `u32` but does
+    /// not decode into it; it must be refused as invalid input, not fail inside the skill.
+    #[test]
+    fn typed_input_the_schema_admits_but_serde_cannot_read_is_invalid_input() {
+        let skill = Arc::new(
+            Skill::builder("count")
+                .typed(|input: Count, _run| async move { Ok::<_, SkillError>(input) })
+                .build()
+                .expect("skill"),
+        );
+        match skill.validate_input(serde_json::json!({"count": 2.0})) {
+            Err(RunError::InvalidInput { issues }) => assert!(issues[0].message.contains("u32"), "{issues:?}"),
+            other => panic!("expected invalid input, got {other:?}"),
+        }
+        assert!(skill.validate_input(serde_json::json!({"count": 2})).is_ok());
+        // A plain handler with the same schema keeps the schema's reading.
+        let plain = Arc::new(
+            Skill::builder("plain")
+                .input_type::<Count>()
+                .handler(
+                    |_run: Run| async move { Ok::<_, SkillError>(Outcome::Completed(Completion::new(Value::Null))) },
+                )
+                .build()
+                .expect("skill"),
+        );
+        assert!(plain.validate_input(serde_json::json!({"count": 2.0})).is_ok());
     }
 }

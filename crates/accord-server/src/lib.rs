@@ -35,6 +35,9 @@ pub mod auth;
 mod body;
 mod card;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jsonrpc_tasks;
 mod limits;
 mod lucid;

@@ -69,6 +69,17 @@ impl EventId {
             Some((sequence, part)) => Some(Self { sequence: sequence.parse().ok()?, part: Some(part.parse().ok()?) }),
         }
     }
+
+    /// Where a subscription resuming after this event starts: the log sequence to read after
+    /// and, when the event was one of several its entry makes, that entry's sequence and how many
+    /// of its events the caller already has (they are skipped when the entry is read again).
+    pub(crate) fn resume_point(self) -> (u64, Option<(u64, usize)>) {
+        match self.part {
+            None => (self.sequence, None),
+            // Saturating: `N:<usize::MAX>` (a peer can send any part) means "all of entry N".
+            Some(part) => (self.sequence.saturating_sub(1), Some((self.sequence, part.saturating_add(1)))),
+        }
+    }
 }
 
 impl std::fmt::Display for EventId {
@@ -271,11 +282,9 @@ impl A2aCore {
         let id = TaskId::new(request.id);
         let (from, partial) = match last_event_id {
             None => (SubscribeFrom::Snapshot, None),
-            Some(EventId { sequence, part: None }) => (SubscribeFrom::After(sequence), None),
-            // The caller saw the first events of this entry: the entry is read again and those
-            // events skipped.
-            Some(EventId { sequence, part: Some(part) }) => {
-                (SubscribeFrom::After(sequence.saturating_sub(1)), Some((sequence, part)))
+            Some(id) => {
+                let (after, partial) = id.resume_point();
+                (SubscribeFrom::After(after), partial)
             }
         };
         let updates = self.service.subscribe(&caller, &id, from).await.map_err(a2a_error)?;
@@ -580,7 +589,7 @@ pub(crate) fn a2a_task(task: &Task, history_length: Option<i32>, include_artifac
 /// The A2A stream of a task's updates: the snapshot as a `Task`, then the stream responses of
 /// each log entry. It ends where the task service's stream ends (a send's once the task settles,
 /// a subscription's once it ends). `partial` is the entry whose first events the caller has
-/// already seen, and how many.
+/// already seen, and how many of them to skip.
 fn project(updates: TaskUpdates, context_id: String, partial: Option<(u64, usize)>) -> A2aStream {
     let context_id = updates.snapshot.as_ref().and_then(|task| task.context_id.clone()).unwrap_or(context_id);
     let head = updates.snapshot.map(|task| {
@@ -592,9 +601,7 @@ fn project(updates: TaskUpdates, context_id: String, partial: Option<(u64, usize
             .map(|event| {
                 let responses = stream_responses(&event, &context_id);
                 match partial {
-                    Some((sequence, seen)) if event.sequence == sequence => {
-                        responses.into_iter().skip(seen + 1).collect()
-                    }
+                    Some((sequence, skip)) if event.sequence == sequence => responses.into_iter().skip(skip).collect(),
                     _ => responses,
                 }
             })
@@ -670,4 +677,25 @@ pub(crate) fn stream_responses(event: &TaskEvent, context_id: &str) -> Vec<(Opti
         }
     }
     responses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventId;
+
+    #[test]
+    fn event_ids_read_back_and_resume_after_any_part() {
+        for text in ["0", "7", "7:0", "7:3", "18446744073709551615:18446744073709551615"] {
+            let id = EventId::parse(text).expect(text);
+            assert_eq!(EventId::parse(&id.to_string()), Some(id), "{text}");
+        }
+        assert_eq!(EventId::parse("7:x"), None);
+        assert_eq!(EventId::parse(":1"), None);
+        // Found by the `sse_events` fuzz target: the largest part overflowed when counting the
+        // events to skip.
+        let id = EventId::parse("5:18446744073709551615").expect("an id");
+        assert_eq!(id.resume_point(), (4, Some((5, usize::MAX))));
+        assert_eq!(EventId::parse("0:0").expect("an id").resume_point(), (0, Some((0, 1))));
+        assert_eq!(EventId::parse("9").expect("an id").resume_point(), (9, None));
+    }
 }

@@ -58,7 +58,7 @@ pub(crate) async fn read_input(
 
 /// The profile's input rule: `{"input": X}` means X (`null` or absent X means `{}`); any other
 /// body is the input itself.
-fn extract_input(payload: &Value) -> Value {
+pub(crate) fn extract_input(payload: &Value) -> Value {
     match payload.as_object().and_then(|object| object.get("input")) {
         Some(Value::Null) => Value::Object(serde_json::Map::new()),
         Some(input) => input.clone(),
