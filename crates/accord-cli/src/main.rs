@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use accord_cli::budgets::parse_bytes;
 use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
@@ -204,22 +205,6 @@ impl StoreArgs {
             ..StoreOptions::default()
         }
     }
-}
-
-/// A size: a number of bytes, or a number followed by `KiB`, `MiB` or `GiB`.
-fn parse_bytes(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        _ => return Err("expected a number of bytes, or a number followed by KiB, MiB or GiB".into()),
-    };
-    let number: usize = number.parse().map_err(|_| "expected a number of bytes".to_owned())?;
-    number.checked_mul(1 << shift).filter(|bytes| *bytes > 0).ok_or_else(|| "the size must be above 0 and fit".into())
 }
 
 /// How this process works as one of several workers on a shared store.

@@ -26,7 +26,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use super::guard::WebhookPolicy;
 use super::receiver::{DELIVERY_ATTEMPT_HEADER, DELIVERY_ID_HEADER, NOTIFICATION_TOKEN_HEADER};
-use super::sender::{SendFailure, WebhookSender};
+use super::sender::WebhookSender;
 
 /// How webhooks are called: which targets are allowed, and how deliveries are timed and retried.
 #[derive(Debug, Clone)]
@@ -202,7 +202,8 @@ async fn deliver(
                         config_id: config.id.clone(),
                         sequence: event.sequence,
                         attempts,
-                        reason: failure_reason(&failure),
+                        // The failure's text never names the URL or a credential.
+                        reason: failure.to_string(),
                     }),
                 };
             }
@@ -218,11 +219,6 @@ async fn deliver(
         attempts = 0;
     }
     PushSettle { delivered_through: through, attempts: 0, next_attempt_at: now_ms(), dead_letter: None }
-}
-
-/// The reason a dead letter records: the failure, which never names the URL or a credential.
-fn failure_reason(failure: &SendFailure) -> String {
-    failure.to_string()
 }
 
 /// The wait before attempt `attempts + 1`: exponential, capped, with jitter.
