@@ -378,6 +378,13 @@ impl TaskPayload {
     pub fn new(skill: impl Into<String>, input: Value) -> Self {
         Self { skill: skill.into(), input, paid: false }
     }
+
+    /// What a store keeps of the payload of a finished task, which never runs again: the skill and
+    /// whether it was paid, without the input (`null`). A store writes it when the task ends, so
+    /// that a large input is not kept beside the history and artifacts that outlive the run.
+    pub fn finished(&self) -> Self {
+        Self { skill: self.skill.clone(), input: Value::Null, paid: self.paid }
+    }
 }
 
 /// The phase of an execution lease.

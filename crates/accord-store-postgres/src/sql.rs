@@ -8,7 +8,7 @@
 use accord_engine::TaskState;
 use accord_engine::task::{
     ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, PageStart, StoreError, StoredTask, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskPayload, apply_to_record,
+    TaskEventKind, TaskId, TaskPayload, apply_to_record, finished_head, with_body_from_log,
 };
 use sqlx::QueryBuilder;
 use sqlx::postgres::Postgres;
@@ -25,7 +25,20 @@ macro_rules! terminal_states {
 /// The columns a [`TaskRow`] is read from.
 macro_rules! record_columns {
     () => {
-        "owner_hash, task, payload, admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence"
+        concat!(
+            "owner_hash, task, payload, admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence, ",
+            task_log!(),
+            " AS log"
+        )
+    };
+}
+
+/// For a row of `accord_tasks` whose task keeps its body in its log (`body_in_log`), the log as a
+/// JSON array of `[sequence, kind]` in order; NULL otherwise (see [`TaskRow::into_record`]).
+macro_rules! task_log {
+    () => {
+        "CASE WHEN accord_tasks.body_in_log THEN (SELECT json_agg(json_build_array(e.sequence, e.kind) \
+         ORDER BY e.sequence) FROM accord_task_events AS e WHERE e.task_id = accord_tasks.id) END"
     };
 }
 
@@ -164,9 +177,9 @@ pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord
 /// that every combination is planned with the index that serves it (a cursor continues within the
 /// same index); every value is bound.
 pub(crate) fn push_list(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query: &ListQuery) {
-    sql.push("SELECT c.total, p.task FROM (SELECT count(*) AS total FROM accord_tasks");
+    sql.push("SELECT c.total, p.task, p.log FROM (SELECT count(*) AS total FROM accord_tasks");
     push_list_filters(sql, owner, query);
-    sql.push(") AS c LEFT JOIN (SELECT task, created_at, id FROM accord_tasks");
+    sql.push(concat!(") AS c LEFT JOIN (SELECT task, ", task_log!(), " AS log, created_at, id FROM accord_tasks"));
     push_list_filters(sql, owner, query);
     if let PageStart::After(cursor) = &query.page {
         sql.push(" AND (created_at, id) < (")
@@ -266,13 +279,16 @@ pub(crate) const LOCK_REAPABLE: &str = concat!(
 pub(crate) const WRITE_CHANGES: &str = concat!(
     "WITH changes AS (",
     " SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[],",
-    "  $7::bigint[], $8::text[], $9::bigint[])",
+    "  $7::bigint[], $8::text[], $9::bigint[], $14::boolean[])",
     " AS c(id, state, updated_at, task, admission_expires_at, lease_owner, lease_expires_at, lease_phase,",
-    "  last_sequence)",
+    "  last_sequence, body_in_log)",
     "), updated AS (",
     " UPDATE accord_tasks AS t SET state = c.state, updated_at = c.updated_at, task = c.task::jsonb,",
     "  admission_expires_at = c.admission_expires_at, lease_owner = c.lease_owner,",
-    "  lease_expires_at = c.lease_expires_at, lease_phase = c.lease_phase, last_sequence = c.last_sequence",
+    "  lease_expires_at = c.lease_expires_at, lease_phase = c.lease_phase, last_sequence = c.last_sequence,",
+    // A row that keeps its body in its log is a finished task's: its input goes with it.
+    "  body_in_log = c.body_in_log,",
+    "  payload = CASE WHEN c.body_in_log THEN jsonb_set(t.payload, '{input}', 'null'::jsonb) ELSE t.payload END",
     " FROM changes AS c WHERE t.id = c.id",
     " RETURNING t.id, t.last_sequence",
     "), logged AS (",
@@ -373,6 +389,10 @@ pub(crate) const CLAIM_PUSH_DELIVERIES: &str = concat!(
     " ORDER BY c.next_attempt_at, c.task_id, c.id, e.sequence"
 );
 
+/// The whole log of the task `$1`, in order (read under the task's row lock).
+pub(crate) const LOG_OF_ONE: &str =
+    "SELECT sequence, kind FROM accord_task_events WHERE task_id = $1 ORDER BY sequence";
+
 /// Locks the task `$1` and reads it, for a settlement that appends a dead letter to its log.
 pub(crate) const LOCK_ONE: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1 FOR UPDATE");
 
@@ -442,6 +462,8 @@ pub(crate) struct TaskRow {
     lease_expires_at: Option<i64>,
     lease_phase: Option<String>,
     last_sequence: i64,
+    /// The [`task_log`] column.
+    log: Option<Json<Vec<(i64, TaskEventKind)>>>,
 }
 
 impl TaskRow {
@@ -457,8 +479,14 @@ impl TaskRow {
             (None, None, None) => None,
             _ => return Err(corrupt("a partial execution lease")),
         };
+        let task = match self.log {
+            Some(Json(log)) => {
+                with_body_from_log(self.task.0, log.iter().map(|(sequence, kind)| (from_db(*sequence), kind)))
+            }
+            None => self.task.0,
+        };
         let record = StoredTask {
-            task: self.task.0,
+            task,
             owner,
             payload: self.payload.0,
             admission_expires_at: self.admission_expires_at.map(from_db),
@@ -489,6 +517,7 @@ pub(crate) struct Changes {
     lease_expires_at: Vec<Option<i64>>,
     lease_phases: Vec<Option<&'static str>>,
     last_sequences: Vec<i64>,
+    bodies_in_log: Vec<bool>,
     event_task_ids: Vec<String>,
     event_sequences: Vec<i64>,
     event_times: Vec<i64>,
@@ -505,7 +534,7 @@ impl Changes {
     pub(crate) fn push(&mut self, locked: &Locked) -> Result<(), StoreError> {
         let record = &locked.record;
         let task = &record.task;
-        let encoded = encode(task)?;
+        let encoded = encode(locked.head.as_ref().unwrap_or(task))?;
         self.ids.push(task.id.as_str().to_owned());
         self.states.push(state_name(task.state));
         self.updated_at.push(to_db(task.updated_at));
@@ -515,6 +544,7 @@ impl Changes {
         self.lease_expires_at.push(record.lease.as_ref().map(|lease| to_db(lease.expires_at)));
         self.lease_phases.push(record.lease.as_ref().map(|lease| phase_name(lease.phase)));
         self.last_sequences.push(to_db(locked.last_sequence));
+        self.bodies_in_log.push(locked.head.is_some());
         for event in &locked.appended {
             self.event_task_ids.push(task.id.as_str().to_owned());
             self.event_sequences.push(to_db(event.sequence));
@@ -540,6 +570,7 @@ impl Changes {
             .bind(self.event_sequences.as_slice())
             .bind(self.event_times.as_slice())
             .bind(self.event_kinds.as_slice())
+            .bind(self.bodies_in_log.as_slice())
     }
 }
 
@@ -555,12 +586,39 @@ pub(crate) struct Locked {
     pub(crate) record: StoredTask,
     pub(crate) last_sequence: u64,
     pub(crate) appended: Vec<Appended>,
+    /// What the `task` column keeps of a finished task whose log rebuilds the rest
+    /// ([`finished_head`]), once [`Locked::keep_finished_once`] found it so.
+    pub(crate) head: Option<Task>,
 }
 
 impl Locked {
     pub(crate) fn new(row: TaskRow) -> Result<Self, StoreError> {
         let (record, last_sequence) = row.into_record()?;
-        Ok(Self { record, last_sequence, appended: Vec::new() })
+        Ok(Self { record, last_sequence, appended: Vec::new(), head: None })
+    }
+
+    /// For a task that this transaction finished (or noted something on after it finished): reads
+    /// its log, and when the log rebuilds the task's status message, result, artifacts and
+    /// history, keeps only the rest to be written ([`Locked::head`]), so that each is stored
+    /// once. Any doubt (an entry that does not read back) keeps the whole task.
+    pub(crate) async fn keep_finished_once(&mut self, conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+        self.head = None;
+        if !self.record.task.state.is_terminal() || self.appended.is_empty() {
+            return Ok(());
+        }
+        let stored: Vec<(i64, Json<TaskEventKind>)> =
+            sqlx::query_as(LOG_OF_ONE).bind(self.record.task.id.as_str()).fetch_all(&mut *conn).await?;
+        let mut appended = Vec::with_capacity(self.appended.len());
+        for entry in &self.appended {
+            let Ok(kind) = serde_json::from_str::<TaskEventKind>(&entry.kind) else { return Ok(()) };
+            appended.push((entry.sequence, kind));
+        }
+        let log = stored
+            .iter()
+            .map(|(sequence, kind)| (from_db(*sequence), &kind.0))
+            .chain(appended.iter().map(|(sequence, kind)| (*sequence, kind)));
+        self.head = finished_head(&self.record.task, log);
+        Ok(())
     }
 
     /// Appends `kind` (encoded as `encoded`) and applies it to the record with

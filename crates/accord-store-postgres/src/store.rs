@@ -268,6 +268,7 @@ impl Shared {
             // The lock re-checked the row in SQL; the same rule in Rust decides.
             if due_for_reaping(&locked.record, now) {
                 locked.reap(now)?;
+                locked.keep_finished_once(&mut tx).await.map_err(failed("reaping abandoned tasks"))?;
                 changes.push(&locked)?;
                 paid |= locked.record.payload.paid;
                 reaped += 1;
@@ -357,7 +358,15 @@ impl Shared {
             let count: i64 = row.try_get("total").map_err(failed("listing tasks"))?;
             total = usize::try_from(count).unwrap_or(usize::MAX);
             let task: Option<Json<accord_engine::task::Task>> = row.try_get("task").map_err(failed("listing tasks"))?;
-            tasks.extend(task.map(|task| task.0));
+            type Log = Json<Vec<(i64, accord_engine::task::TaskEventKind)>>;
+            let log: Option<Log> = row.try_get("log").map_err(failed("listing tasks"))?;
+            tasks.extend(task.map(|Json(task)| match log {
+                Some(Json(log)) => accord_engine::task::with_body_from_log(
+                    task,
+                    log.iter().map(|(sequence, kind)| (u64::try_from(*sequence).unwrap_or(0), kind)),
+                ),
+                None => task,
+            }));
         }
         let has_more = tasks.len() > query.limit;
         tasks.truncate(query.limit);
@@ -716,6 +725,7 @@ impl Shared {
         };
         let mut locked = Locked::new(row)?;
         locked.append(&dead_letter, encoded, now);
+        locked.keep_finished_once(&mut tx).await.map_err(failed(OPERATION))?;
         let mut changes = Changes::default();
         changes.push(&locked)?;
         changes.statement().execute(&mut *tx).await.map_err(failed(OPERATION))?;

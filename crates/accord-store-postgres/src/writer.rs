@@ -353,6 +353,9 @@ async fn write_appends(
         });
     }
 
+    for task in locked.values_mut().flatten() {
+        task.keep_finished_once(&mut *conn).await?;
+    }
     let mut changes = Changes::default();
     let mut paid = false;
     let mut unwritable: HashMap<&str, StoreError> = HashMap::new();

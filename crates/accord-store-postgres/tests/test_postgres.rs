@@ -571,3 +571,62 @@ async fn text_postgres_cannot_store_is_refused_with_an_operator_message() {
     store.close().await;
     database.drop_database().await;
 }
+
+/// The bytes a task takes in the database (its row's task and payload, and its log, as JSON text),
+/// and whether the row keeps the task's body in its log.
+async fn stored_bytes(connection: &mut sqlx::PgConnection, id: &TaskId) -> (i64, bool) {
+    sqlx::query_as(
+        "SELECT (octet_length(task::text) + octet_length(payload::text)
+                 + (SELECT COALESCE(SUM(octet_length(kind::text)), 0) FROM accord_task_events
+                    WHERE task_id = accord_tasks.id))::bigint,
+                body_in_log
+         FROM accord_tasks WHERE id = $1",
+    )
+    .bind(id.as_str())
+    .fetch_one(connection)
+    .await
+    .expect("the task's row")
+}
+
+/// A finished task keeps its input, its history and its output once each (docs/limits.md,
+/// "Stored once"): a task whose input is also its first message, and whose result repeats it (an
+/// echo), takes about two copies of the text, where the whole task beside its log and payload took
+/// five. Read back whole by `get`, `list` and a second store.
+#[tokio::test]
+async fn a_finished_task_keeps_each_large_part_once() {
+    let database = TestDatabase::create().await;
+    let store = database.store().await;
+    let base = now_ms();
+    let text = "an echoed sentence ".repeat(16 * 1024);
+    let mut created = record("alice", base, None);
+    created.payload = TaskPayload::new("work", json!({"text": text}));
+    let id = create(&store, created).await;
+    let said = Message::new(accord_engine::Role::User, vec![accord_engine::Part::Text(text.clone())]);
+    set(&store, &id, TaskEventKind::Message { message: said.clone() }, base + 1).await;
+    set(&store, &id, status(TaskState::Working), base + 2).await;
+    let mut connection = database.connection().await;
+    let (running, whole) = stored_bytes(&mut connection, &id).await;
+    assert!(!whole, "an unfinished task is kept whole");
+    assert!(running > 3 * text.len() as i64, "input, history and its log entry: {running} bytes");
+
+    let result =
+        TaskEventKind::Result { result: TaskResult { output: json!({"text": text}), ..TaskResult::default() } };
+    let finished = set(&store, &id, result, base + 3).await;
+    let (bytes, in_log) = stored_bytes(&mut connection, &id).await;
+    assert!(in_log, "a finished task keeps its body in its log");
+    assert!(bytes < 2 * text.len() as i64 + 4096, "the message and the result once each: {bytes} bytes");
+
+    let read = store.get(&id).await.expect("get").expect("the task");
+    assert_eq!(read.task, finished.task);
+    assert_eq!(read.task.history, vec![said]);
+    assert_eq!(read.payload.input, serde_json::Value::Null);
+    let listed = store.list(&owner("alice"), &ListQuery::default()).await.expect("list");
+    assert_eq!(listed.tasks, vec![finished.task.clone()]);
+    let other = database.store().await;
+    assert_eq!(other.get(&id).await.expect("get").expect("the task").task, finished.task);
+
+    other.close().await;
+    store.close().await;
+    drop(connection);
+    database.drop_database().await;
+}

@@ -2,7 +2,9 @@
 //! engine's unsigned times and SQLite's signed integers.
 
 use accord_engine::TaskState;
-use accord_engine::task::{ExecutionLease, LeasePhase, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEventKind};
+use accord_engine::task::{
+    ExecutionLease, LeasePhase, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEventKind, with_body_from_log,
+};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -31,10 +33,24 @@ impl From<StoreError> for Fault {
 /// The columns of a whole record, which [`decode_record`] reads by name.
 macro_rules! record_columns {
     () => {
-        "owner_hash, task, payload, admission_expires_at, lease_owner, lease_expires_at, lease_phase"
+        concat!(
+            "owner_hash, task, payload, admission_expires_at, lease_owner, lease_expires_at, lease_phase, ",
+            crate::rows::task_log!(),
+            " AS log"
+        )
     };
 }
 pub(crate) use record_columns;
+
+/// For a row of `tasks` whose task keeps its body in its log (`body_in_log`), the log as a JSON
+/// array of `[sequence, kind]`; `NULL` otherwise. Read with [`decode_task_with_log`].
+macro_rules! task_log {
+    () => {
+        "CASE WHEN tasks.body_in_log = 1 THEN (SELECT json_group_array(json_array(e.sequence, json(e.kind))) \
+         FROM task_events AS e WHERE e.task_id = tasks.id) END"
+    };
+}
+pub(crate) use task_log;
 
 /// A time as SQLite stores it. Times beyond `i64::MAX` ms (some 292 million years) are clamped,
 /// which keeps every comparison the engine makes.
@@ -91,6 +107,17 @@ pub(crate) fn decode_task(text: &str) -> Result<Task, StoreError> {
     serde_json::from_str(text).map_err(|error| bad_json("task", &error))
 }
 
+/// The task of a row: the `task` column, whole again from the [`task_log`] column when the row
+/// keeps its body in its log.
+pub(crate) fn decode_task_with_log(text: &str, log: Option<&str>) -> Result<Task, StoreError> {
+    let task = decode_task(text)?;
+    let Some(log) = log else { return Ok(task) };
+    let mut log: Vec<(u64, TaskEventKind)> =
+        serde_json::from_str(log).map_err(|error| bad_json("task_events.kind", &error))?;
+    log.sort_unstable_by_key(|(sequence, _)| *sequence);
+    Ok(with_body_from_log(task, log.iter().map(|(sequence, kind)| (*sequence, kind))))
+}
+
 /// The event-kind JSON of the `task_events.kind` column.
 pub(crate) fn decode_kind(text: &str) -> Result<TaskEventKind, StoreError> {
     serde_json::from_str(text).map_err(|error| bad_json("task_events.kind", &error))
@@ -106,6 +133,7 @@ pub(crate) fn decode_record(row: &SqliteRow) -> Result<StoredTask, Fault> {
         lease_owner: row.try_get("lease_owner")?,
         lease_expires_at: row.try_get("lease_expires_at")?,
         lease_phase: row.try_get("lease_phase")?,
+        log: row.try_get("log")?,
     })?)
 }
 
@@ -118,13 +146,15 @@ pub(crate) struct RecordColumns {
     pub(crate) lease_owner: Option<String>,
     pub(crate) lease_expires_at: Option<i64>,
     pub(crate) lease_phase: Option<String>,
+    /// The [`task_log`] column.
+    pub(crate) log: Option<String>,
 }
 
 /// A whole record from its columns.
 pub(crate) fn record_from_columns(columns: RecordColumns) -> Result<StoredTask, StoreError> {
     let owner =
         OwnerHash::from_hex(&columns.owner).ok_or_else(|| corrupt("owner_hash", "not a SHA-256 in 64 hex digits"))?;
-    let task = decode_task(&columns.task)?;
+    let task = decode_task_with_log(&columns.task, columns.log.as_deref())?;
     let payload = serde_json::from_str(&columns.payload).map_err(|error| bad_json("payload", &error))?;
     let lease = match (columns.lease_owner, columns.lease_expires_at, columns.lease_phase) {
         (Some(owner_id), Some(expires_at), Some(name)) => {

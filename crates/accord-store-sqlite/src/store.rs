@@ -24,7 +24,9 @@ use sqlx::{Connection, QueryBuilder, Row};
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
-use crate::rows::{Fault, decode_kind, decode_record, decode_task, record_columns, sql_time, state_name, unsigned};
+use crate::rows::{
+    Fault, decode_kind, decode_record, decode_task_with_log, record_columns, sql_time, state_name, unsigned,
+};
 use crate::writer::{Op, Outcome, Refusal, Settings, Writer};
 
 /// The longest reads go without looking for housekeeping due, in case another process sharing the
@@ -372,7 +374,8 @@ impl TaskStore for SqliteStore {
             push_list_filters(&mut count, &owner, query);
             count
         };
-        let mut page = QueryBuilder::<Sqlite>::new("SELECT task FROM tasks");
+        let mut page =
+            QueryBuilder::<Sqlite>::new(concat!("SELECT task, ", crate::rows::task_log!(), " AS log FROM tasks"));
         push_list_filters(&mut page, &owner, query);
         if let PageStart::After(cursor) = &query.page {
             page.push(" AND (created_at, id) < (")
@@ -395,7 +398,8 @@ impl TaskStore for SqliteStore {
             let mut tasks = Vec::with_capacity(rows.len());
             for row in rows {
                 let task: String = row.try_get("task")?;
-                tasks.push(decode_task(&task)?);
+                let log: Option<String> = row.try_get("log")?;
+                tasks.push(decode_task_with_log(&task, log.as_deref())?);
             }
             Ok::<_, Fault>((tasks, usize::try_from(total).unwrap_or(0)))
         };

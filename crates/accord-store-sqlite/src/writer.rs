@@ -34,7 +34,7 @@ use accord_engine::TaskState;
 use accord_engine::task::{
     DeliverFrom, ExecutionLease, LeasePhase, MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PushDelivery, PushPut,
     PushSettle, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent, TaskEventKind, TaskId, WakeupHub,
-    apply_event, apply_to_record,
+    apply_event, apply_to_record, finished_head,
 };
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -484,6 +484,38 @@ fn record_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordColumns> {
         lease_owner: row.get("lease_owner")?,
         lease_expires_at: row.get("lease_expires_at")?,
         lease_phase: row.get("lease_phase")?,
+        log: row.get("log")?,
+    })
+}
+
+/// The `task` column of a task about to be written with `new` appended to its log (numbered from
+/// `first`), and whether the row keeps the task's body in its log: a finished task whose log
+/// rebuilds its status message, result, artifacts and history keeps only the rest
+/// ([`finished_head`]), so that each is stored once; any other task is kept whole.
+fn stored_task(
+    connection: &Connection,
+    task: &Task,
+    new: &[TaskEventKind],
+    first: i64,
+) -> Result<(String, bool), Fault> {
+    if !task.state.is_terminal() {
+        return Ok((encode(task, "task")?, false));
+    }
+    let stored = connection
+        .prepare_cached("SELECT sequence, kind FROM task_events WHERE task_id = ?1 ORDER BY sequence")?
+        .query_map([task.id.as_str()], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut logged = Vec::with_capacity(stored.len());
+    for (sequence, kind) in &stored {
+        logged.push((unsigned(*sequence), decode_kind(kind)?));
+    }
+    let log = logged
+        .iter()
+        .map(|(sequence, kind)| (*sequence, kind))
+        .chain(new.iter().zip(first..).map(|(kind, sequence)| (unsigned(sequence), kind)));
+    Ok(match finished_head(task, log) {
+        Some(head) => (encode(&head, "task")?, true),
+        None => (encode(task, "task")?, false),
     })
 }
 
@@ -621,11 +653,11 @@ fn append(
         kinds.push(encode(event, "task_events.kind")?);
         apply_to_record(&mut record, event, now);
     }
-    let task = encode(&record.task, "task")?;
+    let (task, body_in_log) = stored_task(connection, &record.task, &events, last_sequence + 1)?;
     write_change(
         connection,
         &record.task,
-        &task,
+        (&task, body_in_log),
         record.lease.as_ref(),
         record.admission_expires_at,
         last_sequence + 1,
@@ -658,12 +690,12 @@ fn reap(connection: &Connection, now: Millis, grown: &mut Vec<TaskId>) -> Result
     for (id, task, last_sequence) in rows {
         let mut task = crate::rows::decode_task(&task)?;
         apply_event(&mut task, &cancel, now);
-        let json = encode(&task, "task")?;
+        let json = stored_task(connection, &task, std::slice::from_ref(&cancel), last_sequence + 1)?;
         changes.push((TaskId::new(id), task, json, last_sequence + 1));
     }
     let reaped = changes.len();
-    for (id, task, json, sequence) in changes {
-        write_change(connection, &task, &json, None, None, sequence, now, vec![kind.clone()])?;
+    for (id, task, (json, body_in_log), sequence) in changes {
+        write_change(connection, &task, (&json, body_in_log), None, None, sequence, now, vec![kind.clone()])?;
         grown.push(id);
     }
     Ok(reaped)
@@ -865,7 +897,7 @@ fn settle_push(
             let mut record = record_from_columns(columns)?;
             let kind = encode(dead_letter, "task_events.kind")?;
             apply_to_record(&mut record, dead_letter, now);
-            let task = encode(&record.task, "task")?;
+            let task = stored_task(connection, &record.task, std::slice::from_ref(dead_letter), last_sequence + 1)?;
             Some((record, task, kind, last_sequence + 1))
         }
     };
@@ -887,7 +919,7 @@ fn settle_push(
         write_change(
             connection,
             &record.task,
-            &task,
+            (&task.0, task.1),
             record.lease.as_ref(),
             record.admission_expires_at,
             sequence,
@@ -906,7 +938,7 @@ fn settle_push(
 fn write_change(
     connection: &Connection,
     task: &Task,
-    task_json: &str,
+    (task_json, body_in_log): (&str, bool),
     lease: Option<&ExecutionLease>,
     admission_expires_at: Option<Millis>,
     first: i64,
@@ -914,11 +946,14 @@ fn write_change(
     kinds: Vec<String>,
 ) -> Result<(), Fault> {
     let last = first + i64::try_from(kinds.len()).unwrap_or(i64::MAX) - 1;
+    // A row that keeps its body in its log is a finished task's: its input goes with it.
     connection
         .prepare_cached(
             "UPDATE tasks
              SET state = ?2, updated_at = ?3, task = ?4, admission_expires_at = ?5,
-                 lease_owner = ?6, lease_expires_at = ?7, lease_phase = ?8, last_sequence = ?9
+                 lease_owner = ?6, lease_expires_at = ?7, lease_phase = ?8, last_sequence = ?9,
+                 body_in_log = ?10,
+                 payload = CASE WHEN ?10 = 1 THEN json_replace(payload, '$.input', json('null')) ELSE payload END
              WHERE id = ?1",
         )?
         .execute(rusqlite::params![
@@ -931,6 +966,7 @@ fn write_change(
             lease.map(|lease| sql_time(lease.expires_at)),
             lease.map(|lease| phase_name(lease.phase)),
             last,
+            body_in_log,
         ])?;
     insert_events(connection, &task.id, first, (at, at), kinds)
 }

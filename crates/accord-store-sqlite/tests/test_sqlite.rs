@@ -166,8 +166,64 @@ async fn everything_survives_closing_and_reopening_the_file() {
     // A store dropped without `close` (as a killed process would leave it) loses nothing either.
     drop(store);
     let store = open(&path).await;
-    assert_eq!(store.get(&running).await.expect("get").expect("still there"), finished);
+    // A finished task never runs again: its input is not kept (docs/limits.md, "Stored once").
+    let kept = StoredTask { payload: finished.payload.finished(), ..finished.clone() };
+    assert_eq!(store.get(&running).await.expect("get").expect("still there"), kept);
     assert_eq!(log(&store, &running, &alice).await, events);
+    store.close().await;
+}
+
+/// The bytes a task takes in the file: its row's task and payload, and its log.
+async fn stored_bytes(path: &Path, id: &TaskId) -> (i64, bool) {
+    let mut connection = raw_connection(path).await;
+    let (bytes, body_in_log): (i64, i64) = sqlx::query_as(
+        "SELECT length(task) + length(payload)
+                + (SELECT COALESCE(SUM(length(kind)), 0) FROM task_events WHERE task_id = tasks.id),
+                body_in_log
+         FROM tasks WHERE id = ?1",
+    )
+    .bind(id.as_str())
+    .fetch_one(&mut connection)
+    .await
+    .expect("the task's row");
+    (bytes, body_in_log == 1)
+}
+
+/// A finished task keeps its input, its history and its output once each (docs/limits.md,
+/// "Stored once"): a task whose input is also its first message, and whose result repeats it (an
+/// echo), takes about two copies of the text, where the whole task beside its log and payload took
+/// five.
+#[tokio::test]
+async fn a_finished_task_keeps_each_large_part_once() {
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let alice = owner("alice");
+    let base = now_ms();
+    let store = open(&path).await;
+    let text = "an echoed sentence ".repeat(16 * 1024);
+    let mut created = record(alice, base, None);
+    created.payload = TaskPayload::new("summarize", json!({"text": text}));
+    let id = create(&store, created).await;
+    let said = Message::new(accord_engine::Role::User, vec![Part::Text(text.clone())]);
+    write(&store, &id, TaskEventKind::Message { message: said.clone() }, None, base + 1).await;
+    write(&store, &id, status(TaskState::Working), None, base + 2).await;
+    let (running, whole) = stored_bytes(&path, &id).await;
+    assert!(!whole, "an unfinished task is kept whole");
+    assert!(running > 3 * text.len() as i64, "input, history and its log entry: {running} bytes");
+
+    let finished = write(&store, &id, completed(json!({"text": text})), None, base + 3).await;
+    let (bytes, in_log) = stored_bytes(&path, &id).await;
+    assert!(in_log, "a finished task keeps its body in its log");
+    assert!(bytes < 2 * text.len() as i64 + 4096, "the message and the result once each: {bytes} bytes");
+
+    let read = store.get(&id).await.expect("get").expect("the task");
+    assert_eq!(read.task, finished.task);
+    assert_eq!(read.task.history, vec![said]);
+    assert_eq!(read.payload.input, serde_json::Value::Null);
+    store.close().await;
+    // And after reopening the file.
+    let store = open(&path).await;
+    assert_eq!(store.get(&id).await.expect("get").expect("the task").task, finished.task);
     store.close().await;
 }
 

@@ -122,6 +122,7 @@ macro_rules! store_conformance_tests {
             activation_turns_only_the_owners_live_prepared_lease_active,
             compare_and_set_checks_the_expected_state,
             compare_and_set_appends_and_applies_the_event,
+            a_finished_task_reads_back_whole_without_its_input,
             compare_and_set_fences_a_stale_execution_owner,
             a_terminal_write_clears_the_lease_and_the_admission,
             a_waiting_write_clears_the_lease_so_a_follow_up_claims_at_once,
@@ -1254,6 +1255,63 @@ pub async fn compare_and_set_appends_and_applies_the_event(factory: impl StoreFa
     assert_eq!(expected.history, vec![agent_message("hello")]);
     let parts = &expected.artifacts.first().expect("one artifact").parts;
     assert_eq!(parts, &vec![Part::Text("part one".into()), Part::Text(" and part two".into())]);
+}
+
+/// A finished task reads back whole — status message, result, artifacts (chunks merged) and
+/// history — through `get` and `list`, also after a later note about delivery; its payload keeps
+/// the skill and whether it was paid, not the input (a finished task never runs again). A task
+/// created with a history of its own, which its log does not rebuild, reads back whole too.
+pub async fn a_finished_task_reads_back_whole_without_its_input(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let id = bench.reserve(alice).await;
+    let payload = bench.record(&id).await.payload;
+    let large = "a large part ".repeat(8 * 1024);
+    let said = TaskEventKind::Status { state: TaskState::Working, message: Some(agent_message("almost there")) };
+    let changes = [
+        status(TaskState::Working),
+        message(&large),
+        artifact("report", &large, false),
+        artifact("report", " and the end", true),
+        said,
+        result(json!({"text": large})),
+    ];
+    let mut finished = None;
+    for (offset, change) in (1..).zip(changes) {
+        finished = Some(bench.set(&id, change, bench.at(offset * 1000)).await);
+    }
+    let finished = finished.expect("written").task;
+    assert_eq!(finished.history, vec![agent_message(&large)]);
+    assert_eq!(finished.artifacts.first().map(|artifact| artifact.parts.len()), Some(2));
+
+    let stored = bench.record(&id).await;
+    assert_eq!(stored.task, finished, "a finished task reads back whole");
+    assert_eq!(stored.payload, payload.finished(), "its payload keeps the skill, not the input");
+    assert_eq!(stored.payload.input, Value::Null);
+    let page = bench.list(&alice, ListQuery::default()).await;
+    assert_eq!(page.tasks, vec![finished.clone()], "and lists whole");
+
+    let note =
+        TaskEventKind::PushDeadLetter { config_id: "hook".into(), sequence: 3, attempts: 8, reason: "gone".into() };
+    let noted = bench
+        .store
+        .compare_and_set(&id, &[TaskState::Completed], note, None, bench.at(9000))
+        .await
+        .expect("compare and set")
+        .expect("a note is appended to a finished task");
+    assert_eq!(noted.task.version, finished.version + 1);
+    let mut expected = finished.clone();
+    expected.version += 1;
+    assert_eq!(bench.record(&id).await.task, expected, "a note leaves the task whole");
+    assert_eq!(bench.log(&id, &alice).await.len(), 8);
+
+    let mut record = new_record(alice, bench.base, None, None);
+    record.task.history = vec![agent_message("said before the task was stored")];
+    let own = bench.create(record).await;
+    bench.set(&own, result(json!({"done": true})), bench.at(1000)).await;
+    let stored = bench.record(&own).await;
+    assert_eq!(stored.task.history, vec![agent_message("said before the task was stored")]);
+    assert_eq!(stored.task.result.map(|result| result.output), Some(json!({"done": true})));
 }
 
 /// An expired lease is recovered and the stale owner is fenced: a write that names an execution

@@ -58,6 +58,15 @@ mod memory_store {
         done.expect("compare and set").expect("the task completes");
     }
 
+    /// Completes the task with an output of about `bytes` bytes.
+    async fn complete_with(store: &MemoryStore, id: &TaskId, now: Millis, bytes: usize) {
+        let result = TaskEventKind::Result {
+            result: TaskResult { output: json!({ "text": "r".repeat(bytes) }), ..TaskResult::default() },
+        };
+        let done = store.compare_and_set(id, &[TaskState::Submitted], result, None, now).await;
+        done.expect("compare and set").expect("the task completes");
+    }
+
     async fn exists(store: &MemoryStore, id: &TaskId) -> bool {
         store.get(id).await.expect("get").is_some()
     }
@@ -148,9 +157,9 @@ mod memory_store {
     }
 
     /// The byte budget counts what tasks hold: a task's input, and what its log adds (a running
-    /// task's entries twice, since its record holds them too; an ended task's in its compact form);
-    /// when a new task does not fit, the terminal tasks changed longest ago are evicted until it
-    /// does.
+    /// task's entries twice, since its record holds them too; an ended task's in its compact form,
+    /// without its input, which a finished task no longer needs); when a new task does not fit,
+    /// the terminal tasks changed longest ago are evicted until it does.
     #[tokio::test]
     async fn the_byte_budget_evicts_the_oldest_terminal_tasks_until_a_new_one_fits() {
         let store = budgeted(100_000);
@@ -160,8 +169,8 @@ mod memory_store {
         let after_one = store.bytes();
         assert!((35_000..36_000).contains(&after_one), "the input is counted: {after_one}");
         let second = create(&store, sized(alice, now, 35_000)).await;
-        complete(&store, &first, now + 1).await;
-        complete(&store, &second, now + 2).await;
+        complete_with(&store, &first, now + 1, 35_000).await;
+        complete_with(&store, &second, now + 2, 35_000).await;
         let ended = store.bytes();
         assert!((70_000..72_000).contains(&ended), "ended tasks count their compact form: {ended}");
         let big = TaskEventKind::Message { message: accord_engine::Message::agent_text("y".repeat(5_000)) };
@@ -191,9 +200,11 @@ mod memory_store {
         assert_eq!(store.len(), 1);
         let before = store.bytes();
 
-        // Once the running task ends, it is evicted for the next one.
-        complete(&store, &running, now + 1).await;
-        assert!(store.bytes() > before, "its result is counted");
+        // Once the running task ends, its input is released and its result counted; it is
+        // evicted when the next one does not fit beside it.
+        complete_with(&store, &running, now + 1, 50_000).await;
+        let ended = store.bytes();
+        assert!(ended < before && ended > 50_000, "the input goes, the result is counted: {ended} of {before}");
         create(&store, sized(alice, now, 60_000)).await;
         assert!(!exists(&store, &running).await);
 
@@ -234,7 +245,9 @@ mod memory_store {
                 .expect("written");
             assert_eq!(written.task.state, TaskState::Completed);
             let log = store.events_since(&id, &alice, 0).await.expect("events").expect("owned");
-            assert_eq!(store.get(&id).await.expect("get"), Some(written.clone()), "the record reads back whole");
+            // Whole, but for the input, which a finished task no longer needs.
+            let kept = StoredTask { payload: written.payload.finished(), ..written.clone() };
+            assert_eq!(store.get(&id).await.expect("get"), Some(kept), "the record reads back whole");
             let listed = store.list(&alice, &ListQuery::default()).await.expect("list");
             assert!(listed.tasks.contains(&written.task), "listed whole");
             assert_eq!(log.len(), 3);

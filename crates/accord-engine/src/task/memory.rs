@@ -12,7 +12,7 @@ use super::store::{
     CreateLimits, Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups,
     WakeupHub, apply_to_record,
 };
-use super::store::{claimable, holds_lease, lease_is_live};
+use super::store::{as_created, claimable, holds_lease, lease_is_live};
 use super::token::OwnerHash;
 use crate::model::{ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, now_ms};
 use crate::run::TaskState;
@@ -294,13 +294,6 @@ struct Frozen {
     events: Vec<(u64, Millis, TaskEventKind)>,
 }
 
-/// The task as the runtime creates it, for a task whose log may rebuild it.
-fn as_created(task: &Task) -> Task {
-    let mut created = Task::submitted(task.id.clone(), task.skill.clone(), task.context_id.clone(), task.created_at);
-    created.metadata.clone_from(&task.metadata);
-    created
-}
-
 /// `task` with the log entries after the first applied, as the store applied them.
 fn replayed<'a>(mut task: Task, events: impl Iterator<Item = (u64, Millis, &'a TaskEventKind)>) -> Task {
     for (sequence, at, kind) in events {
@@ -383,10 +376,12 @@ impl Entry {
         let created = as_created(&record.task);
         let log = || events.iter().map(|event| (event.sequence, event.at, &event.kind));
         let replay = replayed(created.clone(), log()) == record.task;
+        // A finished task never runs again: its input goes (the history keeps what was said).
+        let payload = record.payload.finished();
         let frozen = FrozenRef {
             task: if replay { &created } else { &record.task },
             replay,
-            payload: &record.payload,
+            payload: &payload,
             admission_expires_at: record.admission_expires_at,
             lease: record.lease.as_ref(),
             events: events.iter().map(|event| (event.sequence, event.at, &event.kind)).collect(),

@@ -32,6 +32,6 @@ pub use service::{
 };
 pub use store::{
     CreateLimits, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore,
-    TaskWakeups, WakeupHub, apply_event, apply_to_record,
+    TaskWakeups, WakeupHub, apply_event, apply_to_record, finished_head, with_body_from_log,
 };
 pub use token::{AccessToken, InvalidToken, OwnerHash};

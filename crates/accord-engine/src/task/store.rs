@@ -625,6 +625,62 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
     task.version += 1;
 }
 
+/// What a store may keep of a finished task: the task without the parts its log carries in full
+/// (the status message, the result, the artifacts and the history), when the log rebuilds exactly
+/// those parts; `None` when it does not, and the whole task must be kept.
+///
+/// `log` is the task's whole log, in order, as `(sequence, kind)`; the first entry (the creation)
+/// is skipped, as the task as created already says what it says. A store that keeps the head reads
+/// the task back with [`with_body_from_log`], so that a result, an artifact or a message of a
+/// finished task is stored once (in its log entry), not twice.
+pub fn finished_head<'a>(task: &Task, log: impl IntoIterator<Item = (u64, &'a TaskEventKind)>) -> Option<Task> {
+    let rebuilt = body_from_log(task, log);
+    let same = rebuilt.status_message == task.status_message
+        && rebuilt.result == task.result
+        && rebuilt.artifacts == task.artifacts
+        && rebuilt.history == task.history;
+    same.then(|| Task {
+        status_message: None,
+        result: None,
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        ..task.clone()
+    })
+}
+
+/// A task a store kept as [`finished_head`] said, whole again: `log` (the task's whole log, in
+/// order, as `(sequence, kind)`) rebuilds the parts the head leaves out.
+pub fn with_body_from_log<'a>(head: Task, log: impl IntoIterator<Item = (u64, &'a TaskEventKind)>) -> Task {
+    let body = body_from_log(&head, log);
+    Task {
+        status_message: body.status_message,
+        result: body.result,
+        artifacts: body.artifacts,
+        history: body.history,
+        ..head
+    }
+}
+
+/// The task as created, with the log's entries after the first applied as the store applied them.
+fn body_from_log<'a>(task: &Task, log: impl IntoIterator<Item = (u64, &'a TaskEventKind)>) -> Task {
+    let mut created = as_created(task);
+    for (sequence, kind) in log {
+        if sequence > 1 {
+            let at = created.updated_at;
+            apply_event(&mut created, kind, at);
+        }
+    }
+    created
+}
+
+/// The task as the runtime creates it (submitted, with its id, skill, context, creation time and
+/// metadata), for a task whose log may rebuild the rest.
+pub(crate) fn as_created(task: &Task) -> Task {
+    let mut created = Task::submitted(task.id.clone(), task.skill.clone(), task.context_id.clone(), task.created_at);
+    created.metadata.clone_from(&task.metadata);
+    created
+}
+
 fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: &Artifact, append: bool) {
     match artifacts.iter_mut().find(|existing| existing.artifact_id == artifact.artifact_id) {
         Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
