@@ -430,3 +430,47 @@ async fn the_schemas_reject_what_the_server_rejects() {
     assert!(validator(&document, schema).is_valid(&json!({"input": {"person": {"name": "A"}}})));
     assert!(!validator(&document, schema).is_valid(&json!({"input": {"person": {}}})));
 }
+
+/// The specification's JSON Schema bundle (the one the card is validated against).
+const A2A_SCHEMA: &str = include_str!("../../accord-cli/tests/data/a2a-v1.0.0.schema.json");
+
+/// The members a schema of the document allows: its properties, or its `oneOf` branches' together.
+fn members(document: &Value, schema: &Value) -> BTreeSet<String> {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return members(document, &document["components"]["schemas"][name]);
+    }
+    let mut members: BTreeSet<String> =
+        schema["properties"].as_object().map(|properties| properties.keys().cloned().collect()).unwrap_or_default();
+    for branch in schema["oneOf"].as_array().into_iter().flatten() {
+        members.extend(self::members(document, branch));
+    }
+    members
+}
+
+#[tokio::test]
+async fn the_a2a_schemas_have_the_specifications_members() {
+    let agent = agent();
+    let server = TestServer::start(Faces::new(&agent, with_tasks(&agent, ServerConfig::default())).router()).await;
+    let document = document(&server).await;
+    let specification: Value = serde_json::from_str(A2A_SCHEMA).expect("the specification's schema");
+    let definitions = specification["$defs"].as_object().or_else(|| specification["definitions"].as_object());
+    let mut compared = Vec::new();
+    for (title, definition) in definitions.expect("definitions") {
+        let name = title.replace(' ', "");
+        // The card served is Accord's, the union of the three dialects' cards (docs/behaviour.md).
+        if name.starts_with("Agent") || document["components"]["schemas"].get(&name).is_none() {
+            continue;
+        }
+        let ours = members(&document, &document["components"]["schemas"][&name]);
+        let theirs: BTreeSet<String> = definition["properties"]
+            .as_object()
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(ours, theirs, "{name}: the members differ from the specification's");
+        compared.push(name);
+    }
+    for name in ["Task", "Message", "Part", "Artifact", "StreamResponse", "SendMessageRequest", "ListTasksResponse"] {
+        assert!(compared.iter().any(|compared| compared == name), "{name} was not compared: {compared:?}");
+    }
+}

@@ -1,8 +1,8 @@
 //! `GET /openapi.json`: an OpenAPI 3.1 document generated from the faces' route tables
-//! ([`Routes`]) and the wire types' JSON Schemas (`schemars`, the schema system the engine already
+//! (`Routes`) and the wire types' JSON Schemas (`schemars`, the schema system the engine already
 //! validates skill input with), never written by hand.
 //!
-//! Every face mounts its routes through a [`Routes`] table, which takes each route together with
+//! Every face mounts its routes through a `Routes` table, which takes each route together with
 //! the operations describing it; the document is the union of the tables of the faces the
 //! configuration serves, so it lists exactly what is served. A skill's own input and output
 //! schemas become the bodies of its `/entrypoints/{key}/…` paths. The module owns the document
@@ -65,9 +65,66 @@ pub(crate) fn document(agent: &Agent, config: &ServerConfig, operations: &[Opera
         document.insert("security".into(), Value::Array(requirements));
         components.insert("securitySchemes".into(), Value::Object(schemes));
     }
-    document.insert("paths".into(), Value::Object(paths));
-    document.insert("components".into(), Value::Object(components));
+    let mut paths = Value::Object(paths);
+    let mut components = Value::Object(components);
+    for schemas in [&mut paths, &mut components] {
+        without_boolean_schemas(schemas, false);
+    }
+    document.insert("paths".into(), paths);
+    document.insert("components".into(), components);
     Value::Object(document)
+}
+
+/// The keywords whose value is one schema, and those whose value is a list or map of schemas.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "items",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "additionalItems",
+    "unevaluatedItems",
+    "schema",
+    "x-event-data",
+];
+const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+const SCHEMA_MAPS: &[&str] = &["properties", "patternProperties", "$defs", "schemas", "dependentSchemas"];
+
+/// Boolean schemas (`true` for "any JSON value", which schemars writes for `serde_json::Value`)
+/// written as `{}` and `{"not": {}}`: the same in JSON Schema 2020-12, and common client
+/// generators read only object schemas. `additionalProperties: false` stays, as every reader
+/// knows it. `schema` is a schema when `in_schema`, else any part of the document.
+fn without_boolean_schemas(value: &mut Value, in_schema: bool) {
+    match value {
+        Value::Bool(true) if in_schema => *value = json!({}),
+        Value::Bool(false) if in_schema => *value = json!({"not": {}}),
+        Value::Object(object) => {
+            for (key, member) in object.iter_mut() {
+                let key = key.as_str();
+                if SCHEMA_KEYWORDS.contains(&key) {
+                    without_boolean_schemas(member, true);
+                } else if SCHEMA_LISTS.contains(&key) {
+                    if let Value::Array(items) = member {
+                        items.iter_mut().for_each(|item| without_boolean_schemas(item, true));
+                    }
+                } else if SCHEMA_MAPS.contains(&key) {
+                    if let Value::Object(entries) = member {
+                        entries.values_mut().for_each(|entry| without_boolean_schemas(entry, true));
+                    }
+                } else if key == "additionalProperties" {
+                    if member.is_object() {
+                        without_boolean_schemas(member, true);
+                    }
+                } else if !matches!(key, "enum" | "const" | "default" | "examples") {
+                    without_boolean_schemas(member, false);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| without_boolean_schemas(item, false)),
+        _ => {}
+    }
 }
 
 /// The configured authentication schemes as OpenAPI Security Scheme Objects, under the names the
@@ -111,15 +168,21 @@ fn security_schemes(config: &ServerConfig) -> Map<String, Value> {
 
 /// Adds a skill's JSON Schema to the components as `name`, its `$defs` beside it as
 /// `name.Def`, with the references rewritten: a `#/$defs/…` reference inside an OpenAPI document
-/// would resolve against the document, not the schema.
+/// would resolve against the document, not the schema. Titles go: they name the Rust type (an
+/// input and an output of one type share it), and generators name classes after titles; the
+/// component name is unique.
 fn hoist(name: &str, mut schema: Value, schemas: &mut Map<String, Value>) {
     let prefix = format!("#/components/schemas/{name}.");
     if let Value::Object(object) = &mut schema {
         object.remove("$schema");
         object.remove("$id");
+        object.remove("title");
         if let Some(Value::Object(defs)) = object.remove("$defs").or_else(|| object.remove("definitions")) {
             for (def, mut def_schema) in defs {
                 rewrite_refs(&mut def_schema, &prefix);
+                if let Value::Object(def_object) = &mut def_schema {
+                    def_object.remove("title");
+                }
                 schemas.insert(format!("{name}.{def}"), def_schema);
             }
         }

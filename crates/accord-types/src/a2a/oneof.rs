@@ -75,7 +75,8 @@ macro_rules! proto_oneof {
                     $(
                         ::serde_json::json!({
                             "type": "object",
-                            "title": $json,
+                            // A title of its own per branch: generators name a class after it.
+                            "title": concat!(stringify!($name), "_", $json),
                             "properties": { $json: generator.subschema_for::<$ty>() },
                             "required": [$json],
                         }),

@@ -50,22 +50,30 @@ impl JsonSchema for Part {
         let metadata = generator.subschema_for::<Map<String, Value>>();
         let string = generator.subschema_for::<String>();
         // One branch per content member, each with the members every kind may carry: exactly one
-        // branch matches a part with exactly one content member, as the serde impl requires.
+        // branch matches a part with exactly one content member, as the serde impl requires. The
+        // branches are named definitions (`PartText`, …), so generators make one class of each.
+        let definitions =
+            generator.settings().definitions_path.trim_start_matches('#').trim_end_matches('/').to_owned();
         let branches: Vec<Value> = [
-            ("text", string.clone(), "Text content."),
-            ("raw", json_schema!({"type": "string", "contentEncoding": "base64"}), "File bytes, base64."),
-            ("url", json_schema!({"type": "string", "format": "uri-reference"}), "Where the file's content lives."),
-            ("data", json_schema!({}), "Any JSON value."),
+            ("text", "PartText", string.clone(), "Text content."),
+            ("raw", "PartRaw", json_schema!({"type": "string", "contentEncoding": "base64"}), "File bytes, base64."),
+            (
+                "url",
+                "PartUrl",
+                json_schema!({"type": "string", "format": "uri-reference"}),
+                "Where the file's content lives.",
+            ),
+            ("data", "PartData", json_schema!({}), "Any JSON value."),
         ]
         .into_iter()
-        .map(|(member, schema, description)| {
+        .map(|(member, name, schema, description)| {
             let mut content = schema.to_value();
             if let Some(object) = content.as_object_mut() {
                 object.insert("description".into(), description.into());
             }
-            serde_json::json!({
+            let branch = serde_json::json!({
                 "type": "object",
-                "title": member,
+                "description": format!("A part with `{member}` content."),
                 "properties": {
                     member: content,
                     "metadata": metadata,
@@ -73,7 +81,9 @@ impl JsonSchema for Part {
                     "mediaType": string,
                 },
                 "required": [member],
-            })
+            });
+            generator.definitions_mut().insert(name.into(), branch);
+            serde_json::json!({ "$ref": format!("#{definitions}/{name}") })
         })
         .collect();
         json_schema!({
