@@ -41,6 +41,7 @@ pub mod fuzzing;
 pub mod jsonrpc_tasks;
 mod limits;
 mod lucid;
+pub mod openapi;
 mod payments;
 pub mod push;
 pub mod serve;
@@ -99,6 +100,9 @@ pub struct ServerConfig {
     /// A per-caller rate limit on every face (not the card routes): requests over it are
     /// refused with 429 and `Retry-After` in the face's shape. `None` (the default): no limit.
     pub rate_limit: Option<RateLimitConfig>,
+    /// Whether `GET /openapi.json` is served (default `true`): an OpenAPI 3.1 document of the
+    /// routes the other settings serve, generated from the faces' route tables.
+    pub openapi: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -181,6 +185,7 @@ impl Default for ServerConfig {
             push: Some(push::PushSettings::default()),
             auth: auth::AuthConfig::default(),
             rate_limit: None,
+            openapi: true,
         }
     }
 }
@@ -205,6 +210,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::rate_limit`].
     pub fn rate_limit(mut self, rate_limit: Option<RateLimitConfig>) -> Self {
         self.rate_limit = rate_limit;
+        self
+    }
+
+    /// Serves `/openapi.json` or leaves it out ([`ServerConfig::openapi`]).
+    pub fn openapi(mut self, enabled: bool) -> Self {
+        self.openapi = enabled;
         self
     }
 
@@ -316,6 +327,7 @@ pub fn router(agent: &Agent) -> Router {
 /// | POST | `/tasks/{id}/cancel` | cancel a task |
 /// | GET | `/tasks/{id}/subscribe` | a task's updates as server-sent events |
 /// | POST | `/a2a/tasks` | the JSON-RPC tasks face (with the task routes, unless turned off) |
+/// | GET | `/openapi.json` | the OpenAPI 3.1 document of these routes (unless turned off) |
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
@@ -395,41 +407,59 @@ impl Faces {
     /// The discovery routes: the card (`/.well-known/agent-card.json`, the legacy
     /// `/.well-known/agent.json`, the signed card when configured) and `/health`.
     pub fn cards(&self) -> Router {
+        self.cards_routes().into_router()
+    }
+
+    fn cards_routes(&self) -> openapi::Routes {
+        use openapi::describe;
         let state = &self.state;
         let signed = state.config.signed_card.clone();
-        let router = Router::new().route(card::CARD_PATH, get(card::card));
-        let router = match &signed {
-            Some(signed) if signed.serves_at_legacy_path() => router,
-            _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
+        let card = || get(card::card).with_state(Arc::clone(state));
+        let routes =
+            openapi::Routes::new().route(card::CARD_PATH, card(), describe::card("getAgentCard", "The agent card"));
+        let routes = match &signed {
+            Some(signed) if signed.serves_at_legacy_path() => routes,
+            _ => routes.route(
+                card::LEGACY_CARD_PATH,
+                card(),
+                describe::card("getAgentCardLegacy", "The agent card at its legacy path"),
+            ),
         };
-        let router = router.route("/health", get(lucid::health));
+        let routes = routes.route("/health", get(lucid::health).with_state(Arc::clone(state)), describe::health());
         match signed {
-            Some(signed) => router.with_state(Arc::clone(state)).merge(signed_card::routes(Arc::clone(state), signed)),
-            None => router.with_state(Arc::clone(state)),
+            Some(signed) => routes.merge(signed_card::routes(Arc::clone(state), signed)),
+            None => routes,
         }
     }
 
     /// The Lucid HTTP profile: `/entrypoints…` and, with a task runtime, `/tasks…`. Empty when
     /// [`ServerConfig::lucid`] is off.
     pub fn lucid(&self) -> Router {
+        self.lucid_routes().into_router()
+    }
+
+    fn lucid_routes(&self) -> openapi::Routes {
+        use openapi::describe;
         let state = &self.state;
         if !state.config.lucid {
-            return Router::new();
+            return openapi::Routes::new();
         }
-        let router = Router::new()
-            .route("/entrypoints", get(lucid::entrypoints))
-            .route("/entrypoints/{key}/invoke", post(lucid::invoke::invoke))
-            .route("/entrypoints/{key}/stream", post(lucid::stream::stream));
-        let router = if state.tasks.is_some() {
-            router
-                .route("/tasks", post(lucid::tasks::create).get(lucid::tasks::list))
-                .route("/tasks/{id}", get(lucid::tasks::get_task))
-                .route("/tasks/{id}/cancel", post(lucid::tasks::cancel))
-                .route("/tasks/{id}/subscribe", get(lucid::tasks::subscribe))
+        let with = |handler: axum::routing::MethodRouter<Arc<AppState>>| handler.with_state(Arc::clone(state));
+        let agent = &state.agent;
+        let routes = openapi::Routes::new()
+            .route("/entrypoints", with(get(lucid::entrypoints)), describe::entrypoints())
+            .route("/entrypoints/{key}/invoke", with(post(lucid::invoke::invoke)), describe::invoke(agent))
+            .route("/entrypoints/{key}/stream", with(post(lucid::stream::stream)), describe::stream(agent));
+        let routes = if state.tasks.is_some() {
+            routes
+                .route("/tasks", with(post(lucid::tasks::create).get(lucid::tasks::list)), describe::lucid_tasks(agent))
+                .route("/tasks/{id}", with(get(lucid::tasks::get_task)), describe::lucid_task_get())
+                .route("/tasks/{id}/cancel", with(post(lucid::tasks::cancel)), describe::lucid_task_cancel())
+                .route("/tasks/{id}/subscribe", with(get(lucid::tasks::subscribe)), describe::lucid_task_subscribe())
         } else {
-            router
+            routes
         };
-        self.authenticated(router.with_state(Arc::clone(state)), auth::Face::Lucid)
+        routes.map_router(|router| self.authenticated(router, auth::Face::Lucid))
     }
 
     /// `router` behind the configured [`auth::AuthLayer`] (when a scheme is configured) and the
@@ -455,26 +485,36 @@ impl Faces {
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
     /// with the face turned off.
     pub fn jsonrpc_tasks(&self) -> Router {
+        self.jsonrpc_tasks_routes().into_router()
+    }
+
+    fn jsonrpc_tasks_routes(&self) -> openapi::Routes {
         let config = &self.state.config;
         match (&self.state.tasks, config.served_jsonrpc_tasks()) {
-            (Some(service), Some(jsonrpc)) => self.authenticated(
-                Router::new().nest(
-                    &jsonrpc.path,
+            (Some(service), Some(jsonrpc)) => openapi::Routes::new()
+                .endpoint(
                     jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
                         .scopes(jsonrpc.scopes.clone())
                         .max_bytes(config.body_limit)
                         .router(),
-                ),
-                auth::Face::JsonRpcTasks,
-            ),
-            _ => Router::new(),
+                    openapi::describe::jsonrpc_tasks(),
+                )
+                .nest(&jsonrpc.path)
+                .map_router(|router| self.authenticated(router, auth::Face::JsonRpcTasks)),
+            _ => openapi::Routes::new(),
         }
     }
 
     /// The official A2A JSON-RPC binding at [`A2aConfig::jsonrpc_path`] (with and without a
     /// trailing `/`). Empty without a task runtime or with the A2A faces turned off.
     pub fn a2a_jsonrpc(&self) -> Router {
-        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else { return Router::new() };
+        self.a2a_jsonrpc_routes().into_router()
+    }
+
+    fn a2a_jsonrpc_routes(&self) -> openapi::Routes {
+        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
+            return openapi::Routes::new();
+        };
         let state = Arc::new(a2a::jsonrpc::JsonRpcState {
             core: core.clone(),
             body_limit: self.state.config.body_limit,
@@ -486,16 +526,22 @@ impl Faces {
         let path = a2a_config.jsonrpc_path.clone();
         // Served with and without a trailing slash: some clients join `/` onto the interface URL.
         let slashed = format!("{}/", path.trim_end_matches('/'));
-        self.authenticated(
-            Router::new().route(&path, endpoint.clone()).route(&slashed, endpoint),
-            auth::Face::A2aJsonRpc,
-        )
+        openapi::Routes::new()
+            .route(&path, endpoint.clone(), openapi::describe::a2a_jsonrpc(false))
+            .route(&slashed, endpoint, openapi::describe::a2a_jsonrpc(true))
+            .map_router(|router| self.authenticated(router, auth::Face::A2aJsonRpc))
     }
 
     /// The official A2A HTTP+JSON binding under [`A2aConfig::rest_path`]. Empty without a task
     /// runtime or with the A2A faces turned off.
     pub fn a2a_rest(&self) -> Router {
-        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else { return Router::new() };
+        self.a2a_rest_routes().into_router()
+    }
+
+    fn a2a_rest_routes(&self) -> openapi::Routes {
+        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
+            return openapi::Routes::new();
+        };
         let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
             core: core.clone(),
             body_limit: self.state.config.body_limit,
@@ -503,15 +549,36 @@ impl Faces {
             card: Arc::clone(&self.state.card),
             path: a2a_config.rest_path.clone(),
         }));
-        self.authenticated(
-            Router::new().nest(&a2a_config.rest_path, rest),
-            auth::Face::A2aRest(a2a_config.error_mapping),
-        )
+        rest.nest(&a2a_config.rest_path)
+            .map_router(|router| self.authenticated(router, auth::Face::A2aRest(a2a_config.error_mapping)))
+    }
+
+    /// `GET /openapi.json`: the OpenAPI 3.1 document of the routes [`Faces::router`] serves
+    /// (see [`openapi`]). Empty when [`ServerConfig::openapi`] is off.
+    pub fn openapi(&self) -> Router {
+        if !self.state.config.openapi {
+            return Router::new();
+        }
+        let served = [
+            self.cards_routes(),
+            self.lucid_routes(),
+            self.jsonrpc_tasks_routes(),
+            self.a2a_jsonrpc_routes(),
+            self.a2a_rest_routes(),
+        ];
+        let operations: Vec<openapi::Operation> =
+            served.iter().flat_map(|routes| routes.operations().iter().cloned()).collect();
+        openapi::routes(&self.state.agent, &self.state.config, &operations).into_router()
     }
 
     /// Every face, merged: what [`router_with`] serves.
     pub fn router(&self) -> Router {
-        self.cards().merge(self.lucid()).merge(self.jsonrpc_tasks()).merge(self.a2a_jsonrpc()).merge(self.a2a_rest())
+        self.cards()
+            .merge(self.lucid())
+            .merge(self.jsonrpc_tasks())
+            .merge(self.a2a_jsonrpc())
+            .merge(self.a2a_rest())
+            .merge(self.openapi())
     }
 }
 

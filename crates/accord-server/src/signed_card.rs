@@ -27,7 +27,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use accord_card::{
     Card, CardError, CardOptions, PrivateKey, SignOptions, SigningInput, card_from_agent_card, create_card, sign_card,
 };
-use axum::Router;
 use axum::extract::OriginalUri;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -182,7 +181,7 @@ impl SignedCardConfig {
 }
 
 /// The envelope routes: [`SIGNED_CARD_PATH`], and the legacy card path when opted in.
-pub(crate) fn routes(app: Arc<AppState>, config: SignedCardConfig) -> Router {
+pub(crate) fn routes(app: Arc<AppState>, config: SignedCardConfig) -> crate::openapi::Routes {
     let legacy = config.serve_at_legacy_path;
     let state = Arc::new(SignedCardState {
         app,
@@ -190,9 +189,14 @@ pub(crate) fn routes(app: Arc<AppState>, config: SignedCardConfig) -> Router {
         cache: Mutex::new(HashMap::new()),
         signing: Arc::new(tokio::sync::Mutex::new(())),
     });
-    let router = Router::new().route(SIGNED_CARD_PATH, any(signed_card));
-    let router = if legacy { router.route(LEGACY_CARD_PATH, any(signed_card)) } else { router };
-    router.with_state(state)
+    use crate::openapi::{Routes, describe};
+    let handler = any(signed_card).with_state(state);
+    let routes = Routes::new().route(SIGNED_CARD_PATH, handler.clone(), describe::signed_card("getSignedAgentCard"));
+    if legacy {
+        routes.route(LEGACY_CARD_PATH, handler, describe::signed_card("getSignedAgentCardLegacy"))
+    } else {
+        routes
+    }
 }
 
 struct SignedCardState {

@@ -28,7 +28,7 @@ pub const SKILL_EXTENSION: &str = "urn:accord:ext:skills:v1";
 pub const LUCID_BINDING: &str = "urn:accord:binding:lucid-http";
 
 /// An agent card.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
     /// The protocol version of the card: a v0.3 member, written only when a v0.3 interface is
@@ -133,7 +133,7 @@ impl AgentCard {
 }
 
 /// One interface of an agent: a URL and the protocol binding spoken there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
     /// Where the interface is served.
@@ -149,7 +149,7 @@ pub struct AgentInterface {
 }
 
 /// Optional capabilities of an agent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCapabilities {
     /// Whether any skill can stream.
@@ -170,7 +170,7 @@ pub struct AgentCapabilities {
 }
 
 /// A skill as listed on the card.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSkill {
     /// The skill's key.
@@ -197,7 +197,7 @@ pub struct AgentSkill {
 }
 
 /// The Lucid profile's descriptor of one entrypoint (`card.entrypoints[key]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntrypointDescriptor {
     /// What the entrypoint does.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -47,7 +47,7 @@ pub fn is_valid_id(id: &Value) -> bool {
 }
 
 /// A JSON-RPC 2.0 request (a notification when `id` is `None`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Request {
     /// Always `"2.0"` once read by [`Request::parse`].
     pub jsonrpc: String,
@@ -234,7 +234,7 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// A JSON-RPC error object: `{code, message, data?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorObject {
     /// The error code.
     pub code: i64,
@@ -292,7 +292,7 @@ impl fmt::Display for ErrorObject {
 impl std::error::Error for ErrorObject {}
 
 /// The outcome of a call: exactly one of `result` and `error`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome<T> {
     /// `result`: what the method returned.
@@ -312,7 +312,7 @@ impl<T, E: Into<ErrorObject>> From<Result<T, E>> for Outcome<T> {
 
 /// A JSON-RPC 2.0 response, `{"jsonrpc":"2.0","id":…,"result":…}` or `{…,"error":{…}}`. `T` is the
 /// result type ([`serde_json::Value`] by default).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Response<T = Value> {
     /// Always `"2.0"` once read by [`Response::parse`].
     pub jsonrpc: String,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The body of every Lucid error response: `{"error": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "LucidError")]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
@@ -24,7 +25,8 @@ impl ErrorBody {
 }
 
 /// The inside of an [`ErrorBody`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "LucidErrorDetail")]
 pub struct ErrorDetail {
     /// A stable, machine-readable code such as `invalid_input`.
     pub code: String,
@@ -40,7 +42,7 @@ pub struct ErrorDetail {
 }
 
 /// `GET /health`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthResponse {
     /// Always `true` when the agent answers.
     pub ok: bool,
@@ -49,14 +51,14 @@ pub struct HealthResponse {
 }
 
 /// `GET /entrypoints`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntrypointsResponse {
     /// One item per skill.
     pub items: Vec<EntrypointItem>,
 }
 
 /// One item of [`EntrypointsResponse`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntrypointItem {
     /// The skill key.
     pub key: String,
@@ -68,7 +70,7 @@ pub struct EntrypointItem {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// The handler returned an output.
@@ -80,7 +82,7 @@ pub enum RunStatus {
 }
 
 /// `POST /entrypoints/:key/invoke` → 200.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InvokeResponse {
     /// The run's id (a UUID when Accord served it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,7 +101,7 @@ pub struct InvokeResponse {
 }
 
 /// One SSE event of `POST /entrypoints/:key/stream`: a payload plus the run envelope.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamEnvelope {
     /// The event itself, tagged by `kind`.
     #[serde(flatten)]
@@ -115,7 +117,7 @@ pub struct StreamEnvelope {
 }
 
 /// The payload kinds of a Lucid stream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum StreamPayload {
     /// The first event of every run.
@@ -226,7 +228,7 @@ impl StreamPayload {
 }
 
 /// The error of a failed `run-end`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunEndError {
     /// A stable code.
     pub code: String,

@@ -4,8 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The four task statuses of the Lucid profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "LucidTaskStatus")]
 pub enum TaskStatus {
     /// Not finished.
     Running,
@@ -43,7 +44,7 @@ impl TaskStatus {
 }
 
 /// A completed task's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskResultView {
     /// The output.
     pub output: Value,
@@ -56,7 +57,7 @@ pub struct TaskResultView {
 }
 
 /// A failed task's error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskErrorView {
     /// A stable code.
     pub code: String,
@@ -68,7 +69,7 @@ pub struct TaskErrorView {
 }
 
 /// A task as the Lucid routes show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {
     /// The id.
@@ -91,7 +92,7 @@ pub struct TaskView {
 }
 
 /// `POST /tasks` → 200: the task capability.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskCapability {
     /// The id.
@@ -103,7 +104,7 @@ pub struct TaskCapability {
 }
 
 /// `GET /tasks` → 200.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskList {
     /// This page of the owner's tasks, newest first.
@@ -117,7 +118,7 @@ pub struct TaskList {
 }
 
 /// The data of a task subscription event (`statusUpdate`, `resultUpdate`, `error`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskUpdate {
     /// The task.
@@ -131,4 +132,52 @@ pub struct TaskUpdate {
     /// The error, on `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskErrorView>,
+}
+
+/// `POST /tasks`: the body the Lucid task face reads (a message for one skill).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTaskRequest {
+    /// The skill to run.
+    pub skill_id: String,
+    /// The message whose content becomes the skill's input.
+    pub message: TaskMessage,
+    /// The context the task joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// Metadata kept with the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
+}
+
+/// The message of a [`CreateTaskRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskMessage {
+    /// `user`, `assistant` or `system`.
+    pub role: TaskMessageRole,
+    /// The input: `text` (read as JSON when it is JSON, else as a string), or the first of `parts`.
+    pub content: TaskMessageContent,
+}
+
+/// Who speaks in a [`TaskMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskMessageRole {
+    /// The caller.
+    User,
+    /// An assistant.
+    Assistant,
+    /// The system.
+    System,
+}
+
+/// The content of a [`TaskMessage`]: `text` or `parts` (at least one of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskMessageContent {
+    /// The input as text: JSON text is read as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Parts: the first is the input (its `text` when it has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Vec<Value>>,
 }

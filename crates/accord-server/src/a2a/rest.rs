@@ -13,19 +13,19 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use accord_types::a2a::{self, A2aError, A2aErrorKind, ErrorMapping, Validate};
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::A2aCore;
 use crate::auth::{Principal, caller_of};
+use crate::openapi::{Routes, describe};
 
 /// What the routes need.
 #[derive(Debug, Clone)]
@@ -44,20 +44,37 @@ type Shared = State<Arc<RestState>>;
 /// The path parameters of a route (`tenant`, `task`), none for the unprefixed routes.
 type Params = Option<Path<HashMap<String, String>>>;
 
-/// The binding's routes, plain and under `/{tenant}`.
-pub(crate) fn routes(state: Arc<RestState>) -> Router {
-    let operations = Router::new()
-        .route("/message:send", post(send))
-        .route("/message:stream", post(stream))
-        .route("/tasks", get(list))
-        .route("/tasks/{task}", any(task_route))
-        .route("/tasks/{task}/pushNotificationConfigs", post(create_push).get(list_push))
-        .route("/tasks/{task}/pushNotificationConfigs/{config}", get(get_push).delete(delete_push))
-        .route("/extendedAgentCard", get(extended_card))
-        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
-        // Outermost: the version is this binding's first check.
-        .route_layer(axum::middleware::from_fn_with_state(state.mapping, super::version::refuse));
-    Router::new().merge(operations.clone()).nest("/{tenant}", operations).with_state(state)
+/// The binding's routes, plain and under `/{tenant}`, with their operations.
+pub(crate) fn routes(state: Arc<RestState>) -> Routes {
+    let with = |handler: MethodRouter<Arc<RestState>>| handler.with_state(Arc::clone(&state));
+    let operations = Routes::new()
+        .route("/message:send", with(post(send)), describe::rest_send())
+        .route("/message:stream", with(post(stream)), describe::rest_stream())
+        .route("/tasks", with(get(list)), describe::rest_list())
+        .route("/tasks/{task}", with(any(task_route)), describe::rest_task())
+        .route(
+            "/tasks/{task}/pushNotificationConfigs",
+            with(post(create_push).get(list_push)),
+            describe::rest_push_configs(),
+        )
+        .route(
+            "/tasks/{task}/pushNotificationConfigs/{config}",
+            with(get(get_push).delete(delete_push)),
+            describe::rest_push_config(),
+        )
+        .route("/extendedAgentCard", with(get(extended_card)), describe::rest_extended_card())
+        .map_router(|router| {
+            router
+                .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
+                // Outermost: the version is this binding's first check.
+                .route_layer(axum::middleware::from_fn_with_state(state.mapping, super::version::refuse))
+        });
+    let tenanted = operations
+        .clone()
+        .nest("/{tenant}")
+        .with_path_param("tenant", "The tenant the caller acts within")
+        .rename_operations(|id| format!("{id}ForTenant"));
+    operations.merge(tenanted)
 }
 
 /// `A2A-Extensions` for every operation (after the version layer): a required extension not

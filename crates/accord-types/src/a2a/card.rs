@@ -30,7 +30,7 @@ pub const PROTOCOL_BINDING_HTTP_JSON: &str = "HTTP+JSON";
 pub const PROTOCOL_BINDING_GRPC: &str = "GRPC";
 
 /// An agent's self-description (proto `AgentCard`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
     /// A human-readable name. Required.
@@ -121,7 +121,7 @@ impl Validate for AgentCard {
 }
 
 /// One way to reach the agent (proto `AgentInterface`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
     /// Where the interface is served (`host:port` for gRPC). Required.
@@ -162,7 +162,7 @@ impl Validate for AgentInterface {
 }
 
 /// Who provides the agent (proto `AgentProvider`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentProvider {
     /// The provider's website. Required.
     pub url: String,
@@ -179,7 +179,7 @@ impl Validate for AgentProvider {
 
 /// Optional capabilities of the agent (proto `AgentCapabilities`). The three flags are proto
 /// `optional`: set-to-false and absent stay distinct, which matters for card signatures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCapabilities {
     /// Whether `SendStreamingMessage` and `SubscribeToTask` are served.
@@ -200,7 +200,7 @@ pub struct AgentCapabilities {
 }
 
 /// A protocol extension the agent supports (proto `AgentExtension`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentExtension {
     /// The URI identifying the extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +217,7 @@ pub struct AgentExtension {
 }
 
 /// A skill of the agent (proto `AgentSkill`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSkill {
     /// Unique id. Required.
@@ -270,7 +270,7 @@ impl Validate for AgentSkill {
 }
 
 /// A JWS (RFC 7515, detached payload) over the card (proto `AgentCardSignature`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentCardSignature {
     /// The base64url-encoded protected header. Required.
     pub protected: String,
@@ -289,7 +289,7 @@ impl Validate for AgentCardSignature {
 }
 
 /// A list of strings (proto `StringList`): `{"list": […]}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StringList {
     /// The strings.
     #[serde(default, deserialize_with = "null_as_default")]
@@ -298,7 +298,7 @@ pub struct StringList {
 
 /// Schemes that together authorize a call, each with its required scopes (proto
 /// `SecurityRequirement`): `{"schemes": {"oauth": {"list": ["read"]}}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SecurityRequirement {
     /// Scheme name (a key of [`AgentCard::security_schemes`]) to required scopes.
     #[serde(default, deserialize_with = "null_as_default")]
@@ -341,7 +341,7 @@ impl Validate for SecurityScheme {
 }
 
 /// An API key scheme (proto `APIKeySecurityScheme`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiKeySecurityScheme {
     /// A description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -353,7 +353,7 @@ pub struct ApiKeySecurityScheme {
 }
 
 /// An HTTP authentication scheme (proto `HTTPAuthSecurityScheme`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpAuthSecurityScheme {
     /// A description.
@@ -367,7 +367,7 @@ pub struct HttpAuthSecurityScheme {
 }
 
 /// An OAuth 2.0 scheme (proto `OAuth2SecurityScheme`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OAuth2SecurityScheme {
     /// A description.
@@ -381,7 +381,7 @@ pub struct OAuth2SecurityScheme {
 }
 
 /// An OpenID Connect scheme (proto `OpenIdConnectSecurityScheme`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenIdConnectSecurityScheme {
     /// A description.
@@ -393,7 +393,7 @@ pub struct OpenIdConnectSecurityScheme {
 }
 
 /// A mutual TLS scheme (proto `MutualTlsSecurityScheme`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MutualTlsSecurityScheme {
     /// A description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -438,7 +438,7 @@ impl Validate for OAuthFlows {
 ///
 /// `scopes` is required by the proto but may be empty, and ProtoJSON writers leave an empty map
 /// out, so it reads as empty when absent; it is always written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthorizationCodeOAuthFlow {
     /// The authorization URL. Required.
@@ -460,7 +460,7 @@ pub struct AuthorizationCodeOAuthFlow {
 
 /// The client credentials flow (proto `ClientCredentialsOAuthFlow`); `scopes` as in
 /// [`AuthorizationCodeOAuthFlow`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientCredentialsOAuthFlow {
     /// The token URL. Required.
@@ -475,7 +475,7 @@ pub struct ClientCredentialsOAuthFlow {
 }
 
 /// The implicit flow (proto `ImplicitOAuthFlow`); deprecated.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImplicitOAuthFlow {
     /// The authorization URL.
@@ -490,7 +490,7 @@ pub struct ImplicitOAuthFlow {
 }
 
 /// The resource owner password flow (proto `PasswordOAuthFlow`); deprecated.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PasswordOAuthFlow {
     /// The token URL.
@@ -506,7 +506,7 @@ pub struct PasswordOAuthFlow {
 
 /// The device code flow (proto `DeviceCodeOAuthFlow`); `scopes` as in
 /// [`AuthorizationCodeOAuthFlow`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceCodeOAuthFlow {
     /// The device authorization URL. Required.

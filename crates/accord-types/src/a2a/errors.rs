@@ -426,7 +426,7 @@ impl fmt::Display for A2aErrorKind {
 }
 
 /// A `google.rpc.ErrorInfo`: why an error happened, machine-readably.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorInfo {
     /// UPPER_SNAKE reason, e.g. `TASK_NOT_FOUND`.
     pub reason: String,
@@ -438,7 +438,7 @@ pub struct ErrorInfo {
 }
 
 /// A `google.rpc.BadRequest`: the fields that made a request invalid.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BadRequest {
     /// The invalid fields.
@@ -495,7 +495,7 @@ impl<'de> Deserialize<'de> for ErrorDetail {
 }
 
 /// A REST error body (§11.6, AIP-193): `{"error": {code, status, message, details}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RestErrorBody {
     /// The status.
     pub error: RpcStatus,
@@ -503,7 +503,7 @@ pub struct RestErrorBody {
 
 /// A `google.rpc.Status` as the REST binding writes it: `code` is the HTTP status and `status`
 /// the gRPC code's name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpcStatus {
     /// The HTTP status.
     pub code: u16,

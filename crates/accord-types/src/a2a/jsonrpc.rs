@@ -62,7 +62,7 @@ pub mod methods {
 
 /// A JSON-RPC 2.0 request: the shared [`Request`] (its fields and methods are reachable through
 /// it), read with A2A errors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct JsonRpcRequest(pub Request);
 

@@ -32,6 +32,7 @@ pub mod card;
 pub mod errors;
 pub mod jsonrpc;
 pub mod requests;
+mod schema;
 pub mod task;
 pub mod time;
 pub mod validate;

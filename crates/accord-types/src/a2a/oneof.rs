@@ -63,6 +63,29 @@ macro_rules! proto_oneof {
             }
         }
 
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            // One object branch per member, each requiring its member: a value with exactly one
+            // member matches exactly one branch, as deserialization requires.
+            fn json_schema(generator: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let branches = vec![
+                    $(
+                        ::serde_json::json!({
+                            "type": "object",
+                            // A title of its own per branch: generators name a class after it.
+                            "title": concat!(stringify!($name), "_", $json),
+                            "properties": { $json: generator.subschema_for::<$ty>() },
+                            "required": [$json],
+                        }),
+                    )+
+                ];
+                ::schemars::json_schema!({ "oneOf": branches })
+            }
+        }
+
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 #[derive(::serde::Deserialize)]

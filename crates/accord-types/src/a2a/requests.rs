@@ -10,11 +10,11 @@ use super::task::{Message, Task, TaskState};
 use super::validate::{self, FieldViolation, Validate};
 
 /// The proto `google.protobuf.Empty` (the result of `DeleteTaskPushNotificationConfig`): `{}`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Empty {}
 
 /// How a push notification authenticates to the webhook (proto `AuthenticationInfo`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
     /// The HTTP authentication scheme (`Bearer`, `Basic`, …; case-insensitive). Required.
@@ -26,7 +26,7 @@ pub struct AuthenticationInfo {
 
 /// A webhook for a task's updates (proto `TaskPushNotificationConfig`); the body and result of
 /// `CreateTaskPushNotificationConfig`, and `configuration.taskPushNotificationConfig` of a send.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     /// The tenant.
@@ -63,7 +63,7 @@ impl Validate for TaskPushNotificationConfig {
 }
 
 /// Options of a send (proto `SendMessageConfiguration`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     /// Media types the client accepts in response parts.
@@ -95,7 +95,7 @@ impl Validate for SendMessageConfiguration {
 }
 
 /// `SendMessage` / `SendStreamingMessage` parameters (proto `SendMessageRequest`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// The tenant.
@@ -121,7 +121,7 @@ impl Validate for SendMessageRequest {
 }
 
 /// `GetTask` parameters (proto `GetTaskRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
     /// The tenant.
@@ -148,7 +148,7 @@ pub const LIST_TASKS_PAGE_SIZE_RANGE: std::ops::RangeInclusive<i32> = 1..=100;
 pub const LIST_TASKS_DEFAULT_PAGE_SIZE: i32 = 50;
 
 /// `ListTasks` parameters (proto `ListTasksRequest`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
     /// The tenant.
@@ -194,7 +194,7 @@ impl Validate for ListTasksRequest {
 
 /// `ListTasks` result (proto `ListTasksResponse`). Every field is written, `nextPageToken`
 /// included (`""` on the last page, §3.1.4).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
     /// The tasks of this page (may be empty).
@@ -219,7 +219,7 @@ impl Validate for ListTasksResponse {
 }
 
 /// `CancelTask` parameters (proto `CancelTaskRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelTaskRequest {
     /// The tenant.
@@ -239,7 +239,7 @@ impl Validate for CancelTaskRequest {
 }
 
 /// `SubscribeToTask` parameters (proto `SubscribeToTaskRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeToTaskRequest {
     /// The tenant.
@@ -257,7 +257,7 @@ impl Validate for SubscribeToTaskRequest {
 
 /// `GetExtendedAgentCard` parameters (proto `GetExtendedAgentCardRequest`); absent `params` read
 /// as this with no tenant.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GetExtendedAgentCardRequest {
     /// The tenant.
@@ -270,7 +270,7 @@ impl Validate for GetExtendedAgentCardRequest {
 }
 
 /// `GetTaskPushNotificationConfig` parameters (proto `GetTaskPushNotificationConfigRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskPushNotificationConfigRequest {
     /// The tenant.
@@ -291,7 +291,7 @@ impl Validate for GetTaskPushNotificationConfigRequest {
 }
 
 /// `DeleteTaskPushNotificationConfig` parameters (proto `DeleteTaskPushNotificationConfigRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteTaskPushNotificationConfigRequest {
     /// The tenant.
@@ -312,7 +312,7 @@ impl Validate for DeleteTaskPushNotificationConfigRequest {
 }
 
 /// `ListTaskPushNotificationConfigs` parameters (proto `ListTaskPushNotificationConfigsRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsRequest {
     /// The tenant.
@@ -339,7 +339,7 @@ impl Validate for ListTaskPushNotificationConfigsRequest {
 /// `ListTaskPushNotificationConfigs` result (proto `ListTaskPushNotificationConfigsResponse`).
 /// Both fields are always written (`configs: []`, `nextPageToken: ""` at the end), as for
 /// [`ListTasksResponse`]; both read as empty when absent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
     /// The configs of this page.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::time;
 
 /// One invalid field, named by its JSON path from the validated value's root.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FieldViolation {
     /// The JSON path of the field, e.g. `message.parts` or `skills[2].tags`.
     pub field: String,
