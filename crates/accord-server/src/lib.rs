@@ -39,6 +39,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc_tasks;
+mod landing;
 mod limits;
 mod lucid;
 mod payments;
@@ -99,6 +100,10 @@ pub struct ServerConfig {
     /// A per-caller rate limit on every face (not the card routes): requests over it are
     /// refused with 429 and `Retry-After` in the face's shape. `None` (the default): no limit.
     pub rate_limit: Option<RateLimitConfig>,
+    /// Whether the landing page is served (default `true`): `/` (the agent's name, card and skills,
+    /// with try-it forms and a task panel), `/favicon.svg` and the page's assets under `/assets/`.
+    /// `false` leaves all three out.
+    pub landing: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -181,6 +186,7 @@ impl Default for ServerConfig {
             push: Some(push::PushSettings::default()),
             auth: auth::AuthConfig::default(),
             rate_limit: None,
+            landing: true,
         }
     }
 }
@@ -268,6 +274,12 @@ impl ServerConfig {
         self
     }
 
+    /// Serves the landing page or leaves it out ([`ServerConfig::landing`]).
+    pub fn landing(mut self, enabled: bool) -> Self {
+        self.landing = enabled;
+        self
+    }
+
     /// Sets [`ServerConfig::auth`].
     pub fn auth(mut self, config: auth::AuthConfig) -> Self {
         self.auth = config;
@@ -316,6 +328,7 @@ pub fn router(agent: &Agent) -> Router {
 /// | POST | `/tasks/{id}/cancel` | cancel a task |
 /// | GET | `/tasks/{id}/subscribe` | a task's updates as server-sent events |
 /// | POST | `/a2a/tasks` | the JSON-RPC tasks face (with the task routes, unless turned off) |
+/// | GET | `/`, `/favicon.svg`, `/assets/{name}` | the landing page and its assets (unless turned off) |
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
@@ -509,9 +522,21 @@ impl Faces {
         )
     }
 
+    /// The landing page for people with a browser: `/`, `/favicon.svg` and the page's assets
+    /// under `/assets/`. It reads the card the card routes serve, and its script calls the Lucid
+    /// routes (it says so when they are off). Empty when [`ServerConfig::landing`] is off.
+    pub fn landing(&self) -> Router {
+        if self.state.config.landing { landing::routes(Arc::clone(&self.state)) } else { Router::new() }
+    }
+
     /// Every face, merged: what [`router_with`] serves.
     pub fn router(&self) -> Router {
-        self.cards().merge(self.lucid()).merge(self.jsonrpc_tasks()).merge(self.a2a_jsonrpc()).merge(self.a2a_rest())
+        self.cards()
+            .merge(self.lucid())
+            .merge(self.jsonrpc_tasks())
+            .merge(self.a2a_jsonrpc())
+            .merge(self.a2a_rest())
+            .merge(self.landing())
     }
 }
 
