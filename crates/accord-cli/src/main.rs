@@ -100,6 +100,10 @@ enum Command {
         /// ids — the capabilities — of all the others: off by default, on for the conformance agent.
         #[arg(long, env = "ACCORD_ANONYMOUS_LIST")]
         anonymous_list: bool,
+        /// Serve no landing page: no `/` (the page that shows the card and lets a browser try the
+        /// skills), `/favicon.svg` or `/assets/…`.
+        #[arg(long, env = "ACCORD_NO_LANDING")]
+        no_landing: bool,
         #[command(flatten)]
         push: accord_cli::push_cmd::PushServeArgs,
         #[command(flatten)]
@@ -484,6 +488,7 @@ async fn main() -> ExitCode {
             signed_card,
             demo_prices,
             anonymous_list,
+            no_landing,
             push,
             connections,
             budgets,
@@ -495,8 +500,17 @@ async fn main() -> ExitCode {
                 None => ErrorMapping::V1_0_1,
             };
             let anonymous_list = anonymous_list || agent == AgentKind::Conformance;
-            let options =
-                ServeOptions { agent, mapping, auth, demo_prices, anonymous_list, push, connections, budgets };
+            let options = ServeOptions {
+                agent,
+                mapping,
+                auth,
+                demo_prices,
+                anonymous_list,
+                landing: !no_landing,
+                push,
+                connections,
+                budgets,
+            };
             let store = (store, options.budgets.store(store_options.options()));
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
         }
@@ -544,6 +558,7 @@ struct ServeOptions {
     auth: Box<serve_auth::AuthArgs>,
     demo_prices: bool,
     anonymous_list: bool,
+    landing: bool,
     push: accord_cli::push_cmd::PushServeArgs,
     connections: serve_limits::ConnectionArgs,
     budgets: Box<accord_cli::budgets::BudgetArgs>,
@@ -559,7 +574,8 @@ async fn serve(
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
     init_logging();
-    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, push, connections, budgets } = options;
+    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, landing, push, connections, budgets } =
+        options;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -594,7 +610,7 @@ async fn serve(
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
-    config = config.idempotency(budgets.idempotency());
+    config = config.idempotency(budgets.idempotency()).landing(landing);
     config.task_service = budgets.service(config.task_service);
     config.push = push.settings().map_err(usage)?;
     config.task_service.push_key = push.key(durability == Durability::Durable).map_err(usage)?;
@@ -613,6 +629,14 @@ async fn serve(
     let router = agent.router_with(config.auth(auth).rate_limit(workers.rate_limit()));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
+    // The printed URL ends with `/`, which a nested router does not match: it leads to the page.
+    let app = if landing && !base_path.is_empty() {
+        let page = base_path.clone();
+        let to_page = move || std::future::ready(axum::response::Redirect::permanent(&page));
+        app.route(&format!("{base_path}/"), axum::routing::get(to_page))
+    } else {
+        app
+    };
     let listener = tokio::net::TcpListener::bind((host, port))
         .await
         .map_err(|error| Failure { code: EXIT_FAILED, message: format!("cannot listen on {host}:{port}: {error}") })?;

@@ -437,7 +437,7 @@ pub(crate) fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
 }
 
 /// A strong entity tag: the first 128 bits of the body's SHA-256.
-fn entity_tag(body: &[u8]) -> String {
+pub(crate) fn entity_tag(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
     let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
     format!("\"{hex}\"")
@@ -454,7 +454,7 @@ fn not_modified_since(headers: &HeaderMap, last_modified: SystemTime) -> bool {
 }
 
 /// Whether `If-None-Match` matches (weak comparison, as RFC 9110 asks for this header).
-fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
     headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
         value.split(',').map(str::trim).any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
     })

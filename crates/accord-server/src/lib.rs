@@ -39,6 +39,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc_tasks;
+mod landing;
 mod limits;
 mod lucid;
 pub mod openapi;
@@ -103,6 +104,10 @@ pub struct ServerConfig {
     /// Whether `GET /openapi.json` is served (default `true`): an OpenAPI 3.1 document of the
     /// routes the other settings serve, generated from the faces' route tables.
     pub openapi: bool,
+    /// Whether the landing page is served (default `true`): `/` (the agent's name, card and skills,
+    /// with try-it forms and a task panel), `/favicon.svg` and the page's assets under `/assets/`.
+    /// `false` leaves all three out.
+    pub landing: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -186,6 +191,7 @@ impl Default for ServerConfig {
             auth: auth::AuthConfig::default(),
             rate_limit: None,
             openapi: true,
+            landing: true,
         }
     }
 }
@@ -279,6 +285,12 @@ impl ServerConfig {
         self
     }
 
+    /// Serves the landing page or leaves it out ([`ServerConfig::landing`]).
+    pub fn landing(mut self, enabled: bool) -> Self {
+        self.landing = enabled;
+        self
+    }
+
     /// Sets [`ServerConfig::auth`].
     pub fn auth(mut self, config: auth::AuthConfig) -> Self {
         self.auth = config;
@@ -328,6 +340,7 @@ pub fn router(agent: &Agent) -> Router {
 /// | GET | `/tasks/{id}/subscribe` | a task's updates as server-sent events |
 /// | POST | `/a2a/tasks` | the JSON-RPC tasks face (with the task routes, unless turned off) |
 /// | GET | `/openapi.json` | the OpenAPI 3.1 document of these routes (unless turned off) |
+/// | GET | `/`, `/favicon.svg`, `/assets/{name}` | the landing page and its assets (unless turned off) |
 ///
 /// The router sets no fallback, so it can be merged with routers that do.
 pub fn router_with(agent: &Agent, config: ServerConfig) -> Router {
@@ -565,10 +578,22 @@ impl Faces {
             self.jsonrpc_tasks_routes(),
             self.a2a_jsonrpc_routes(),
             self.a2a_rest_routes(),
+            self.landing_routes(),
         ];
         let operations: Vec<openapi::Operation> =
             served.iter().flat_map(|routes| routes.operations().iter().cloned()).collect();
         openapi::routes(&self.state.agent, &self.state.config, &operations).into_router()
+    }
+
+    /// The landing page for people with a browser: `/`, `/favicon.svg` and the page's assets
+    /// under `/assets/`. It reads the card the card routes serve, and its script calls the Lucid
+    /// routes (it says so when they are off). Empty when [`ServerConfig::landing`] is off.
+    pub fn landing(&self) -> Router {
+        self.landing_routes().into_router()
+    }
+
+    fn landing_routes(&self) -> openapi::Routes {
+        if self.state.config.landing { landing::routes(Arc::clone(&self.state)) } else { openapi::Routes::new() }
     }
 
     /// Every face, merged: what [`router_with`] serves.
@@ -579,6 +604,7 @@ impl Faces {
             .merge(self.a2a_jsonrpc())
             .merge(self.a2a_rest())
             .merge(self.openapi())
+            .merge(self.landing())
     }
 }
 

@@ -16,6 +16,7 @@ const LUCID_TASKS: &str = "lucid-tasks";
 const JSONRPC_TASKS: &str = "jsonrpc-tasks";
 const A2A_JSONRPC: &str = "a2a-jsonrpc";
 const A2A_REST: &str = "a2a-rest";
+const LANDING: &str = "landing";
 
 /// `GET /openapi.json`.
 pub(crate) fn openapi() -> Vec<Operation> {
@@ -49,6 +50,41 @@ pub(crate) fn signed_card(id: &str) -> Vec<Operation> {
             .public()
             .json(200, "The card signed over its RFC 8785 form", inline(json!({"type": "object"})))
             .error("default", "An error", SchemaSource::of::<ErrorBody>()),
+    ]
+}
+
+/// `GET /`: the landing page.
+pub(crate) fn landing_page() -> Vec<Operation> {
+    vec![
+        Operation::get("getLandingPage", "The landing page: the agent, its card and skills, try-it forms")
+            .tag(LANDING)
+            .public()
+            .text(200, "The page", "text/html")
+            .error("304", "Not modified since the entity tag sent (`If-None-Match`)", inline(json!({}))),
+    ]
+}
+
+/// `GET /favicon.svg`.
+pub(crate) fn favicon() -> Vec<Operation> {
+    vec![
+        Operation::get("getFavicon", "The agent's icon")
+            .tag(LANDING)
+            .public()
+            .text(200, "The icon", "image/svg+xml")
+            .error("304", "Not modified since the entity tag sent (`If-None-Match`)", inline(json!({}))),
+    ]
+}
+
+/// `GET /assets/{name}`: the landing page's script and style sheet, by their hashed names.
+pub(crate) fn landing_asset() -> Vec<Operation> {
+    vec![
+        Operation::get("getLandingAsset", "The landing page's script or style sheet")
+            .tag(LANDING)
+            .public()
+            .path_param("name", "The asset's name as the page links it (its content hash included)")
+            .text(200, "The script (`text/javascript`) or style sheet (`text/css`)", "text/plain")
+            .error("304", "Not modified since the entity tag sent (`If-None-Match`)", inline(json!({})))
+            .error("404", "No asset has this name", inline(json!({}))),
     ]
 }
 

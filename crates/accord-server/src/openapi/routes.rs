@@ -179,6 +179,16 @@ impl Operation {
         self
     }
 
+    /// A text answer (a page, a script, an image) of `media` type.
+    pub(crate) fn text(mut self, status: u16, description: &str, media: &'static str) -> Self {
+        self.answers.push(Answer {
+            status: status.to_string(),
+            description: description.into(),
+            content: Some((media, SchemaSource::with(|_| json!({"type": "string"})), None)),
+        });
+        self
+    }
+
     /// A server-sent event stream whose events carry `data` as JSON.
     pub(crate) fn events(mut self, description: &str, data: SchemaSource) -> Self {
         let text = SchemaSource::with(|_| json!({"type": "string"}));
