@@ -188,6 +188,9 @@ async fn the_document_lists_exactly_the_served_routes() {
         "/a2a/tasks",
         "/a2a/jsonrpc",
         "/a2a/jsonrpc/",
+        "/",
+        "/favicon.svg",
+        "/assets/{name}",
     ]
     .into_iter()
     .map(String::from)
@@ -220,6 +223,15 @@ async fn the_document_lists_exactly_the_served_routes() {
     .await;
     assert_eq!(created.status, 200, "{}", created.body);
     let task = created.body["taskId"].as_str().expect("taskId").to_owned();
+    // The landing page's script, by the name the page links it under.
+    let page = call(&server, "get", "/", None, None).await;
+    let page = page.body.as_str().expect("the page is HTML");
+    let script = page
+        .split("/assets/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page links its assets")
+        .to_owned();
 
     // Every documented operation answers: never 405, and a 404 only in the face's own error shape
     // (a missing route would be axum's empty 404).
@@ -228,7 +240,8 @@ async fn the_document_lists_exactly_the_served_routes() {
             .replace("{id}", &task)
             .replace("{task}", &task)
             .replace("{tenant}", "acme")
-            .replace("{config}", "none");
+            .replace("{config}", "none")
+            .replace("{name}", &script);
         let body = (method == "post" || method == "delete").then(|| json!({}));
         let answer = call(&server, &method, &concrete, Some("openapi-test-token-0123456789"), body.as_ref()).await;
         assert_ne!(answer.status, 405, "{method} {path}");
