@@ -41,6 +41,7 @@ pub mod fuzzing;
 pub mod jsonrpc_tasks;
 mod limits;
 mod lucid;
+pub mod observe;
 mod payments;
 pub mod push;
 pub mod serve;
@@ -99,6 +100,11 @@ pub struct ServerConfig {
     /// A per-caller rate limit on every face (not the card routes): requests over it are
     /// refused with 429 and `Retry-After` in the face's shape. `None` (the default): no limit.
     pub rate_limit: Option<RateLimitConfig>,
+    /// Whether [`Faces::router`] serves `GET /metrics` in the Prometheus text format (default
+    /// `false`; `accord serve` turns it on). The route is outside the agent's authentication,
+    /// like `/health`: keep it private, or serve [`observe::metrics_router`] on a listener of
+    /// its own. The faces record their metrics either way; see [`observe`].
+    pub metrics: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -181,6 +187,7 @@ impl Default for ServerConfig {
             push: Some(push::PushSettings::default()),
             auth: auth::AuthConfig::default(),
             rate_limit: None,
+            metrics: false,
         }
     }
 }
@@ -205,6 +212,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::rate_limit`].
     pub fn rate_limit(mut self, rate_limit: Option<RateLimitConfig>) -> Self {
         self.rate_limit = rate_limit;
+        self
+    }
+
+    /// Serves `/metrics` or leaves it out ([`ServerConfig::metrics`]).
+    pub fn metrics(mut self, enabled: bool) -> Self {
+        self.metrics = enabled;
         self
     }
 
@@ -381,6 +394,10 @@ impl Faces {
         if let (Some(service), Some(push)) = (&service, config.served_push()) {
             push::deliver::spawn(service.clone(), push.clone());
         }
+        if config.metrics {
+            // Installed now, so that what the faces record from the first request is kept.
+            let _ = observe::prometheus_handle();
+        }
         let state = Arc::new(AppState {
             agent: agent.clone(),
             idempotency: IdempotencyStore::new(config.idempotency),
@@ -403,10 +420,21 @@ impl Faces {
             _ => router.route(card::LEGACY_CARD_PATH, get(card::card)),
         };
         let router = router.route("/health", get(lucid::health));
-        match signed {
+        let router = match signed {
             Some(signed) => router.with_state(Arc::clone(state)).merge(signed_card::routes(Arc::clone(state), signed)),
             None => router.with_state(Arc::clone(state)),
+        };
+        observed(router, "cards")
+    }
+
+    /// `GET /metrics` in the Prometheus text format, with the task gauges read from this agent's
+    /// store. Empty unless [`ServerConfig::metrics`] is on (and Accord's recorder could be
+    /// installed: [`observe::prometheus_handle`]).
+    pub fn metrics(&self) -> Router {
+        if !self.state.config.metrics {
+            return Router::new();
         }
+        observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone()))
     }
 
     /// The Lucid HTTP profile: `/entrypoints…` and, with a task runtime, `/tasks…`. Empty when
@@ -445,11 +473,12 @@ impl Faces {
             None => router,
         };
         let router = router.layer(axum::middleware::from_fn_with_state(face, auth::refuse_unauthenticated));
-        if self.state.config.auth.is_empty() {
+        let router = if self.state.config.auth.is_empty() {
             router
         } else {
             router.layer(auth::AuthLayer::new(self.state.config.auth.clone()))
-        }
+        };
+        observed(router, face.label())
     }
 
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
@@ -509,10 +538,22 @@ impl Faces {
         )
     }
 
-    /// Every face, merged: what [`router_with`] serves.
+    /// Every face, merged, and `/metrics` when [`ServerConfig::metrics`] is on: what
+    /// [`router_with`] serves.
     pub fn router(&self) -> Router {
-        self.cards().merge(self.lucid()).merge(self.jsonrpc_tasks()).merge(self.a2a_jsonrpc()).merge(self.a2a_rest())
+        self.cards()
+            .merge(self.lucid())
+            .merge(self.jsonrpc_tasks())
+            .merge(self.a2a_jsonrpc())
+            .merge(self.a2a_rest())
+            .merge(self.metrics())
     }
+}
+
+/// `router` with a span and metrics per request, labelled `face` ([`observe`]): the outermost
+/// layer, so refused credentials and rate limits are counted too.
+fn observed(router: Router, face: &'static str) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(face, observe::observe))
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].
