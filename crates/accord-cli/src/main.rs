@@ -110,7 +110,7 @@ enum Command {
         #[command(flatten)]
         budgets: Box<accord_cli::budgets::BudgetArgs>,
         #[command(flatten)]
-        observe: serve_observe::ObserveArgs,
+        observe: Box<serve_observe::ObserveArgs>,
     },
     /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
     Push {
@@ -547,7 +547,7 @@ struct ServeOptions {
     push: accord_cli::push_cmd::PushServeArgs,
     connections: serve_limits::ConnectionArgs,
     budgets: Box<accord_cli::budgets::BudgetArgs>,
-    observe: serve_observe::ObserveArgs,
+    observe: Box<serve_observe::ObserveArgs>,
 }
 
 async fn serve(

@@ -106,7 +106,7 @@ fn parse_exposition(text: &str) -> BTreeMap<Key, f64> {
         assert!(!line.starts_with('#'), "unknown comment line: {line}");
         let (name, rest) = match line.find('{') {
             Some(open) => (&line[..open], &line[open..]),
-            None => line.split_once(' ').map(|(name, value)| (name, value)).expect("name value"),
+            None => line.split_once(' ').expect("name value"),
         };
         assert!(name_ok(name), "sample name {name:?} in {line}");
         let mut labels = BTreeMap::new();
@@ -405,7 +405,7 @@ async fn metrics_show_every_family_after_a_mixed_load() {
         assert!(text.contains(&format!("# TYPE {family} ")), "family {family} missing:\n{text}");
     }
     // No label value is a secret or a task id.
-    for ((_, pairs), _) in &samples {
+    for (_, pairs) in samples.keys() {
         for value in pairs.values() {
             assert!(!value.contains(TOKEN) && !value.contains(&task_id) && !value.contains("hook-token"), "{value}");
         }
@@ -532,4 +532,65 @@ async fn json_logs_are_one_object_per_line_without_secrets() {
     for secret in [TOKEN, "demo-bearer-secret", "wrong-bearer-secret"] {
         assert!(!stderr.contains(secret), "a secret in the logs: {stderr}");
     }
+}
+
+/// With the `otlp` feature, `--otlp-endpoint` sends the spans to an OTLP/HTTP collector: here a
+/// receiver on loopback that records what is POSTed to `/v1/traces`.
+#[cfg(feature = "otlp")]
+type Batches = Vec<(String, Vec<u8>)>;
+
+#[cfg(feature = "otlp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_are_exported_over_otlp_http() {
+    let received: Arc<std::sync::Mutex<Batches>> = Arc::default();
+    let store = Arc::clone(&received);
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let content_type =
+                headers.get("content-type").and_then(|value| value.to_str().ok()).unwrap_or_default().to_owned();
+            store.lock().expect("lock").push((content_type, body.to_vec()));
+            async { "" }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let collector = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let server = Server::start(&["--store", "memory", "--otlp-endpoint", &collector], Some("info"));
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{}/tasks", server.url))
+        .header("task-access-token", TOKEN)
+        .json(&json!({"message": {"role": "user", "content": {"text": "{\"text\": \"hi\"}"}}, "skillId": "echo"}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let task_id = created["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    // The batch exporter sends within its schedule delay (5 s by default).
+    until(async || {
+        let batches = received.lock().expect("lock");
+        let all: Vec<u8> = batches.iter().flat_map(|(_, body)| body.clone()).collect();
+        let has = |needle: &[u8]| all.windows(needle.len()).any(|window| window == needle);
+        has(b"task_run") && has(b"request") && has(task_id.as_bytes())
+    })
+    .await;
+    let batches = received.lock().expect("lock").clone();
+    assert!(batches.iter().all(|(content_type, _)| content_type == "application/x-protobuf"), "{batches:?}");
+    let all: Vec<u8> = batches.iter().flat_map(|(_, body)| body.clone()).collect();
+    let has = |needle: &[u8]| all.windows(needle.len()).any(|window| window == needle);
+    assert!(has(b"accord"), "the service name");
+    assert!(has(b"/tasks") && has(b"lucid"), "the request span's route and face");
+    assert!(!has(TOKEN.as_bytes()), "no token in a span");
+    drop(server);
+
+    let output = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--store", "memory", "--otlp-endpoint", "not a url"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--otlp-endpoint"), "{output:?}");
 }

@@ -470,7 +470,7 @@ impl TaskRuntime {
             expires_at: self.inner.lease_until(now),
             phase: LeasePhase::Active,
         };
-        let owner = reservation.owner.clone();
+        let owner = reservation.owner;
         let (record, mut then) = self.reservation_record(reservation, now, Some(lease));
         then.push(TaskEventKind::Status { state: TaskState::Working, message: None });
         let task = self.create(record, then).await?;
