@@ -19,8 +19,11 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 mod card_cmd;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod serve_auth;
 mod serve_limits;
+mod serve_observe;
 
 /// Exit code when the agent answered with an error or a run failed.
 const EXIT_FAILED: u8 = 1;
@@ -110,6 +113,8 @@ enum Command {
         connections: serve_limits::ConnectionArgs,
         #[command(flatten)]
         budgets: Box<accord_cli::budgets::BudgetArgs>,
+        #[command(flatten)]
+        observe: Box<serve_observe::ObserveArgs>,
     },
     /// Manage a task's webhooks on an A2A agent, or receive webhooks locally.
     Push {
@@ -492,6 +497,7 @@ async fn main() -> ExitCode {
             push,
             connections,
             budgets,
+            observe,
         } => {
             let mapping = match a2a_error_mapping {
                 Some(ErrorMappingArg::V100) => ErrorMapping::V1_0_0,
@@ -510,6 +516,7 @@ async fn main() -> ExitCode {
                 push,
                 connections,
                 budgets,
+                observe,
             };
             let store = (store, options.budgets.store(store_options.options()));
             serve(&host, port, &base_path, options, &store, &workers, &signed_card).await
@@ -539,12 +546,6 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-}
-
 /// `/x/y/` → `/x/y`; `` and `/` → ``.
 fn normalize_base_path(base_path: &str) -> String {
     let trimmed = base_path.trim().trim_matches('/');
@@ -562,6 +563,7 @@ struct ServeOptions {
     push: accord_cli::push_cmd::PushServeArgs,
     connections: serve_limits::ConnectionArgs,
     budgets: Box<accord_cli::budgets::BudgetArgs>,
+    observe: Box<serve_observe::ObserveArgs>,
 }
 
 async fn serve(
@@ -573,9 +575,19 @@ async fn serve(
     workers: &WorkerArgs,
     signed_card: &card_cmd::SignedCardArgs,
 ) -> Result<(), Failure> {
-    init_logging();
-    let ServeOptions { agent: kind, mapping, auth, demo_prices, anonymous_list, landing, push, connections, budgets } =
-        options;
+    let ServeOptions {
+        agent: kind,
+        mapping,
+        auth,
+        demo_prices,
+        anonymous_list,
+        landing,
+        push,
+        connections,
+        budgets,
+        observe,
+    } = options;
+    let telemetry = observe.init().map_err(usage)?;
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
     }
@@ -626,6 +638,8 @@ async fn serve(
     if let Some(signed_card) = signed_card {
         config = config.signed_card(signed_card);
     }
+    let metrics_at = observe.metrics_at();
+    config = config.metrics(metrics_at == serve_observe::MetricsAt::AgentListener);
     let router = agent.router_with(config.auth(auth).rate_limit(workers.rate_limit()));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
@@ -665,6 +679,23 @@ async fn serve(
     };
     let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)");
     let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
+    match metrics_at {
+        serve_observe::MetricsAt::AgentListener => {
+            let _ = writeln!(out, "metrics: {url}metrics");
+        }
+        serve_observe::MetricsAt::Own(address) => {
+            let metrics = accord_server::observe::metrics_router(Some(runtime.clone()));
+            let listener = tokio::net::TcpListener::bind(address).await.map_err(|error| Failure {
+                code: EXIT_FAILED,
+                message: format!("cannot listen on {address} for --metrics-addr: {error}"),
+            })?;
+            let bound =
+                listener.local_addr().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+            let _ = writeln!(out, "metrics: http://{bound}/metrics");
+            tokio::spawn(async move { axum::serve(listener, metrics).await });
+        }
+        serve_observe::MetricsAt::Off => {}
+    }
     if demo_prices {
         let _ = writeln!(
             out,
@@ -681,6 +712,7 @@ async fn serve(
         .await
         .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     runtime.close().await;
+    telemetry.shutdown();
     Ok(())
 }
 

@@ -32,6 +32,7 @@ mod direct;
 mod error;
 pub mod idempotency;
 pub mod model;
+pub mod observe;
 mod run;
 mod schema;
 mod skill;

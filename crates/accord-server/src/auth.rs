@@ -530,6 +530,18 @@ pub(crate) enum Face {
     A2aRest(ErrorMapping),
 }
 
+impl Face {
+    /// The face's name in metrics and spans.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::Lucid => "lucid",
+            Self::JsonRpcTasks => "jsonrpc_tasks",
+            Self::A2aJsonRpc => "a2a_jsonrpc",
+            Self::A2aRest(_) => "a2a_rest",
+        }
+    }
+}
+
 /// The one place where a request marked [`Unauthenticated`] is refused, in its face's shape:
 /// A2A REST `401` + `google.rpc.Status` `UNAUTHENTICATED`; A2A JSON-RPC `401` + a JSON-RPC error
 /// ([`A2aErrorKind::Unauthenticated`], `id: null`: the body is not read); JSON-RPC tasks `401` + a

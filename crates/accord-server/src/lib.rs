@@ -42,6 +42,7 @@ pub mod jsonrpc_tasks;
 mod landing;
 mod limits;
 mod lucid;
+pub mod observe;
 pub mod openapi;
 mod payments;
 pub mod push;
@@ -108,6 +109,11 @@ pub struct ServerConfig {
     /// with try-it forms and a task panel), `/favicon.svg` and the page's assets under `/assets/`.
     /// `false` leaves all three out.
     pub landing: bool,
+    /// Whether [`Faces::router`] serves `GET /metrics` in the Prometheus text format (default
+    /// `false`; `accord serve` turns it on). The route is outside the agent's authentication,
+    /// like `/health`: keep it private, or serve [`observe::metrics_router`] on a listener of
+    /// its own. The faces record their metrics either way; see [`observe`].
+    pub metrics: bool,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -192,6 +198,7 @@ impl Default for ServerConfig {
             rate_limit: None,
             openapi: true,
             landing: true,
+            metrics: false,
         }
     }
 }
@@ -222,6 +229,12 @@ impl ServerConfig {
     /// Serves `/openapi.json` or leaves it out ([`ServerConfig::openapi`]).
     pub fn openapi(mut self, enabled: bool) -> Self {
         self.openapi = enabled;
+        self
+    }
+
+    /// Serves `/metrics` or leaves it out ([`ServerConfig::metrics`]).
+    pub fn metrics(mut self, enabled: bool) -> Self {
+        self.metrics = enabled;
         self
     }
 
@@ -406,6 +419,10 @@ impl Faces {
         if let (Some(service), Some(push)) = (&service, config.served_push()) {
             push::deliver::spawn(service.clone(), push.clone());
         }
+        if config.metrics {
+            // Installed now, so that what the faces record from the first request is kept.
+            let _ = observe::prometheus_handle();
+        }
         let state = Arc::new(AppState {
             agent: agent.clone(),
             idempotency: IdempotencyStore::new(config.idempotency),
@@ -439,10 +456,27 @@ impl Faces {
             ),
         };
         let routes = routes.route("/health", get(lucid::health).with_state(Arc::clone(state)), describe::health());
-        match signed {
+        let routes = match signed {
             Some(signed) => routes.merge(signed_card::routes(Arc::clone(state), signed)),
             None => routes,
+        };
+        routes.map_router(|router| observed(router, "cards"))
+    }
+
+    /// `GET /metrics` in the Prometheus text format, with the task gauges read from this agent's
+    /// store. Empty unless [`ServerConfig::metrics`] is on (and Accord's recorder could be
+    /// installed: [`observe::prometheus_handle`]).
+    pub fn metrics(&self) -> Router {
+        self.metrics_routes().into_router()
+    }
+
+    fn metrics_routes(&self) -> openapi::Routes {
+        // Not served (nor documented) when another recorder holds the process's metrics.
+        if !self.state.config.metrics || observe::prometheus_handle().is_none() {
+            return openapi::Routes::new();
         }
+        let router = observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone()));
+        openapi::Routes::new().endpoint(router, openapi::describe::metrics())
     }
 
     /// The Lucid HTTP profile: `/entrypoints…` and, with a task runtime, `/tasks…`. Empty when
@@ -488,11 +522,12 @@ impl Faces {
             None => router,
         };
         let router = router.layer(axum::middleware::from_fn_with_state(face, auth::refuse_unauthenticated));
-        if self.state.config.auth.is_empty() {
+        let router = if self.state.config.auth.is_empty() {
             router
         } else {
             router.layer(auth::AuthLayer::new(self.state.config.auth.clone()))
-        }
+        };
+        observed(router, face.label())
     }
 
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
@@ -579,10 +614,11 @@ impl Faces {
             self.a2a_jsonrpc_routes(),
             self.a2a_rest_routes(),
             self.landing_routes(),
+            self.metrics_routes(),
         ];
         let operations: Vec<openapi::Operation> =
             served.iter().flat_map(|routes| routes.operations().iter().cloned()).collect();
-        openapi::routes(&self.state.agent, &self.state.config, &operations).into_router()
+        observed(openapi::routes(&self.state.agent, &self.state.config, &operations).into_router(), "cards")
     }
 
     /// The landing page for people with a browser: `/`, `/favicon.svg` and the page's assets
@@ -593,10 +629,14 @@ impl Faces {
     }
 
     fn landing_routes(&self) -> openapi::Routes {
-        if self.state.config.landing { landing::routes(Arc::clone(&self.state)) } else { openapi::Routes::new() }
+        if !self.state.config.landing {
+            return openapi::Routes::new();
+        }
+        landing::routes(Arc::clone(&self.state)).map_router(|router| observed(router, "cards"))
     }
 
-    /// Every face, merged: what [`router_with`] serves.
+    /// Every face, merged, and `/metrics` when [`ServerConfig::metrics`] is on: what
+    /// [`router_with`] serves.
     pub fn router(&self) -> Router {
         self.cards()
             .merge(self.lucid())
@@ -605,7 +645,14 @@ impl Faces {
             .merge(self.a2a_rest())
             .merge(self.openapi())
             .merge(self.landing())
+            .merge(self.metrics())
     }
+}
+
+/// `router` with a span and metrics per request, labelled `face` ([`observe`]): the outermost
+/// layer, so refused credentials and rate limits are counted too.
+fn observed(router: Router, face: &'static str) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(face, observe::observe))
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].

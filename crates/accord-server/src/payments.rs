@@ -241,10 +241,18 @@ impl<'a> HttpPayment<'a> {
         })
     }
 
+    /// The protocol of the rail collecting this request's price (`none` before it is priced).
+    fn rail_name(&self) -> &'static str {
+        self.priced.as_ref().map_or("none", |(priced, _)| priced.rail.protocol())
+    }
+
     /// The rail's `402` for this request (an initial challenge reserves nothing).
     pub(crate) fn challenge(&self) -> Response {
         match (self.priced.as_ref(), self.request()) {
-            (Some((priced, _)), Some(request)) => challenge_response(priced.rail.challenge(&request)),
+            (Some((priced, _)), Some(request)) => {
+                crate::observe::payment(priced.rail.protocol(), "required");
+                challenge_response(priced.rail.challenge(&request))
+            }
             _ => LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error").into_response(),
         }
     }
@@ -278,18 +286,32 @@ impl PaymentFlow for HttpPayment<'_> {
         let (Some((priced, _)), Some(request)) = (self.priced.as_ref(), self.request()) else {
             return Err(payment_error_response(PaymentError::Unavailable { message: "no payment rail".into() }));
         };
-        let admission = priced.rail.verify(&request).await.map_err(payment_error_response)?;
+        let rail = priced.rail.protocol();
+        let admission = priced.rail.verify(&request).await.map_err(|error| {
+            crate::observe::payment(rail, "refused");
+            payment_error_response(error)
+        })?;
         self.admission = Some(admission);
         Ok(())
     }
 
     async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Response>> {
+        let rail = self.rail_name();
         let Some(admission) = self.admission.as_mut() else {
             return Err(SettleFailure::Refused(payment_error_response(PaymentError::Unavailable {
                 message: "the payment was not verified".into(),
             })));
         };
-        match admission.finalize().await {
+        let settled = admission.finalize().await;
+        crate::observe::payment(
+            rail,
+            match &settled {
+                Ok(_) => "settled",
+                Err(PaymentError::Uncertain { .. }) => "uncertain",
+                Err(_) => "settle_failed",
+            },
+        );
+        match settled {
             Ok(receipt) => Ok(receipt),
             Err(PaymentError::Uncertain { message, receipt }) => {
                 tracing::error!(%message, "payment settlement uncertain");
@@ -300,7 +322,9 @@ impl PaymentFlow for HttpPayment<'_> {
     }
 
     async fn abort(&mut self) {
+        let rail = self.rail_name();
         if let Some(admission) = self.admission.as_mut() {
+            crate::observe::payment(rail, "aborted");
             admission.abort().await;
         }
     }

@@ -145,6 +145,7 @@ async fn run(queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>, settings: Arc<
         if received == 0 {
             break;
         }
+        metrics::histogram!(accord_engine::observe::COMMIT_BATCH_SIZE, "store" => "postgres").record(received as f64);
         let (ops, replies): (Vec<_>, Vec<_>) = group.drain(..).map(|job| ((job.op, job.what), job.reply)).unzip();
         let answers = serve(&mut connection, &ops, &settings).await;
         for (reply, answer) in replies.into_iter().zip(answers) {

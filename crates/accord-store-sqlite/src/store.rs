@@ -349,6 +349,25 @@ impl TaskStore for SqliteStore {
         record.await.map_err(|fault| self.fail(fault, "reading a task"))
     }
 
+    async fn count_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {
+        self.ensure_open()?;
+        // The counts the triggers keep (see the migrations): a few rows per owner, no task scan.
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT state, COALESCE(SUM(n), 0) FROM task_counts GROUP BY state")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|error| self.fail(error.into(), "counting tasks"))?;
+        let counts = accord_engine::observe::STATES
+            .iter()
+            .map(|state| {
+                let name = state_name(*state);
+                let count = rows.iter().find(|(row, _)| row == name).map_or(0, |(_, n)| unsigned(*n));
+                (*state, count)
+            })
+            .collect();
+        Ok(Some(counts))
+    }
+
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.ensure_open()?;
         self.housekeep_if_due(now_ms(), "listing tasks").await?;

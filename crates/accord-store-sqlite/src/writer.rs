@@ -337,6 +337,7 @@ fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Se
         {
             group.push(job);
         }
+        metrics::histogram!(accord_engine::observe::COMMIT_BATCH_SIZE, "store" => "sqlite").record(group.len() as f64);
         let (ops, replies): (Vec<_>, Vec<_>) = group.into_iter().map(|job| ((job.op, job.what), job.reply)).unzip();
         let mut changed = Vec::new();
         let mut answers = commit_group(&mut connection, ops, settings, &mut changed);

@@ -687,6 +687,18 @@ impl TaskStore for MemoryStore {
         record
     }
 
+    async fn count_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {
+        // The store is bounded (`max_tasks`), so one pass over the heads is cheap.
+        let entries = self.lock()?;
+        let mut counts = crate::observe::STATES.map(|state| (state, 0_u64));
+        for entry in entries.values() {
+            if let Some((_, count)) = counts.iter_mut().find(|(state, _)| *state == entry.head.state) {
+                *count += 1;
+            }
+        }
+        Ok(Some(counts.to_vec()))
+    }
+
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         let now = now_ms();
         let mut entries = self.lock()?;

@@ -325,6 +325,8 @@ impl TaskRuntime {
     /// On a durable store, and when called within a Tokio runtime, this also starts the recovery
     /// loop ([`RuntimeConfig::recovery_interval`]), which stops when the runtime is closed.
     pub fn new(agent: Agent, store: Arc<dyn TaskStore>, config: RuntimeConfig) -> Self {
+        // Every store call is timed and counted (`crate::observe`); a no-op without a recorder.
+        let store: Arc<dyn TaskStore> = Arc::new(crate::observe::ObservedStore::new(store));
         let runtime = Self {
             inner: Arc::new(RuntimeInner {
                 agent,
@@ -364,6 +366,7 @@ impl TaskRuntime {
             match prepared.activate().await {
                 Ok(_) => {
                     recovered += 1;
+                    metrics::counter!(crate::observe::RECOVERIES).increment(1);
                     tracing::info!(task = %id, worker = %self.inner.config.worker_id, "recovered a task whose worker stopped");
                 }
                 Err(TaskFailure::ClaimLost { .. }) => {}
@@ -467,10 +470,11 @@ impl TaskRuntime {
             expires_at: self.inner.lease_until(now),
             phase: LeasePhase::Active,
         };
+        let owner = reservation.owner;
         let (record, mut then) = self.reservation_record(reservation, now, Some(lease));
         then.push(TaskEventKind::Status { state: TaskState::Working, message: None });
         let task = self.create(record, then).await?;
-        spawn_run(&self.inner, task.clone(), valid);
+        spawn_run(&self.inner, task.clone(), &owner, valid);
         Ok(task)
     }
 
@@ -764,7 +768,7 @@ impl PreparedExecution {
             Some(record) => record.task,
             None => record.task,
         };
-        spawn_run(&inner, task.clone(), valid);
+        spawn_run(&inner, task.clone(), &record.owner, valid);
         Ok(task)
     }
 
@@ -783,12 +787,26 @@ fn submitted() -> TaskEventKind {
 
 /// Starts the handler of a task this worker holds the active lease of, with a cancellation
 /// token registered for it.
-fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, valid: ValidInput) {
+fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: ValidInput) {
     let cancel = CancellationToken::new();
     let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (latest, _) = watch::channel(task.clone());
-    inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
-    tokio::spawn(execute(Arc::clone(inner), task, valid, cancel, run));
+    let replaced = inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
+    if replaced.is_none() {
+        metrics::gauge!(crate::observe::ACTIVE_LEASES).increment(1.0);
+    }
+    // A span of its own for the run (it outlives the request that started it), following from
+    // that request's span; the owner appears as a short prefix of its hash, never its token.
+    let span = tracing::info_span!(
+        parent: None,
+        "task_run",
+        task_id = %task.id,
+        skill = %task.skill,
+        face = crate::observe::current_face().unwrap_or("recovery"),
+        owner = %crate::observe::owner_tag(owner),
+    );
+    span.follows_from(tracing::Span::current());
+    tokio::spawn(tracing::Instrument::instrument(execute(Arc::clone(inner), task, valid, cancel, run), span));
 }
 
 /// Renews a lease every third of its life until `stop` fires or the lease is refused; on refusal
@@ -809,6 +827,7 @@ async fn heartbeat_loop(
         match inner.store.renew_execution_claim(&id, &worker, inner.lease_until(now), now).await {
             Ok(Some(_)) => {}
             Ok(None) => {
+                metrics::counter!(crate::observe::FENCED_WRITES, "operation" => "renew").increment(1);
                 if let Some(token) = &on_loss {
                     token.cancel();
                 }
@@ -996,6 +1015,7 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
     let mut local = inner.local();
     if local.get(id).is_some_and(|current| current.number == run) {
         local.remove(id);
+        metrics::gauge!(crate::observe::ACTIVE_LEASES).decrement(1.0);
     }
 }
 
@@ -1005,7 +1025,10 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
 async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, worker: &str) {
     match inner.store.append_all(id, RUNNING_STATES, events, Some(worker), now_ms()).await {
         Ok(Some(record)) => inner.publish(record.task),
-        Ok(None) => tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over"),
+        Ok(None) => {
+            metrics::counter!(crate::observe::FENCED_WRITES, "operation" => "record").increment(1);
+            tracing::debug!(task = %id, "outcome not recorded: the task was cancelled or taken over");
+        }
         Err(error) => tracing::error!(task = %id, %error, "could not record the task outcome"),
     }
 }

@@ -405,6 +405,13 @@ pub trait TaskStore: Send + Sync + 'static {
         limits: CreateLimits,
     ) -> Result<StoredTask, StoreError>;
 
+    /// How many tasks the store holds in each state, for the `accord_tasks` gauge; `Ok(None)`
+    /// (the default) when the store cannot tell cheaply. Read when metrics are scraped, so it
+    /// must not scan every task.
+    async fn count_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {
+        Ok(None)
+    }
+
     /// The record, if it exists (whoever owns it: callers check the owner).
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError>;
 

@@ -96,6 +96,11 @@ pub(crate) struct X402Payment<'a> {
 }
 
 impl<'a> X402Payment<'a> {
+    /// The protocol of the rail collecting this message's price (`none` before it is priced).
+    fn rail_name(&self) -> &'static str {
+        self.priced.as_ref().map_or("none", |(priced, _)| priced.rail.protocol())
+    }
+
     /// The flow for a message sent at `resource`. Only a follow-up pays: a payment is always for
     /// a task whose payment request the agent made, so a payload on a new message is ignored.
     pub(crate) fn new(
@@ -232,6 +237,7 @@ impl PaymentFlow for X402Payment<'_> {
     fn payment_request(&self) -> Option<Message> {
         let (priced, _) = self.priced.as_ref()?;
         let challenge = priced.rail.challenge(&self.request()?);
+        crate::observe::payment(priced.rail.protocol(), "required");
         let mut required = wire::challenge_payment_required(&challenge)?;
         // The challenge's `error` names the HTTP header to send; here the payload goes in metadata.
         required.error = None;
@@ -263,16 +269,29 @@ impl PaymentFlow for X402Payment<'_> {
                 self.admission = Some(admission);
                 Ok(())
             }
-            Err(error) => Err(self.failure(error, false)),
+            Err(error) => {
+                crate::observe::payment(rail.protocol(), "refused");
+                Err(self.failure(error, false))
+            }
         }
     }
 
     async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Refusal>> {
+        let rail = self.rail_name();
         let Some(admission) = self.admission.as_mut() else {
             let error = PaymentError::Unavailable { message: "the payment was not verified".into() };
             return Err(SettleFailure::Refused(self.failure(error, true)));
         };
-        match admission.finalize().await {
+        let settled = admission.finalize().await;
+        crate::observe::payment(
+            rail,
+            match &settled {
+                Ok(_) => "settled",
+                Err(PaymentError::Uncertain { .. }) => "uncertain",
+                Err(_) => "settle_failed",
+            },
+        );
+        match settled {
             Ok(receipt) => Ok(receipt),
             Err(PaymentError::Uncertain { message, receipt }) => {
                 tracing::error!(%message, "x402 settlement uncertain");
@@ -283,7 +302,9 @@ impl PaymentFlow for X402Payment<'_> {
     }
 
     async fn abort(&mut self) {
+        let rail = self.rail_name();
         if let Some(admission) = self.admission.as_mut() {
+            crate::observe::payment(rail, "aborted");
             admission.abort().await;
         }
     }

@@ -88,6 +88,15 @@ pub(crate) fn landing_asset() -> Vec<Operation> {
     ]
 }
 
+/// `GET /metrics`.
+pub(crate) fn metrics() -> Vec<Operation> {
+    vec![Operation::get("getMetrics", "Metrics in the Prometheus text exposition format").tag(CARDS).public().text(
+        200,
+        "The metric families (docs/observability.md)",
+        "text/plain",
+    )]
+}
+
 /// `GET /health`.
 pub(crate) fn health() -> Vec<Operation> {
     vec![Operation::get("getHealth", "Whether the agent answers").tag(CARDS).public().json(

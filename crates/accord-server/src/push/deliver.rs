@@ -182,7 +182,10 @@ async fn deliver(
                 Err(_) => continue,
             };
             let headers = headers(config, &delivery_id, attempts + 1);
-            let Err(failure) = sender.send(&config.url, headers, body).await else { continue };
+            let Err(failure) = sender.send(&config.url, headers, body).await else {
+                metrics::counter!(crate::observe::PUSH_DELIVERIES, "outcome" => "delivered").increment(1);
+                continue;
+            };
             attempts += 1;
             let now = now_ms();
             tracing::info!(
@@ -190,6 +193,7 @@ async fn deliver(
                 failure = %failure, "a push notification was not delivered"
             );
             if !failure.retryable() || attempts >= settings.max_attempts {
+                metrics::counter!(crate::observe::PUSH_DELIVERIES, "outcome" => "dead_letter").increment(1);
                 tracing::warn!(
                     task = %event.task_id, config = %config.id, sequence = event.sequence,
                     "a push notification is given up on after {attempts} attempts"
@@ -207,6 +211,7 @@ async fn deliver(
                     }),
                 };
             }
+            metrics::counter!(crate::observe::PUSH_DELIVERIES, "outcome" => "retry").increment(1);
             let wait = backoff(settings, attempts);
             return PushSettle {
                 delivered_through: through,

@@ -1,0 +1,111 @@
+//! `accord serve`'s observability flags: `/metrics` (on by default, or on a listener of its own),
+//! the log format, and (with the `otlp` feature) OpenTelemetry export of the spans.
+
+use std::net::SocketAddr;
+
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// How logs are written to standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, with the fields of the event and of its spans.
+    Json,
+}
+
+/// Metrics, logs and traces.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ObserveArgs {
+    /// Do not serve `/metrics` (by default it is served on the agent's listener, outside its
+    /// authentication, like `/health`).
+    #[arg(long, env = "ACCORD_NO_METRICS")]
+    no_metrics: bool,
+    /// Serve `/metrics` on this address only (e.g. `127.0.0.1:9464`), away from the agent's
+    /// listener, so that it can stay private while the agent is public.
+    #[arg(long, env = "ACCORD_METRICS_ADDR", conflicts_with = "no_metrics")]
+    metrics_addr: Option<SocketAddr>,
+    /// How logs are written to standard error: `text` or `json` (one object per line). What is
+    /// logged is set with `ACCORD_LOG` (default `info`; `accord::request=debug` adds a line per
+    /// request).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "ACCORD_LOG_FORMAT")]
+    log_format: LogFormat,
+    /// Export spans with OpenTelemetry (OTLP over HTTP/protobuf) to this collector, e.g.
+    /// `http://127.0.0.1:4318` (spans go to `/v1/traces` under it). Needs an `accord` built with
+    /// the `otlp` feature; there `OTEL_EXPORTER_OTLP_ENDPOINT` sets it too.
+    #[cfg_attr(feature = "otlp", arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT"))]
+    #[cfg_attr(not(feature = "otlp"), arg(long))]
+    otlp_endpoint: Option<String>,
+}
+
+/// Where `/metrics` is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsAt {
+    /// Not at all.
+    Off,
+    /// On the agent's listener.
+    AgentListener,
+    /// On a listener of its own.
+    Own(SocketAddr),
+}
+
+/// What must live as long as the server: the span exporter, flushed when dropped.
+pub(crate) struct Telemetry {
+    #[cfg(feature = "otlp")]
+    otlp: Option<crate::otlp::Exporter>,
+}
+
+impl Telemetry {
+    /// Sends the spans still buffered (at shutdown).
+    pub(crate) fn shutdown(self) {
+        #[cfg(feature = "otlp")]
+        if let Some(otlp) = self.otlp {
+            otlp.shutdown();
+        }
+    }
+}
+
+impl ObserveArgs {
+    /// Where `/metrics` is served.
+    pub(crate) fn metrics_at(&self) -> MetricsAt {
+        match (self.no_metrics, self.metrics_addr) {
+            (true, _) => MetricsAt::Off,
+            (false, Some(address)) => MetricsAt::Own(address),
+            (false, None) => MetricsAt::AgentListener,
+        }
+    }
+
+    /// Installs the process's log (and span) subscriber as the flags say. Errors are the
+    /// flags' mistakes, worded for the user.
+    pub(crate) fn init(&self) -> Result<Telemetry, String> {
+        let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let fmt = match self.log_format {
+            LogFormat::Text => fmt.boxed(),
+            LogFormat::Json => fmt.json().with_current_span(true).with_span_list(true).boxed(),
+        };
+        #[cfg(feature = "otlp")]
+        {
+            let otlp = match self.otlp_endpoint.as_deref().map(str::trim).filter(|endpoint| !endpoint.is_empty()) {
+                Some(endpoint) => Some(crate::otlp::Exporter::new(endpoint)?),
+                None => None,
+            };
+            let layer = otlp.as_ref().map(crate::otlp::Exporter::layer);
+            tracing_subscriber::registry().with(filter).with(fmt).with(layer).init();
+            Ok(Telemetry { otlp })
+        }
+        #[cfg(not(feature = "otlp"))]
+        {
+            if self.otlp_endpoint.is_some() {
+                return Err("--otlp-endpoint needs an accord built with the `otlp` feature \
+                            (cargo install accord-cli --features otlp)"
+                    .into());
+            }
+            tracing_subscriber::registry().with(filter).with(fmt).init();
+            Ok(Telemetry {})
+        }
+    }
+}
