@@ -91,7 +91,7 @@ enum Command {
         #[command(flatten)]
         workers: WorkerArgs,
         #[command(flatten)]
-        signed_card: card_cmd::SignedCardArgs,
+        signed_card: Box<card_cmd::SignedCardArgs>,
         /// Price the demo agent's skills (summarize: 1000 per invoke, per stream and per task; slow:
         /// 500 each) and collect with the local development rail, which accepts vouchers signed by any
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
