@@ -108,6 +108,13 @@ pub struct AuditMetadata {
     /// The public key's fingerprint (`sha256:` + hex of its SPKI DER).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key_fingerprint: Option<String>,
+    /// For a JWS card signature: the header's `kid` (of the signature that verified, or of the
+    /// first one that failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kid: Option<String>,
+    /// For a JWS card signature: the header's `alg`, as written (`ES256`, `EdDSA`, `ML-DSA-87`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jws_alg: Option<String>,
     /// A human-readable explanation (a validation message or a key error), free of secrets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -172,6 +179,8 @@ impl AuditEvent {
                     algorithm,
                     signing_input,
                     key_fingerprint = metadata.key_fingerprint.as_deref(),
+                    kid = metadata.kid.as_deref(),
+                    jws_alg = metadata.jws_alg.as_deref(),
                     detail = metadata.detail.as_deref(),
                     "{} {}",
                     self.action.as_str(),

@@ -34,11 +34,16 @@ pub enum Algorithm {
     /// Ed25519 (RFC 8032): small and fast, not post-quantum.
     #[serde(rename = "ed25519")]
     Ed25519,
+    /// ECDSA on P-256 with SHA-256 (JOSE `ES256`): for JWS card signatures that official A2A
+    /// SDKs verify; not post-quantum.
+    #[serde(rename = "ecdsa-p256")]
+    EcdsaP256,
 }
 
 impl Algorithm {
     /// Every algorithm, in order of preference.
-    pub const ALL: [Algorithm; 3] = [Algorithm::MlDsa87, Algorithm::SlhDsaShake256f, Algorithm::Ed25519];
+    pub const ALL: [Algorithm; 4] =
+        [Algorithm::MlDsa87, Algorithm::SlhDsaShake256f, Algorithm::Ed25519, Algorithm::EcdsaP256];
 
     /// The lower-case name used on the command line and in audit events (`ml-dsa-87`, …).
     pub fn name(self) -> &'static str {
@@ -46,15 +51,18 @@ impl Algorithm {
             Self::MlDsa87 => "ml-dsa-87",
             Self::SlhDsaShake256f => "slh-dsa-shake-256f",
             Self::Ed25519 => "ed25519",
+            Self::EcdsaP256 => "ecdsa-p256",
         }
     }
 
-    /// The dotted OID that identifies the algorithm in PKCS#8 and SPKI.
+    /// The dotted OID that identifies the algorithm in PKCS#8 and SPKI (for ECDSA P-256,
+    /// `id-ecPublicKey`, whose curve parameter must then be `prime256v1`).
     pub fn oid(self) -> &'static str {
         match self {
             Self::MlDsa87 => "2.16.840.1.101.3.4.3.19",
             Self::SlhDsaShake256f => "2.16.840.1.101.3.4.3.31",
             Self::Ed25519 => "1.3.101.112",
+            Self::EcdsaP256 => "1.2.840.10045.2.1",
         }
     }
 
@@ -68,7 +76,7 @@ impl Algorithm {
         match self {
             Self::MlDsa87 => 4627,
             Self::SlhDsaShake256f => 49856,
-            Self::Ed25519 => 64,
+            Self::Ed25519 | Self::EcdsaP256 => 64,
         }
     }
 }
@@ -188,7 +196,7 @@ impl fmt::Display for KeyError {
             }
             Self::AlgorithmNotInProvider { algorithm } => write!(f, "the crypto provider has no {algorithm}"),
             Self::UnknownAlgorithmName { name } => {
-                write!(f, "unknown algorithm {name:?} (expected ml-dsa-87, slh-dsa-shake-256f or ed25519)")
+                write!(f, "unknown algorithm {name:?} (expected ml-dsa-87, slh-dsa-shake-256f, ed25519 or ecdsa-p256)")
             }
             Self::Randomness => f.write_str("the system random number generator failed"),
             Self::SigningFailed { algorithm } => write!(f, "{algorithm} signing failed"),
@@ -367,7 +375,7 @@ mod tests {
             assert_eq!(serde_json::to_value(algorithm).expect("json"), serde_json::json!(algorithm.name()));
         }
         assert!(matches!("rsa".parse::<Algorithm>(), Err(KeyError::UnknownAlgorithmName { .. })));
-        assert_eq!(Algorithm::from_oid("1.2.840.10045.2.1"), None);
+        assert_eq!(Algorithm::from_oid("1.2.840.113549.1.1.1"), None, "RSA");
     }
 
     #[test]

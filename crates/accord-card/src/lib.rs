@@ -5,6 +5,8 @@ pub mod audit;
 pub mod card;
 pub mod envelope;
 pub mod jcs;
+pub mod jwk;
+pub mod jws;
 pub mod keys;
 pub mod provider;
 pub mod verify;
@@ -16,6 +18,11 @@ pub use card::{
 };
 pub use envelope::{DEFAULT_TTL, SignOptions, SignedEnvelope, SigningInput, canonical_payload, sign_card};
 pub use jcs::{CanonError, canonicalize, canonicalize_value, shake256_64};
+pub use jwk::{Jwk, jwk_thumbprint, public_key_from_jwk, public_key_to_jwk};
+pub use jws::{
+    AgentCardSignature, JwsAlgorithm, JwsError, JwsSignOptions, JwsVerifyOptions, JwsVerifyOutcome, SignatureVerdict,
+    TrustStore, TrustedKey, card_signing_payload, sign_agent_card, verify_agent_card, verify_agent_card_json,
+};
 pub use keys::{Algorithm, KeyError, PrivateKey, PublicKey, Randomness};
 pub use provider::CryptoProvider;
 pub use verify::{

@@ -1,8 +1,8 @@
 //! The crypto provider: which signature algorithms are available, as a value.
 //!
 //! Like rustls's `CryptoProvider`, a provider is a list of algorithm objects. The default one
-//! has ML-DSA-87, SLH-DSA-SHAKE-256f and Ed25519; a deployment that accepts only post-quantum
-//! keys builds a provider without Ed25519, and adding an algorithm means adding an object, not
+//! has ML-DSA-87, SLH-DSA-SHAKE-256f, Ed25519 and ECDSA P-256; a deployment that accepts only post-quantum
+//! keys builds a provider without the classical ones, and adding an algorithm means adding an object, not
 //! changing the card code. Keys are read and written through the provider so that the
 //! algorithm always comes from the key's own OID.
 
@@ -67,6 +67,8 @@ pub static ML_DSA_87: &dyn SignatureAlgorithm = &algorithms::ml_dsa::MlDsa87Algo
 pub static SLH_DSA_SHAKE_256F: &dyn SignatureAlgorithm = &algorithms::slh_dsa::SlhDsaShake256fAlgorithm;
 /// Ed25519 (RFC 8032) from `ed25519-dalek`, with strict verification.
 pub static ED25519: &dyn SignatureAlgorithm = &algorithms::ed25519::Ed25519Algorithm;
+/// ECDSA P-256 with SHA-256 (JOSE `ES256`) from `aws-lc-rs`.
+pub static ECDSA_P256: &dyn SignatureAlgorithm = &algorithms::ecdsa_p256::EcdsaP256Algorithm;
 
 /// The set of signature algorithms a signer or verifier accepts.
 #[derive(Debug, Clone)]
@@ -82,12 +84,12 @@ impl Default for CryptoProvider {
 }
 
 impl CryptoProvider {
-    /// ML-DSA-87, SLH-DSA-SHAKE-256f and Ed25519.
+    /// ML-DSA-87, SLH-DSA-SHAKE-256f, Ed25519 and ECDSA P-256.
     pub fn default_provider() -> Self {
-        Self { algorithms: vec![ML_DSA_87, SLH_DSA_SHAKE_256F, ED25519] }
+        Self { algorithms: vec![ML_DSA_87, SLH_DSA_SHAKE_256F, ED25519, ECDSA_P256] }
     }
 
-    /// Only the post-quantum algorithms: an Ed25519 key is then an unsupported algorithm.
+    /// Only the post-quantum algorithms: an Ed25519 or ECDSA key is then an unsupported algorithm.
     pub fn post_quantum_only() -> Self {
         Self { algorithms: vec![ML_DSA_87, SLH_DSA_SHAKE_256F] }
     }

@@ -45,7 +45,8 @@ pub const DEFAULT_MAX_BYTES: NonZeroUsize = match NonZeroUsize::new(64 * 1024) {
 /// The default tolerance for clock differences between signer and verifier: 5 minutes.
 pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
-/// Why a signed card was refused.
+/// Why a signed card was refused: the envelope's reasons, and the JWS card signature's
+/// (`crate::jws`), which share the audit events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RejectReason {
@@ -64,7 +65,8 @@ pub enum RejectReason {
     FutureSigned,
     /// `card-too-large`: the canonical signed bytes exceed the limit.
     CardTooLarge,
-    /// `signature-base64-bad`: the signature is not standard padded base64.
+    /// `signature-base64-bad`: the signature is not standard padded base64 (for a JWS: not
+    /// base64url without padding).
     SignatureBase64Bad,
     /// `key-malformed`: the verification key could not be read.
     KeyMalformed,
@@ -72,6 +74,34 @@ pub enum RejectReason {
     KeyUnsupported,
     /// `signature-mismatch`: the signature does not verify.
     SignatureMismatch,
+    /// `card-not-object` (JWS): the agent card is not a JSON object.
+    CardNotObject,
+    /// `no-signatures` (JWS): the card has no `signatures`, or an empty list.
+    NoSignatures,
+    /// `signature-shape` (JWS): `signatures` is not a list, or an entry is not
+    /// `{protected, signature[, header]}` with string members.
+    SignatureShape,
+    /// `card-not-canonical` (JWS): the card has no RFC 8785 form (a number that is not a finite
+    /// double, nesting too deep).
+    CardNotCanonical,
+    /// `header-malformed` (JWS): the protected header is not base64url JSON object text, lacks
+    /// `alg` or `kid`, has a member of the wrong type, or shares a member with the unprotected
+    /// header.
+    HeaderMalformed,
+    /// `alg-none` (JWS): the header asks for no signature at all; always refused.
+    AlgNone,
+    /// `alg-unsupported` (JWS): the header names an algorithm Accord does not implement.
+    AlgUnsupported,
+    /// `alg-not-allowed` (JWS): the algorithm is implemented but not in the verifier's list.
+    AlgNotAllowed,
+    /// `crit-unsupported` (JWS): the header has `crit` (or `b64`): an extension this verifier
+    /// does not understand, which RFC 7515 requires it to refuse.
+    CritUnsupported,
+    /// `key-unknown` (JWS): no trusted key has the header's `kid`.
+    KeyUnknown,
+    /// `alg-key-mismatch` (JWS): the trusted key for the `kid` is not of the header's algorithm,
+    /// or declares another `alg`.
+    AlgKeyMismatch,
 }
 
 impl RejectReason {
@@ -96,6 +126,17 @@ impl RejectReason {
             Self::KeyMalformed => "key-malformed",
             Self::KeyUnsupported => "key-unsupported",
             Self::SignatureMismatch => "signature-mismatch",
+            Self::CardNotObject => "card-not-object",
+            Self::NoSignatures => "no-signatures",
+            Self::SignatureShape => "signature-shape",
+            Self::CardNotCanonical => "card-not-canonical",
+            Self::HeaderMalformed => "header-malformed",
+            Self::AlgNone => "alg-none",
+            Self::AlgUnsupported => "alg-unsupported",
+            Self::AlgNotAllowed => "alg-not-allowed",
+            Self::CritUnsupported => "crit-unsupported",
+            Self::KeyUnknown => "key-unknown",
+            Self::AlgKeyMismatch => "alg-key-mismatch",
         }
     }
 }

@@ -82,27 +82,40 @@ fn openssl_both_form_gives_the_seed_and_is_checked() {
 
 #[test]
 fn unsupported_algorithms_are_typed_errors() {
-    for (file, oid) in
-        [("p256.openssl.private.pem", "1.2.840.10045.2.1"), ("x25519.openssl.private.pem", "1.3.101.110")]
-    {
-        let error = PrivateKey::from_pem(&golden(file)).expect_err("expected an error");
-        assert_eq!(error, KeyError::UnsupportedAlgorithm { oid: oid.into() }, "{file}");
-        assert!(error.to_string().contains(oid));
-    }
-    assert_eq!(
-        PublicKey::from_pem(&golden("p256.openssl.public.pem")).expect_err("expected an error"),
-        KeyError::UnsupportedAlgorithm { oid: "1.2.840.10045.2.1".into() }
-    );
-    // A provider without Ed25519 treats an Ed25519 key the same way.
+    let (file, oid) = ("x25519.openssl.private.pem", "1.3.101.110");
+    let error = PrivateKey::from_pem(&golden(file)).expect_err("expected an error");
+    assert_eq!(error, KeyError::UnsupportedAlgorithm { oid: oid.into() }, "{file}");
+    assert!(error.to_string().contains(oid));
+    // A provider without Ed25519 and ECDSA treats those keys the same way.
     let post_quantum = CryptoProvider::post_quantum_only();
     assert_eq!(
         post_quantum.public_key_from_pem(&golden("ed25519.openssl.public.pem")).expect_err("expected an error"),
         KeyError::UnsupportedAlgorithm { oid: "1.3.101.112".into() }
     );
     assert_eq!(
+        post_quantum.public_key_from_pem(&golden("p256.openssl.public.pem")).expect_err("expected an error"),
+        KeyError::UnsupportedAlgorithm { oid: "1.2.840.10045.2.1".into() }
+    );
+    assert_eq!(
         post_quantum.generate(Algorithm::Ed25519).expect_err("expected an error"),
         KeyError::AlgorithmNotInProvider { algorithm: Algorithm::Ed25519 }
     );
+}
+
+#[test]
+fn openssl_p256_keys_are_ecdsa_p256_keys() {
+    let private = PrivateKey::from_pem(&golden("p256.openssl.private.pem")).expect("OpenSSL P-256 private key");
+    let public = PublicKey::from_pem(&golden("p256.openssl.public.pem")).expect("OpenSSL P-256 public key");
+    assert_eq!(private.algorithm(), Algorithm::EcdsaP256);
+    assert_eq!(private.public_key(), public, "the pair belongs together");
+    assert_eq!(public.to_pem().expect("pem"), golden("p256.openssl.public.pem"), "SPKI written back identically");
+    let signature = private.sign(b"message", Randomness::Hedged).expect("sign");
+    assert_eq!(signature.len(), 64, "JOSE r || s");
+    assert!(public.verify(b"message", &signature));
+    assert!(!public.verify(b"massage", &signature));
+    // Written and read back by Accord, the key is the same key.
+    let again = PrivateKey::from_pem(&private.to_pem().expect("pem")).expect("read back");
+    assert_eq!(again.public_key(), public);
 }
 
 #[test]

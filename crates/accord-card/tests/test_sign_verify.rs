@@ -54,22 +54,26 @@ fn fixture(algorithm: Algorithm) -> &'static Fixture {
     let fixtures = FIXTURES.get_or_init(|| {
         // SLH-DSA signing takes about a second: each key signs exactly twice, once here.
         std::thread::scope(|scope| {
-            let handles: Vec<_> =
-                ["ml-dsa-87.pyca.private.pem", "slh-dsa-shake-256f.noble.private.pem", "ed25519.openssl.private.pem"]
-                    .into_iter()
-                    .map(|file| {
-                        scope.spawn(move || {
-                            let key = PrivateKey::from_pem(&golden(file)).expect("golden key");
-                            let sign = |input| {
-                                let options = SignOptions::new().at(at_ms(T0_MS)).with_signing_input(input);
-                                sign_card(&card(), &key, &options).expect("sign")
-                            };
-                            let (digest, raw) = (sign(SigningInput::Shake256Digest), sign(SigningInput::RawCanonical));
-                            let public_pem = key.public_key().to_pem().expect("pem");
-                            Fixture { key, public_pem, digest, raw }
-                        })
-                    })
-                    .collect();
+            let handles: Vec<_> = [
+                "ml-dsa-87.pyca.private.pem",
+                "slh-dsa-shake-256f.noble.private.pem",
+                "ed25519.openssl.private.pem",
+                "p256.openssl.private.pem",
+            ]
+            .into_iter()
+            .map(|file| {
+                scope.spawn(move || {
+                    let key = PrivateKey::from_pem(&golden(file)).expect("golden key");
+                    let sign = |input| {
+                        let options = SignOptions::new().at(at_ms(T0_MS)).with_signing_input(input);
+                        sign_card(&card(), &key, &options).expect("sign")
+                    };
+                    let (digest, raw) = (sign(SigningInput::Shake256Digest), sign(SigningInput::RawCanonical));
+                    let public_pem = key.public_key().to_pem().expect("pem");
+                    Fixture { key, public_pem, digest, raw }
+                })
+            })
+            .collect();
             handles.into_iter().map(|handle| handle.join().expect("fixture thread")).collect()
         })
     });
@@ -357,7 +361,7 @@ fn unreadable_and_unsupported_keys() {
         ("", "key-malformed"),
         ("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "key-malformed"),
         (golden("ml-dsa-87.pyca.private.pem").as_str(), "key-malformed"),
-        (golden("p256.openssl.public.pem").as_str(), "key-unsupported"),
+        (golden("x25519.openssl.public.pem").as_str(), "key-unsupported"),
     ] {
         let (outcome, event) = verify_with(&good(), key, options());
         assert_denied(&outcome, &event, reason);
@@ -412,7 +416,7 @@ fn the_first_failing_check_wins_in_blamejs_order() {
     });
     let options =
         options().with_expected_issuer("agent.example.com").with_max_bytes(NonZeroUsize::new(250).expect("non-zero"));
-    let unsupported = golden("p256.openssl.public.pem");
+    let unsupported = golden("x25519.openssl.public.pem");
     let mut reasons = Vec::new();
     let mut step = |envelope: &Value, key: &str| {
         let outcome = verify_card(envelope, key, &options);

@@ -30,9 +30,12 @@ pub(crate) enum AlgorithmArg {
     /// SLH-DSA-SHAKE-256f (FIPS 205): hash-based, 49 KB signatures, slow to sign.
     #[value(name = "slh-dsa-shake-256f")]
     SlhDsaShake256f,
-    /// Ed25519: small and fast, not post-quantum.
+    /// Ed25519: small and fast, not post-quantum (JWS `EdDSA`).
     #[value(name = "ed25519")]
     Ed25519,
+    /// ECDSA P-256 with SHA-256: JWS `ES256`, what most JOSE libraries verify; not post-quantum.
+    #[value(name = "ecdsa-p256", alias = "es256")]
+    EcdsaP256,
 }
 
 impl From<AlgorithmArg> for Algorithm {
@@ -41,6 +44,7 @@ impl From<AlgorithmArg> for Algorithm {
             AlgorithmArg::MlDsa87 => Algorithm::MlDsa87,
             AlgorithmArg::SlhDsaShake256f => Algorithm::SlhDsaShake256f,
             AlgorithmArg::Ed25519 => Algorithm::Ed25519,
+            AlgorithmArg::EcdsaP256 => Algorithm::EcdsaP256,
         }
     }
 }
@@ -77,21 +81,43 @@ pub(crate) struct SignArgs {
     ttl: Option<u64>,
     /// Sign the canonical bytes themselves instead of their SHAKE256 digest (what blamejs's
     /// shipped code verifies).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "jws")]
     raw: bool,
+    /// Sign an A2A agent card with a JWS instead (`AgentCard.signatures`, appended to those it
+    /// has): the key must be ml-dsa-87 (ML-DSA-87), ed25519 (EdDSA) or ecdsa-p256 (ES256).
+    #[arg(long, conflicts_with = "ttl")]
+    jws: bool,
+    /// The JWS `kid` [default: the key's RFC 7638 JWK thumbprint].
+    #[arg(long, value_name = "KID", requires = "jws")]
+    kid: Option<String>,
+    /// The JWS `jku`: the https URL of a JWKS holding the public key.
+    #[arg(long, value_name = "URL", requires = "jws")]
+    jku: Option<String>,
 }
 
 /// `accord card verify`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
-    /// The signed envelope: a file, `-` for standard input, or an agent's URL (its signed card
-    /// is fetched from the well-known paths).
-    #[arg(value_name = "ENVELOPE.json")]
+    /// The signed card: a file or `-` for standard input (an envelope `{card, signedAt,
+    /// expiresAt, signature}`, or an A2A agent card with `signatures`, told apart by shape), or
+    /// an agent's URL (its signed envelope, or with `--jws` its card, is fetched).
+    #[arg(value_name = "CARD.json")]
     envelope: String,
-    /// The issuer's public key: an SPKI PEM, as written by `accord card keygen`.
+    /// A public key: an SPKI PEM, as written by `accord card keygen`. An envelope needs exactly
+    /// one; for a JWS card each is trusted under any `kid` (repeatable).
     #[arg(long = "pub", value_name = "PUB")]
-    public_key: PathBuf,
-    /// Refuse the card unless its issuer is this one.
+    public_key: Vec<PathBuf>,
+    /// A JWKS (file or https URL) whose keys are trusted under their `kid` (JWS cards;
+    /// repeatable).
+    #[arg(long, value_name = "FILE|URL")]
+    jwks: Vec<String>,
+    /// The JWS algorithms accepted, comma-separated [default: ES256,EdDSA,ML-DSA-87].
+    #[arg(long, value_name = "ALGS", value_delimiter = ',')]
+    algorithms: Vec<String>,
+    /// For a URL: verify the JWS signatures of its agent card instead of its signed envelope.
+    #[arg(long)]
+    jws: bool,
+    /// Refuse the card unless its issuer is this one (envelopes only).
     #[arg(long, value_name = "ISSUER")]
     issuer: Option<String>,
     /// Print the verification outcome as JSON.
@@ -124,9 +150,58 @@ pub(crate) struct SignedCardArgs {
     /// Serve the signed card at /.well-known/agent.json too, instead of the plain card.
     #[arg(long, requires = "signing_key")]
     signed_card_at_legacy_path: bool,
+    /// The `kid` of the JWS signature the card routes carry [default: the key's RFC 7638
+    /// thumbprint].
+    #[arg(long, value_name = "KID", requires = "signing_key")]
+    card_kid: Option<String>,
+    /// The `jku` of that JWS signature: the https URL of a JWKS with the public key.
+    #[arg(long, value_name = "URL", requires = "signing_key")]
+    card_jku: Option<String>,
+}
+
+/// `accord card jwks`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct JwksArgs {
+    /// Public keys (SPKI PEM): ml-dsa-87, ed25519 or ecdsa-p256.
+    #[arg(value_name = "PUB.pem", required = true)]
+    public_keys: Vec<PathBuf>,
+    /// The `kid` of each key, in order [default: each key's RFC 7638 thumbprint].
+    #[arg(long, value_name = "KID")]
+    kid: Vec<String>,
+}
+
+/// `accord card jwks`: prints the JWKS.
+pub(crate) fn jwks(args: JwksArgs) -> Result<(), Failure> {
+    crate::card_jws::jwks(&args.public_keys, &args.kid)
 }
 
 impl SignedCardArgs {
+    /// The JWS signature of the served card, or `None` without `--signing-key` or with a key
+    /// that has no JWS algorithm (SLH-DSA: then only the envelope is signed, and a warning says
+    /// so).
+    pub(crate) fn load_jws(&self) -> Result<Option<accord_server::JwsCardConfig>, Failure> {
+        let Some(path) = &self.signing_key else { return Ok(None) };
+        let key = read_private_key(path, "--signing-key")?;
+        if accord_card::JwsAlgorithm::for_key(key.algorithm()).is_none() {
+            tracing::warn!(algorithm = %key.algorithm(), "no JWS algorithm for this key: the card routes stay unsigned");
+            return Ok(None);
+        }
+        let mut options = accord_card::JwsSignOptions::new();
+        if let Some(kid) = &self.card_kid {
+            options = options.with_kid(kid);
+        }
+        if let Some(jku) = &self.card_jku {
+            options = options.with_jku(jku);
+        }
+        // Checked now rather than on the first request: a bad kid or jku is a usage error.
+        accord_card::jws::sign_agent_card_signature(&serde_json::json!({"name": "check"}), &key, &options)
+            .map_err(|error| usage(format!("--card-kid / --card-jku: {error}")))?;
+        let config = accord_server::JwsCardConfig::new()
+            .signer(Arc::new(key), options)
+            .map_err(|error| usage(format!("--signing-key: {error}")))?;
+        Ok(Some(config))
+    }
+
     /// The signed-card configuration these flags ask for, or `None` without `--signing-key`.
     pub(crate) fn load(&self, host: &str, agent_name: &str) -> Result<Option<SignedCardConfig>, Failure> {
         let Some(path) = &self.signing_key else { return Ok(None) };
@@ -208,6 +283,9 @@ fn write_private(path: &Path, contents: &[u8]) -> Result<(), Failure> {
 /// `accord card sign`: the card in an envelope, on standard output or in `--out`.
 pub(crate) fn sign(args: SignArgs) -> Result<(), Failure> {
     let text = read_source(&args.card)?;
+    if args.jws {
+        return sign_jws(&args, &text);
+    }
     let value: Value = serde_json::from_slice(&text)
         .map_err(|error| failed(format!("{} is not JSON: {error}", source_name(&args.card))))?;
     let problems = card_problems(&value);
@@ -247,11 +325,58 @@ pub(crate) fn sign(args: SignArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `accord card sign --jws`: the agent card with one more JWS signature.
+fn sign_jws(args: &SignArgs, text: &[u8]) -> Result<(), Failure> {
+    let key = read_private_key(&args.key, "--key")?;
+    let name = source_name(&args.card);
+    let (signed, kid) = crate::card_jws::sign(text, &name, &key, args.kid.as_deref(), args.jku.as_deref())?;
+    let mut text = serde_json::to_string_pretty(&signed).map_err(|error| failed(error.to_string()))?;
+    text.push('\n');
+    match &args.out {
+        Some(path) => {
+            fs::write(path, text).map_err(|error| failed(format!("cannot write {}: {error}", path.display())))?;
+            let count = signed["signatures"].as_array().map_or(0, Vec::len);
+            eprintln!("signed {name} with {} (kid {kid}); {count} signature(s): {}", key.algorithm(), path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// Whether `value` is a blamejs envelope rather than an agent card.
+fn is_envelope(value: &Value) -> bool {
+    value.as_object().is_some_and(|fields| fields.contains_key("card") && fields.contains_key("signature"))
+}
+
 /// `accord card verify`: prints `valid` and what matched, or `invalid: <reason>`; fails unless
 /// valid.
 pub(crate) async fn verify(args: VerifyArgs) -> Result<(), Failure> {
-    let pem = read_text(&args.public_key, "--pub")?;
-    let body = if is_url(&args.envelope) {
+    let url = is_url(&args.envelope);
+    let local = if url { None } else { Some(read_source(&args.envelope)?) };
+    let jws = match &local {
+        None => args.jws,
+        Some(body) => !serde_json::from_slice::<Value>(body).is_ok_and(|value| is_envelope(&value)),
+    };
+    if jws {
+        let body = match local {
+            Some(body) => body,
+            None => {
+                let card_url = format!("{}{}", args.envelope.trim_end_matches('/'), "/.well-known/agent-card.json");
+                let body = crate::card_jws::fetch(&card_url, "agent card").await?;
+                eprintln!("fetched {card_url}");
+                body
+            }
+        };
+        let trust = crate::card_jws::trust_store(&args.public_key, &args.jwks).await?;
+        return crate::card_jws::verify(&body, &trust, crate::card_jws::algorithms(&args.algorithms)?, args.json);
+    }
+    let [public_key] = args.public_key.as_slice() else {
+        return Err(usage("a signed envelope is verified against exactly one --pub key"));
+    };
+    let pem = read_text(public_key, "--pub")?;
+    let body = if let Some(body) = local {
+        body
+    } else if url {
         let fetched = Client::new().fetch_signed_envelope(&args.envelope).await.map_err(client_failure)?;
         eprintln!("fetched {}", fetched.url);
         fetched.body
@@ -276,7 +401,7 @@ pub(crate) async fn verify(args: VerifyArgs) -> Result<(), Failure> {
             if matches!(reason, RejectReason::KeyMalformed | RejectReason::KeyUnsupported)
                 && let Err(error) = PublicKey::from_pem(&pem)
             {
-                message.push_str(&format!(" ({}: {error})", args.public_key.display()));
+                message.push_str(&format!(" ({}: {error})", public_key.display()));
             }
             Err(failed(message))
         }
@@ -383,7 +508,7 @@ fn source_name(source: &str) -> String {
     if source == "-" { "standard input".to_owned() } else { source.to_owned() }
 }
 
-fn is_url(target: &str) -> bool {
+pub(crate) fn is_url(target: &str) -> bool {
     let lower = target.get(..8).unwrap_or(target).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
 }

@@ -19,6 +19,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 mod card_cmd;
+mod card_jws;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod serve_auth;
@@ -93,7 +94,7 @@ enum Command {
         #[command(flatten)]
         workers: WorkerArgs,
         #[command(flatten)]
-        signed_card: card_cmd::SignedCardArgs,
+        signed_card: Box<card_cmd::SignedCardArgs>,
         /// Price the demo agent's skills (summarize: 1000 per invoke, per stream and per task; slow:
         /// 500 each) and collect with the local development rail, which accepts vouchers signed by any
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
@@ -445,10 +446,14 @@ enum CardCommand {
     },
     /// Generate a signing key pair: `DIR/<alg>.private.pem` (mode 0600) and `DIR/<alg>.public.pem`.
     Keygen(card_cmd::KeygenArgs),
-    /// Sign an identity card: prints the envelope {card, signedAt, expiresAt, signature}.
+    /// Sign an identity card: prints the envelope {card, signedAt, expiresAt, signature}; with
+    /// --jws, add a JWS to an A2A agent card's `signatures`.
     Sign(card_cmd::SignArgs),
-    /// Verify a signed card against the issuer's public key; exits 0 only when it is valid.
+    /// Verify a signed card (an envelope, or an agent card's JWS signatures) against trusted
+    /// keys; exits 0 only when it is valid.
     Verify(card_cmd::VerifyArgs),
+    /// Print public keys as a JWKS (for `jku`, or for `accord card verify --jwks`).
+    Jwks(card_cmd::JwksArgs),
     /// List every problem of an identity card (or a signed envelope's card); non-zero exit if any.
     Lint(card_cmd::LintArgs),
 }
@@ -527,6 +532,7 @@ async fn main() -> ExitCode {
         Command::Card { command: CardCommand::Sign(args) } => card_cmd::sign(args),
         Command::Card { command: CardCommand::Verify(args) } => card_cmd::verify(args).await,
         Command::Card { command: CardCommand::Lint(args) } => card_cmd::lint(args).await,
+        Command::Card { command: CardCommand::Jwks(args) } => card_cmd::jwks(args),
         Command::Invoke { url, skill, input, idempotency_key, json, wallet } => {
             invoke(&url, &skill, &input, idempotency_key, json, &wallet).await
         }
@@ -597,6 +603,7 @@ async fn serve(
         AgentKind::Conformance => accord_cli::conformance::agent(),
     }
     .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+    let jws_card = signed_card.load_jws()?;
     let signed_card = signed_card.load(host, agent.name())?;
     // Every credential the flags admit is the demo's operator: granted `demo:slow`, and shown the
     // extended card (the `slow` skill in detail).
@@ -640,6 +647,9 @@ async fn serve(
     }
     let metrics_at = observe.metrics_at();
     config = config.metrics(metrics_at == serve_observe::MetricsAt::AgentListener);
+    if let Some(jws_card) = jws_card {
+        config = config.jws_card(jws_card);
+    }
     let router = agent.router_with(config.auth(auth).rate_limit(workers.rate_limit()));
     let base_path = normalize_base_path(base_path);
     let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };

@@ -476,8 +476,14 @@ fn the_card_commands_explain_themselves() {
             vec!["card", "keygen", "--help"],
             vec!["--alg", "--out", "--force", "ml-dsa-87", "slh-dsa-shake-256f", "ed25519"],
         ),
-        (vec!["card", "sign", "--help"], vec!["--key", "--out", "--ttl", "--raw", "CARD.json"]),
-        (vec!["card", "verify", "--help"], vec!["--pub", "--issuer", "--json", "ENVELOPE.json"]),
+        (
+            vec!["card", "sign", "--help"],
+            vec!["--key", "--out", "--ttl", "--raw", "--jws", "--kid", "--jku", "CARD.json"],
+        ),
+        (
+            vec!["card", "verify", "--help"],
+            vec!["--pub", "--jwks", "--jws", "--algorithms", "--issuer", "--json", "CARD.json"],
+        ),
         (vec!["card", "lint", "--help"], vec!["FILE|URL"]),
         (
             vec!["serve", "--help"],

@@ -350,8 +350,13 @@ pub(crate) async fn card(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Response {
-    let card = state.card.build(&base_url(&headers, &uri));
-    let body = match serde_json::to_vec(&card) {
+    let base_url = base_url(&headers, &uri);
+    let card = state.card.build(&base_url);
+    let card = match (&state.card_signer, serde_json::to_value(&card)) {
+        (Some(signer), Ok(value)) => Ok(signer.sign(&base_url, value)),
+        (_, value) => value,
+    };
+    let body = match card.and_then(|card| serde_json::to_vec(&card)) {
         Ok(body) => body,
         Err(error) => {
             tracing::error!(%error, "the card does not serialize");

@@ -39,6 +39,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc_tasks;
+mod jws_card;
 mod landing;
 mod limits;
 mod lucid;
@@ -50,6 +51,7 @@ pub mod serve;
 mod signed_card;
 
 pub use error::LucidError;
+pub use jws_card::{JwsCardConfig, MAX_SIGNED_ORIGINS};
 pub use limits::{CAPACITY_RETRY_AFTER_SECS, MAX_TRACKED_CALLERS, RateLimitConfig};
 pub use payments::PaymentsConfig;
 pub use signed_card::{
@@ -80,6 +82,9 @@ pub struct ServerConfig {
     /// The signed card, served at [`SIGNED_CARD_PATH`] (and at `/.well-known/agent.json` when
     /// [`SignedCardConfig::serve_at_legacy_path`] is set). `None` (the default) serves none.
     pub signed_card: Option<SignedCardConfig>,
+    /// The official A2A card signatures: every card route serves the card with a `signatures`
+    /// entry (a JWS) per configured key. `None` (the default) serves the card unsigned.
+    pub jws_card: Option<JwsCardConfig>,
     /// How priced skills are paid. `None` (the default): a priced skill answers
     /// `503 payment_configuration_error`.
     pub payments: Option<PaymentsConfig>,
@@ -190,6 +195,7 @@ impl Default for ServerConfig {
             jsonrpc_tasks: Some(JsonRpcTasksConfig::default()),
             a2a: Some(A2aConfig::default()),
             signed_card: None,
+            jws_card: None,
             payments: None,
             task_service: ServiceConfig::default(),
             lucid: true,
@@ -315,6 +321,12 @@ impl ServerConfig {
         self.signed_card = Some(config);
         self
     }
+
+    /// Signs the served card with JWS signatures ([`ServerConfig::jws_card`]).
+    pub fn jws_card(mut self, config: JwsCardConfig) -> Self {
+        self.jws_card = Some(config);
+        self
+    }
 }
 
 /// What every handler shares.
@@ -326,6 +338,8 @@ pub(crate) struct AppState {
     pub(crate) idempotency: IdempotencyStore,
     /// The one builder of the card every card route serves (and of the extended card).
     pub(crate) card: Arc<card::CardBuilder>,
+    /// Adds the JWS signatures to the served card, when configured.
+    pub(crate) card_signer: Option<Arc<jws_card::CardSigner>>,
     /// The rate limiter every face shares, when a rate limit is set.
     pub(crate) rate_limits: Option<Arc<limits::RateLimits>>,
 }
@@ -428,6 +442,7 @@ impl Faces {
             idempotency: IdempotencyStore::new(config.idempotency),
             tasks: service,
             card: Arc::new(card::CardBuilder::from_config(agent, &config)),
+            card_signer: config.jws_card.clone().map(|jws| Arc::new(jws_card::CardSigner::new(jws))),
             rate_limits: config.rate_limit.map(limits::RateLimits::new),
             config,
         });

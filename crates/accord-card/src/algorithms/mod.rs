@@ -2,6 +2,7 @@
 //! parameter set is instantiated here, inside this crate, so that the workspace's opt-level for
 //! this crate applies to it (post-quantum code is very slow unoptimised).
 
+pub(crate) mod ecdsa_p256;
 pub(crate) mod ed25519;
 pub(crate) mod ml_dsa;
 pub(crate) mod slh_dsa;
