@@ -7,7 +7,11 @@
 //! and so are the two proto booleans without presence when `false`
 //! (`capabilities.extensions[].required`, `…oauth2SecurityScheme.flows.*.pkceRequired`). The
 //! signing input is `ASCII(protected ‖ '.' ‖ BASE64URL(payload))`; the payload itself is not
-//! carried. Every member of the card is covered, including members A2A does not define.
+//! carried. The payload is the **A2A card**: the top-level members the A2A v1.0 `AgentCard`
+//! defines ([`A2A_CARD_MEMBERS`]). Other top-level members (a Lucid card's `entrypoints` and
+//! `payments`, the 0.3 dialect's `url` or `preferredTransport`) are left out, as the official SDKs
+//! leave them out when they read the card through the A2A types before checking: a card that
+//! carries them still verifies there. They are covered by the signed card envelope instead.
 //!
 //! **The header.** The protected header always has `alg` and `kid` (by default the key's RFC 7638
 //! thumbprint), `typ: "JOSE"` unless asked otherwise, and `jku` when given. The unprotected
@@ -305,12 +309,34 @@ fn drop_implicit_defaults(card: &mut Map<String, Value>) {
     }
 }
 
-/// The bytes a card signature covers (before base64url): the RFC 8785 form of `card` without
-/// `signatures`, after the presence rules of the module docs.
+/// The top-level members of the A2A v1.0 `AgentCard` (the spec's JSON Schema), without
+/// `signatures`: what a card signature covers ([`card_signing_payload`]).
+pub const A2A_CARD_MEMBERS: &[&str] = &[
+    "name",
+    "description",
+    "supportedInterfaces",
+    "provider",
+    "version",
+    "documentationUrl",
+    "capabilities",
+    "securitySchemes",
+    "securityRequirements",
+    "defaultInputModes",
+    "defaultOutputModes",
+    "skills",
+    "iconUrl",
+];
+
+/// The bytes a card signature covers (before base64url): the RFC 8785 form of the A2A members of
+/// `card` ([`A2A_CARD_MEMBERS`]: not `signatures`, nor members A2A does not define), after the
+/// presence rules of the module docs.
 pub fn card_signing_payload(card: &Value) -> Result<Vec<u8>, JwsError> {
     let Some(members) = card.as_object() else { return Err(JwsError::NotACard) };
-    let mut members = members.clone();
-    members.remove("signatures");
+    let mut members: Map<String, Value> = members
+        .iter()
+        .filter(|(name, _)| A2A_CARD_MEMBERS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
     drop_implicit_defaults(&mut members);
     let cleaned = present(&Value::Object(members)).unwrap_or_else(|| Value::Object(Map::new()));
     canonicalize_value(&cleaned).map_err(JwsError::NotCanonical)

@@ -104,10 +104,14 @@ fn a_tampered_card_fails_with_signature_mismatch_for_each_algorithm() {
         assert_eq!(event["action"], "a2a.card_rejected");
         assert_eq!(event["reason"], "signature-mismatch");
 
-        // A new member counts too, even one A2A does not define.
+        // A new member of the A2A card counts too; one A2A does not define (a Lucid card's
+        // `entrypoints`) is outside the payload, as for the official SDKs.
         let mut added = card.clone();
-        added["x-extra"] = "added".into();
+        added["iconUrl"] = "https://example.com/icon.svg".into();
         assert_eq!(reason(&added, &store), Some(RejectReason::SignatureMismatch), "{algorithm}");
+        let mut lucid = card.clone();
+        lucid["entrypoints"] = json!({"echo": {"description": "not covered by the JWS"}});
+        assert!(verify_agent_card(&lucid, &store, &JwsVerifyOptions::new()).valid, "{algorithm}");
         // A flipped signature bit, and a tampered protected header.
         let mut flipped = card.clone();
         let mut raw = URL_SAFE_NO_PAD.decode(card["signatures"][0]["signature"].as_str().expect("sig")).expect("b64");
