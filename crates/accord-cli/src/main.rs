@@ -634,8 +634,9 @@ async fn serve(
     config.push = push.settings().map_err(usage)?;
     config.task_service.push_key = push.key(durability == Durability::Durable).map_err(usage)?;
     if kind == AgentKind::Conformance {
-        // The conformance kit drives every interface on the card: only the official A2A faces.
+        // The conformance kit drives every interface on the card: only the official A2A 1.0 faces.
         config = config.lucid(false).jsonrpc_tasks(None);
+        config.a2a = config.a2a.map(|a2a| A2aConfig { v03: false, ..a2a });
     }
     if demo_prices {
         let payments = accord_cli::demo::local_payments();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
-use accord_server::{AgentRouterExt, ServerConfig};
+use accord_server::{A2aConfig, AgentRouterExt, ServerConfig};
 use accord_test_support::TestServer;
 use accord_types::a2a::Validate;
 use serde_json::{Map, Value, json};
@@ -130,9 +130,28 @@ async fn the_demo_agents_card_without_the_lucid_face_is_a_plain_a2a_card() {
     let agent = accord_cli::demo::agent().expect("demo agent");
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
     let without_lucid = ServerConfig::default().tasks(runtime.clone()).lucid(false);
-    let server = TestServer::start(agent.router_with(without_lucid)).await;
+    // Only the 1.0 dialect: the 0.3 one brings the 0.3 members, which the 1.0 schema refuses.
+    let only_v1 = without_lucid.clone().a2a(Some(A2aConfig { v03: false, ..A2aConfig::default() }));
+    let server = TestServer::start(agent.router_with(only_v1)).await;
     let card = fetch_card(&server.origin).await;
     assert_eq!(problems(&validator, &card), Vec::<String>::new(), "{card:#}");
+
+    // With 0.3 beside 1.0, the 0.3 members are all the schema refuses.
+    let with_v03 = TestServer::start(agent.router_with(without_lucid)).await;
+    let v03_card = fetch_card(&with_v03.origin).await;
+    let v03_problems = problems(&validator, &v03_card);
+    assert!(!v03_problems.is_empty(), "{v03_card:#}");
+    let legacy = [
+        "url",
+        "preferredTransport",
+        "protocolVersion",
+        "additionalInterfaces",
+        "supportsAuthenticatedExtendedCard",
+        "stateTransitionHistory",
+    ];
+    for problem in &v03_problems {
+        assert!(legacy.iter().any(|member| problem.contains(member)), "{problem}");
+    }
 
     // With the Lucid face on, its members are exactly what the schema refuses.
     let with_lucid = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime.clone()))).await;

@@ -8,9 +8,9 @@
 //! - every mounted face is one `supportedInterfaces` entry, with the protocol version it speaks;
 //! - the Lucid members (`entrypoints`, with per-entrypoint `pricing`, and `payments`) appear only
 //!   when the Lucid face is listed;
-//! - the v0.3 members (`url`, `preferredTransport`, `protocolVersion`,
-//!   `supportsAuthenticatedExtendedCard`, `capabilities.stateTransitionHistory`) appear only when a
-//!   v0.3 face is listed, so a v1.0 card has none of them;
+//! - the v0.3 members (`url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`,
+//!   `supportsAuthenticatedExtendedCard`, `capabilities.stateTransitionHistory`) appear only when
+//!   a v0.3 face is listed, so a v1.0 card has none of them;
 //! - skill schemas and prices, which the A2A `AgentSkill` has no member for, are the params of
 //!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`;
 //! - `securitySchemes` and `securityRequirements` are generated from the configured
@@ -88,6 +88,14 @@ pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterfac
     if let Some(a2a) = config.served_a2a() {
         interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
         interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+        if a2a.v03 {
+            // After the 1.0 entries: a 1.0 client takes the first entry of its binding it speaks.
+            interfaces.push(DeclaredInterface::new(
+                &a2a.jsonrpc_path,
+                PROTOCOL_BINDING_JSONRPC,
+                accord_types::a2a::v03::PROTOCOL_VERSION,
+            ));
+        }
     }
     if let Some(jsonrpc) = config.served_jsonrpc_tasks() {
         interfaces.push(DeclaredInterface::new(&jsonrpc.path, JSONRPC_TASKS_BINDING, PROTOCOL_VERSION));
@@ -144,6 +152,10 @@ impl CardBuilder {
             }
             self.extended_skills = Some(skills.clone());
             self.challenges = auth.challenges(false);
+            // The 0.3 member, present only when a 0.3 interface is listed.
+            if let Some(supports) = self.template.supports_authenticated_extended_card.as_mut() {
+                *supports = true;
+            }
         }
     }
 
@@ -267,6 +279,16 @@ impl CardBuilder {
             })
             .collect();
         card.url = self.interfaces.iter().find(|interface| interface.is_v0()).map(|v0| v0.url(base_url));
+        // 0.3 clients choose among `url` (with `preferredTransport`) and `additionalInterfaces`.
+        let additional: Vec<Value> = self
+            .interfaces
+            .iter()
+            .filter(|interface| interface.is_v0())
+            .map(|v0| serde_json::json!({"url": v0.url(base_url), "transport": v0.binding}))
+            .collect();
+        if !additional.is_empty() {
+            card.extra.insert("additionalInterfaces".into(), Value::Array(additional));
+        }
         card
     }
 

@@ -154,6 +154,11 @@ pub struct A2aConfig {
     /// them with the `A2A-Extensions` header; one marked `required` must be activated on every
     /// A2A request (`ExtensionSupportRequiredError` otherwise); activated ones are echoed.
     pub extensions: Vec<accord_types::a2a::AgentExtension>,
+    /// Whether the A2A 0.3 dialect is served beside 1.0 (default `true`): on the JSON-RPC
+    /// binding, a request without `A2A-Version` (or with `0.3`) is served in 0.3 instead of
+    /// refused, and the card lists the 0.3 interface with the 0.3 members (`url`,
+    /// `preferredTransport`, `protocolVersion`, `additionalInterfaces`). See `docs/a2a-0.3.md`.
+    pub v03: bool,
 }
 
 impl Default for A2aConfig {
@@ -164,6 +169,7 @@ impl Default for A2aConfig {
             default_skill: None,
             error_mapping: accord_types::a2a::ErrorMapping::default(),
             extensions: Vec::new(),
+            v03: true,
         }
     }
 }
@@ -583,6 +589,7 @@ impl Faces {
             body_limit: self.state.config.body_limit,
             card: Arc::clone(&self.state.card),
             path: a2a_config.jsonrpc_path.clone(),
+            v03: a2a_config.v03,
         });
         let endpoint =
             post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(a2a::version::record));

@@ -102,15 +102,22 @@ async fn protocol_errors_and_version_negotiation() {
         );
     }
 
-    for version in [None, Some("99.0"), Some("0.3"), Some("")] {
-        let mut headers = vec![("content-type", "application/json")];
-        if let Some(version) = version {
-            headers.push(("a2a-version", version));
-        }
+    for version in ["99.0", "1.1", "2"] {
+        let headers = [("content-type", "application/json"), ("a2a-version", version)];
         let (status, body) = post(&s, "/a2a/jsonrpc", body, &headers).await;
         assert_eq!(status, 200);
         assert_eq!(body["error"]["code"], -32009, "{version:?}");
         assert_eq!(reason(&body), Some("VERSION_NOT_SUPPORTED"));
+    }
+    // No version, an empty one or 0.3 is the 0.3 dialect (tests/test_a2a_v03.rs), where
+    // `GetTask` is no method.
+    for version in [None, Some("0.3"), Some("")] {
+        let mut headers = vec![("content-type", "application/json")];
+        if let Some(version) = version {
+            headers.push(("a2a-version", version));
+        }
+        let (_, body) = post(&s, "/a2a/jsonrpc", body, &headers).await;
+        assert_eq!(body["error"]["code"], -32601, "{version:?}: {body}");
     }
     let (_, by_query) = post(&s, "/a2a/jsonrpc?A2A-Version=1.0", body, &[("content-type", "application/json")]).await;
     assert_eq!(by_query["error"]["code"], -32001, "the query parameter counts as the header");
@@ -119,7 +126,7 @@ async fn protocol_errors_and_version_negotiation() {
     assert_eq!(patch["error"]["code"], -32001, "patch numbers do not count");
 
     let unknown = call(&s, "message/send", json!({})).await;
-    assert_eq!(unknown["error"]["code"], -32601);
+    assert_eq!(unknown["error"]["code"], -32601, "a 0.3 method under A2A-Version: 1.0");
     let missing = call(&s, "SendMessage", json!({"configuration": {}})).await;
     assert_eq!(missing["error"]["code"], -32602, "message is required");
     let empty_parts =

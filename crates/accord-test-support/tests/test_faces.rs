@@ -110,10 +110,12 @@ async fn one_version_layer_answers_for_every_operation_of_both_bindings() {
         assert_eq!(body["error"]["details"][0]["reason"], "VERSION_NOT_SUPPORTED", "{path}: {body}");
         assert!(body["error"]["message"].as_str().expect("message").contains("not supported"), "{path}: {body}");
     }
-    // JSON-RPC: answered after the envelope, with the request's id.
+    // JSON-RPC: answered after the envelope, with the request's id (without a version the
+    // request is 0.3, which this binding also speaks).
     let response = client
         .post(server.url("/a2a/jsonrpc"))
         .header("content-type", "application/json")
+        .header("a2a-version", "99.0")
         .body(send("v").to_string())
         .send()
         .await

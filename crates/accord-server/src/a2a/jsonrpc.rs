@@ -38,6 +38,9 @@ pub(crate) struct JsonRpcState {
     pub(crate) card: Arc<crate::card::CardBuilder>,
     /// The binding's path, to find the agent's base URL from a request's.
     pub(crate) path: String,
+    /// Whether requests without `A2A-Version`, or with `0.3`, are served in the 0.3 dialect
+    /// ([`super::v03`]) rather than refused.
+    pub(crate) v03: bool,
 }
 
 /// A JSON-RPC error response: HTTP 200, except for the unauthenticated error, which the transport
@@ -69,6 +72,11 @@ fn params<T: DeserializeOwned + Validate>(request: &JsonRpcRequest) -> Result<T,
 
 pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    // Errors before the dialect is settled are written in the shape the request asked for.
+    let legacy = state.v03 && super::version::requested(&parts.extensions).is_ok_and(|requested| requested.is_legacy());
+    let rpc_error = |id: Value, error: &A2aError| {
+        if legacy { super::v03::rpc_error(id, error) } else { rpc_error(id, error) }
+    };
     if !crate::body::is_json(&parts.headers) {
         return rpc_error(
             Value::Null,
@@ -95,8 +103,11 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     let id = request.response_id();
     // Negotiated once by the version layer; reported here, after the envelope, so that the
     // answer carries the request's id.
-    if let Err(error) = super::version::negotiated(&parts.extensions) {
-        return rpc_error(id, &error);
+    match super::version::requested(&parts.extensions) {
+        Ok(super::version::Requested::V1_0) => {}
+        Ok(super::version::Requested::V0_3) if state.v03 => return super::v03::handle(&state, parts, request).await,
+        Ok(requested) => return rpc_error(id, &requested.refusal(state.v03)),
+        Err(error) => return rpc_error(id, &error),
     }
     let activated = match super::negotiate_extensions(&parts.headers, &state.core.extensions) {
         Ok(activated) => activated,

@@ -43,6 +43,7 @@ use serde_json::Value;
 pub(crate) mod jsonrpc;
 mod push;
 pub(crate) mod rest;
+mod v03;
 pub(crate) mod version;
 pub(crate) mod x402;
 

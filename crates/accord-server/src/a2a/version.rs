@@ -1,8 +1,9 @@
 //! A2A version negotiation, once for both bindings: a layer reads the requested version
 //! (`A2A-Version` header, or the query parameter of that name) before any handler runs. The
 //! HTTP+JSON binding, whose first check it is, refuses an unsupported version in the layer; the
-//! JSON-RPC binding checks content type, size and envelope first, so its layer records the outcome
-//! in the request's extensions and the handler reports it with the request's id.
+//! JSON-RPC binding checks content type, size and envelope first, so its layer records what was
+//! asked for in the request's extensions and the handler picks the dialect — 1.0, or 0.3 when
+//! that dialect is served — or reports the refusal with the request's id.
 
 use accord_types::a2a::{A2aError, A2aErrorKind, ErrorMapping};
 use axum::extract::{Request, State};
@@ -10,41 +11,86 @@ use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 
-/// What the layer found, kept in the request's extensions.
-#[derive(Debug, Clone)]
-struct Negotiated(Result<(), A2aError>);
+/// The protocol version a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Requested {
+    /// `1.0` (patch numbers ignored).
+    V1_0,
+    /// `0.3`, or no version at all (which the specification reads as 0.3).
+    V0_3,
+    /// Anything else, as sent.
+    Other(String),
+}
 
-/// The requested protocol version, from the `A2A-Version` header or query parameter: only
-/// `1.0` (patch numbers ignored) is served; none at all means 0.3, which this binding does not speak.
-pub(crate) fn negotiate(headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
-    let from_query = query.and_then(|query| {
-        query.split('&').find_map(|pair| {
-            let (name, value) = pair.split_once('=')?;
-            name.eq_ignore_ascii_case("a2a-version").then(|| value.to_owned())
-        })
-    });
-    let requested = headers
-        .get("a2a-version")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or(from_query)
-        .map(|value| value.trim().to_owned())
-        .unwrap_or_default();
-    let major_minor: Vec<&str> = requested.split('.').take(2).collect();
-    match major_minor.as_slice() {
-        ["1", "0"] => Ok(()),
-        [""] => Err(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
-            "no A2A-Version was sent, which means 0.3; this interface speaks 1.0: send A2A-Version: 1.0",
-        )),
-        _ => Err(A2aError::new(A2aErrorKind::VersionNotSupported)
-            .with_message(format!("A2A-Version {requested} is not supported; this interface speaks 1.0"))),
+impl Requested {
+    /// Reads the `A2A-Version` header, else the query parameter of that name.
+    pub(crate) fn of(headers: &HeaderMap, query: Option<&str>) -> Self {
+        let from_query = query.and_then(|query| {
+            query.split('&').find_map(|pair| {
+                let (name, value) = pair.split_once('=')?;
+                name.eq_ignore_ascii_case("a2a-version").then(|| value.to_owned())
+            })
+        });
+        let requested = headers
+            .get("a2a-version")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+            .or(from_query)
+            .map(|value| value.trim().to_owned())
+            .unwrap_or_default();
+        let major_minor: Vec<&str> = requested.split('.').take(2).collect();
+        match major_minor.as_slice() {
+            ["1", "0"] => Self::V1_0,
+            [""] | ["0", "3"] => Self::V0_3,
+            _ => Self::Other(requested),
+        }
+    }
+
+    /// Whether an error about this request is best written in the 0.3 shape: the request asked
+    /// for 0.3 or another 0.x version, and this binding speaks 0.3.
+    pub(crate) fn is_legacy(&self) -> bool {
+        match self {
+            Self::V1_0 => false,
+            Self::V0_3 => true,
+            Self::Other(version) => version.starts_with("0."),
+        }
+    }
+
+    /// The refusal of this request by a binding that speaks 1.0 and, when `v03`, 0.3.
+    pub(crate) fn refusal(&self, v03: bool) -> A2aError {
+        let speaks = if v03 { "1.0 and 0.3" } else { "1.0" };
+        match self {
+            Self::V0_3 if !v03 => A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
+                "A2A 0.3 (no A2A-Version, or 0.3) is not supported by this interface, which speaks 1.0: \
+                 send A2A-Version: 1.0",
+            ),
+            Self::Other(version) => A2aError::new(A2aErrorKind::VersionNotSupported)
+                .with_message(format!("A2A-Version {version} is not supported; this interface speaks {speaks}")),
+            _ => {
+                A2aError::new(A2aErrorKind::VersionNotSupported).with_message(format!("this interface speaks {speaks}"))
+            }
+        }
     }
 }
 
-/// Records the negotiation for the handler to report ([`negotiated`]).
+/// What the layer found, kept in the request's extensions.
+#[derive(Debug, Clone)]
+struct Negotiated(Requested);
+
+/// The requested protocol version, from the `A2A-Version` header or query parameter: only
+/// `1.0` (patch numbers ignored) is served by this check; none at all means 0.3, which the
+/// HTTP+JSON binding serves under a path of its own.
+pub(crate) fn negotiate(headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
+    match Requested::of(headers, query) {
+        Requested::V1_0 => Ok(()),
+        other => Err(other.refusal(false)),
+    }
+}
+
+/// Records the requested version for the handler ([`requested`]).
 pub(crate) async fn record(mut request: Request, next: Next) -> Response {
-    let outcome = negotiate(request.headers(), request.uri().query());
-    request.extensions_mut().insert(Negotiated(outcome));
+    let requested = Requested::of(request.headers(), request.uri().query());
+    request.extensions_mut().insert(Negotiated(requested));
     next.run(request).await
 }
 
@@ -56,10 +102,10 @@ pub(crate) async fn refuse(State(mapping): State<ErrorMapping>, request: Request
     }
 }
 
-/// The outcome [`record`] kept for this request.
-pub(crate) fn negotiated(extensions: &axum::http::Extensions) -> Result<(), A2aError> {
+/// What [`record`] found for this request.
+pub(crate) fn requested(extensions: &axum::http::Extensions) -> Result<Requested, A2aError> {
     match extensions.get::<Negotiated>() {
-        Some(Negotiated(outcome)) => outcome.clone(),
+        Some(Negotiated(requested)) => Ok(requested.clone()),
         None => {
             tracing::error!("an A2A binding was mounted without its version layer");
             Err(A2aError::new(A2aErrorKind::Internal))
@@ -84,5 +130,11 @@ mod tests {
         assert_eq!(negotiate(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
         headers.insert("a2a-version", "0.3".parse().expect("header"));
         assert!(negotiate(&headers, None).is_err());
+        assert_eq!(Requested::of(&headers, None), Requested::V0_3);
+        assert_eq!(Requested::of(&HeaderMap::new(), None), Requested::V0_3, "no version means 0.3");
+        headers.insert("a2a-version", "0.2".parse().expect("header"));
+        assert!(Requested::of(&headers, None).is_legacy());
+        headers.insert("a2a-version", "2.0".parse().expect("header"));
+        assert!(!Requested::of(&headers, None).is_legacy());
     }
 }

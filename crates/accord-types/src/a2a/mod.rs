@@ -20,6 +20,8 @@
 //! - **`int32`** fields read JSON numbers or decimal strings; timestamps stay `String`s, checked
 //!   and produced by [`time`].
 //!
+//! [`v03`] holds the A2A 0.3 dialect's shapes and their one conversion to and from these.
+//!
 //! [`errors`] holds the A2A error catalogue and its JSON-RPC and REST renderings, [`jsonrpc`] the
 //! A2A view of the shared JSON-RPC 2.0 envelope ([`crate::jsonrpc`]). The module owns shapes
 //! only: no I/O, no task rules, no routing.
@@ -35,6 +37,7 @@ pub mod requests;
 mod schema;
 pub mod task;
 pub mod time;
+pub mod v03;
 pub mod validate;
 
 pub use card::{

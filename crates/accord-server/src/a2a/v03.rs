@@ -1,0 +1,195 @@
+//! The A2A 0.3 dialect of the JSON-RPC binding, on the same endpoint as 1.0: a request without
+//! `A2A-Version`, or with `0.3`, lands here once the envelope is read.
+//!
+//! Each method reads its 0.3 params, converts them with [`accord_types::a2a::v03::convert`] into
+//! the v1.0 request, calls the same [`A2aCore`] operation the 1.0 methods call (and so the same
+//! task service), and converts the answer back. Nothing here decides anything about tasks.
+//!
+//! What is the dialect's own: the method names; a 0.3 stream ends after its status update with
+//! `final: true` (the task ended or waits for its caller), where a 1.0 subscription stays open
+//! through waiting states; `tasks/pushNotificationConfig/set` without a config id uses the task's
+//! id (so that `…/get` without one finds it, as 0.3 clients expect); `…/list` returns every config
+//! as a bare array and `…/delete` returns `null`; an agent without an extended card answers
+//! `agent/getAuthenticatedExtendedCard` with -32007; extensions are read from `X-A2A-Extensions`
+//! (0.3's header) as well as `A2A-Extensions`; errors are `{code, message, data}` objects
+//! ([`v03::error_object`]).
+
+use std::convert::Infallible;
+
+use accord_types::a2a::v03::{self, methods};
+use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
+use accord_types::jsonrpc;
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::jsonrpc::JsonRpcState;
+use crate::auth::{Principal, caller_of};
+
+/// A 0.3 JSON-RPC error response: HTTP 200 (401 for the unauthenticated error, as in 1.0), the
+/// error in the 0.3 shape, and `Retry-After` when it is retryable.
+pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
+    let body = jsonrpc::Response::<Value>::failure(id, v03::error_object(error));
+    let status = if error.kind == A2aErrorKind::Unauthenticated { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response();
+    if let Some(seconds) = crate::limits::retry_after_of(error) {
+        crate::limits::set_retry_after(&mut response, seconds);
+    }
+    response
+}
+
+fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
+    match serde_json::to_value(result) {
+        Ok(result) => (StatusCode::OK, axum::Json(jsonrpc::Response::success(id, result))).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "A2A 0.3 result does not serialize");
+            rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
+        }
+    }
+}
+
+/// The 0.3 params as their v1.0 request, validated as such (a violation names the field by its
+/// v1.0 path, which is the 0.3 one for every field both have).
+fn params<P: DeserializeOwned, R: From<P> + Validate>(request: &JsonRpcRequest) -> Result<R, A2aError> {
+    let params: P = request.params_as()?;
+    let converted = R::from(params);
+    converted.validate()?;
+    Ok(converted)
+}
+
+/// The headers with 0.3's `X-A2A-Extensions` read as `A2A-Extensions`.
+fn extension_headers(headers: &http::HeaderMap) -> http::HeaderMap {
+    let mut merged = headers.clone();
+    for value in headers.get_all("x-a2a-extensions") {
+        merged.append("a2a-extensions", value.clone());
+    }
+    merged
+}
+
+/// Serves one 0.3 request whose envelope has been read.
+pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, request: JsonRpcRequest) -> Response {
+    let id = request.response_id();
+    let activated = match super::negotiate_extensions(&extension_headers(&parts.headers), &state.core.extensions) {
+        Ok(activated) => activated,
+        Err(error) => return rpc_error(id, &error),
+    };
+    let owner = caller_of(parts.extensions.get::<Principal>());
+    let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
+    let core = &state.core;
+    let last_event_id =
+        parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
+    let outcome: Result<Response, A2aError> = async {
+        Ok(match request.method.as_str() {
+            methods::MESSAGE_SEND => {
+                let send = params::<v03::MessageSendParams, a2a::SendMessageRequest>(&request)?;
+                let response = core.send_message(send, owner, resource).await?;
+                rpc_result(id.clone(), v03::SendMessageResult::from(response))
+            }
+            methods::MESSAGE_STREAM => {
+                let send = params::<v03::MessageSendParams, a2a::SendMessageRequest>(&request)?;
+                sse(id.clone(), core.send_streaming(send, owner, resource).await?)
+            }
+            methods::TASKS_GET => {
+                let get = params::<v03::TaskQueryParams, a2a::GetTaskRequest>(&request)?;
+                rpc_result(id.clone(), v03::Task::from(core.get_task(get, owner).await?))
+            }
+            methods::TASKS_CANCEL => {
+                let cancel = params::<v03::TaskIdParams, a2a::CancelTaskRequest>(&request)?;
+                rpc_result(id.clone(), v03::Task::from(core.cancel_task(cancel, owner).await?))
+            }
+            methods::TASKS_RESUBSCRIBE => {
+                let subscribe = params::<v03::TaskIdParams, a2a::SubscribeToTaskRequest>(&request)?;
+                sse(id.clone(), core.subscribe(subscribe, owner, last_event_id).await?)
+            }
+            methods::PUSH_CONFIG_SET => {
+                let mut config = params::<v03::TaskPushNotificationConfig, a2a::TaskPushNotificationConfig>(&request)?;
+                if config.id.as_deref().is_none_or(str::is_empty) {
+                    config.id.clone_from(&config.task_id);
+                }
+                let kept = core.create_push_config(config, owner).await?;
+                rpc_result(id.clone(), v03::TaskPushNotificationConfig::from(kept))
+            }
+            methods::PUSH_CONFIG_GET => {
+                let get = params::<v03::PushConfigParams, a2a::GetTaskPushNotificationConfigRequest>(&request)?;
+                rpc_result(id.clone(), v03::TaskPushNotificationConfig::from(core.get_push_config(get, owner).await?))
+            }
+            methods::PUSH_CONFIG_LIST => {
+                let list = params::<v03::TaskIdParams, a2a::ListTaskPushNotificationConfigsRequest>(&request)?;
+                let configs = core.list_push_configs(list, owner).await?.configs;
+                let configs: Vec<v03::TaskPushNotificationConfig> =
+                    configs.into_iter().map(v03::TaskPushNotificationConfig::from).collect();
+                rpc_result(id.clone(), configs)
+            }
+            methods::PUSH_CONFIG_DELETE => {
+                let delete = params::<v03::PushConfigParams, a2a::DeleteTaskPushNotificationConfigRequest>(&request)?;
+                core.delete_push_config(delete, owner).await?;
+                rpc_result(id.clone(), Value::Null)
+            }
+            methods::GET_AUTHENTICATED_EXTENDED_CARD => extended_card(state, &parts, id.clone()),
+            other if a2a::jsonrpc::methods::ALL.contains(&other) => {
+                return Err(A2aError::new(A2aErrorKind::MethodNotFound).with_message(format!(
+                    "Method not found: {other} is an A2A 1.0 method; send A2A-Version: 1.0 to use it"
+                )));
+            }
+            other => {
+                return Err(
+                    A2aError::new(A2aErrorKind::MethodNotFound).with_message(format!("Method not found: {other}"))
+                );
+            }
+        })
+    }
+    .await;
+    let mut response = match outcome {
+        Ok(response) => response,
+        Err(error) => rpc_error(id, &error),
+    };
+    super::echo_extensions(&mut response, &activated);
+    response
+}
+
+/// `agent/getAuthenticatedExtendedCard`: the extended card, or -32007 when the agent declares none.
+fn extended_card(state: &JsonRpcState, parts: &http::request::Parts, id: Value) -> Response {
+    let uri = parts.extensions.get::<axum::extract::OriginalUri>().map_or(&parts.uri, |original| &original.0);
+    let base_url = crate::card::base_url_before(&parts.headers, uri, &state.path);
+    match state.card.extended(parts.extensions.get::<Principal>(), &base_url) {
+        Ok(card) => rpc_result(id, card),
+        Err((error, challenges)) => {
+            let error = if error.kind == A2aErrorKind::UnsupportedOperation {
+                A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
+                    .with_message(v03::default_message(A2aErrorKind::ExtendedAgentCardNotConfigured))
+            } else {
+                error
+            };
+            let mut response = rpc_error(id, &error);
+            response.headers_mut().extend(challenges.into_iter().map(|value| (header::WWW_AUTHENTICATE, value)));
+            response
+        }
+    }
+}
+
+/// A 0.3 event stream: each event converted, the stream ending after the first status update
+/// marked `final`.
+fn sse(id: Value, stream: super::A2aStream) -> Response {
+    let events = stream
+        .map(|(sequence, response)| (sequence, v03::StreamEvent::from(response)))
+        .scan(false, |ended, (sequence, event)| {
+            if *ended {
+                return std::future::ready(None);
+            }
+            *ended = matches!(&event, v03::StreamEvent::StatusUpdate(update) if update.is_final);
+            std::future::ready(Some((sequence, event)))
+        })
+        .map(move |(sequence, event)| {
+            let body = jsonrpc::Response::success(id.clone(), event);
+            let data = serde_json::to_string(&body).unwrap_or_default();
+            let event = Event::default().data(data);
+            Ok::<_, Infallible>(match sequence {
+                Some(sequence) => event.id(sequence.to_string()),
+                None => event,
+            })
+        });
+    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+}
