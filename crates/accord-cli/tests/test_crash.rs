@@ -79,7 +79,13 @@ async fn kill_one_worker_mid_flight(store_url: &str, store: Arc<dyn TaskStore>) 
         let page = client.list_tasks(&card_b, &token, &options).await.expect("list on b");
         let done = page.tasks.iter().filter(|task| task.status.is_terminal()).count();
         if done == TASKS {
-            assert!(page.tasks.iter().all(|task| task.status == TaskStatus::Completed), "every task completed");
+            let other: Vec<_> = page
+                .tasks
+                .iter()
+                .filter(|task| task.status != TaskStatus::Completed)
+                .map(|task| (&task.task_id, task.status, &task.error))
+                .collect();
+            assert!(other.is_empty(), "every task completed; these did not: {other:?}");
             break;
         }
         assert!(Instant::now() < deadline, "only {done} of {TASKS} tasks ended");
