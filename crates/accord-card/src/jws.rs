@@ -7,11 +7,12 @@
 //! and so are the two proto booleans without presence when `false`
 //! (`capabilities.extensions[].required`, `…oauth2SecurityScheme.flows.*.pkceRequired`). The
 //! signing input is `ASCII(protected ‖ '.' ‖ BASE64URL(payload))`; the payload itself is not
-//! carried. The payload is the **A2A card**: the top-level members the A2A v1.0 `AgentCard`
-//! defines ([`A2A_CARD_MEMBERS`]). Other top-level members (a Lucid card's `entrypoints` and
-//! `payments`, the 0.3 dialect's `url` or `preferredTransport`) are left out, as the official SDKs
-//! leave them out when they read the card through the A2A types before checking: a card that
-//! carries them still verifies there. They are covered by the signed card envelope instead.
+//! carried. The payload is the **A2A card**: the members the A2A v1.0 `AgentCard` and the
+//! messages it is made of define, at every depth. Other members (a Lucid card's `entrypoints` and
+//! `payments`, the 0.3 dialect's `url`, `preferredTransport` or `capabilities.stateTransitionHistory`)
+//! are left out, as the official SDKs leave them out when they read the card through the A2A types
+//! before checking: a card that carries them still verifies there. They are covered by the signed
+//! card envelope instead.
 //!
 //! **The header.** The protected header always has `alg` and `kid` (by default the key's RFC 7638
 //! thumbprint), `typ: "JOSE"` unless asked otherwise, and `jku` when given. The unprotected
@@ -309,34 +310,172 @@ fn drop_implicit_defaults(card: &mut Map<String, Value>) {
     }
 }
 
-/// The top-level members of the A2A v1.0 `AgentCard` (the spec's JSON Schema), without
-/// `signatures`: what a card signature covers ([`card_signing_payload`]).
-pub const A2A_CARD_MEMBERS: &[&str] = &[
-    "name",
-    "description",
-    "supportedInterfaces",
-    "provider",
-    "version",
-    "documentationUrl",
-    "capabilities",
-    "securitySchemes",
-    "securityRequirements",
-    "defaultInputModes",
-    "defaultOutputModes",
-    "skills",
-    "iconUrl",
+/// What a member of an A2A message holds, for [`a2a_card`].
+#[derive(Clone, Copy)]
+enum Holds {
+    /// A value kept as it is (a scalar, a list of scalars, a `google.protobuf.Struct`).
+    Value,
+    /// A message of this name.
+    Message(&'static str),
+    /// A list of messages of this name.
+    List(&'static str),
+    /// A map of messages of this name.
+    Map(&'static str),
+}
+
+/// The members of each A2A v1.0 message an agent card is made of, and what each holds (from the
+/// spec's JSON Schema): what a card signature covers ([`card_signing_payload`]). `signatures` is
+/// left out of `AgentCard`.
+const CARD_MESSAGES: &[(&str, &[(&str, Holds)])] = &[
+    (
+        "AgentCard",
+        &[
+            ("capabilities", Holds::Message("AgentCapabilities")),
+            ("defaultInputModes", Holds::Value),
+            ("defaultOutputModes", Holds::Value),
+            ("description", Holds::Value),
+            ("documentationUrl", Holds::Value),
+            ("iconUrl", Holds::Value),
+            ("name", Holds::Value),
+            ("provider", Holds::Message("AgentProvider")),
+            ("securityRequirements", Holds::List("SecurityRequirement")),
+            ("securitySchemes", Holds::Map("SecurityScheme")),
+            ("skills", Holds::List("AgentSkill")),
+            ("supportedInterfaces", Holds::List("AgentInterface")),
+            ("version", Holds::Value),
+        ],
+    ),
+    (
+        "AgentCapabilities",
+        &[
+            ("extendedAgentCard", Holds::Value),
+            ("extensions", Holds::List("AgentExtension")),
+            ("pushNotifications", Holds::Value),
+            ("streaming", Holds::Value),
+        ],
+    ),
+    ("AgentProvider", &[("organization", Holds::Value), ("url", Holds::Value)]),
+    ("SecurityRequirement", &[("schemes", Holds::Map("StringList"))]),
+    (
+        "SecurityScheme",
+        &[
+            ("apiKeySecurityScheme", Holds::Message("APIKeySecurityScheme")),
+            ("httpAuthSecurityScheme", Holds::Message("HTTPAuthSecurityScheme")),
+            ("mtlsSecurityScheme", Holds::Message("MutualTlsSecurityScheme")),
+            ("oauth2SecurityScheme", Holds::Message("OAuth2SecurityScheme")),
+            ("openIdConnectSecurityScheme", Holds::Message("OpenIdConnectSecurityScheme")),
+        ],
+    ),
+    (
+        "AgentSkill",
+        &[
+            ("description", Holds::Value),
+            ("examples", Holds::Value),
+            ("id", Holds::Value),
+            ("inputModes", Holds::Value),
+            ("name", Holds::Value),
+            ("outputModes", Holds::Value),
+            ("securityRequirements", Holds::List("SecurityRequirement")),
+            ("tags", Holds::Value),
+        ],
+    ),
+    (
+        "AgentInterface",
+        &[
+            ("protocolBinding", Holds::Value),
+            ("protocolVersion", Holds::Value),
+            ("tenant", Holds::Value),
+            ("url", Holds::Value),
+        ],
+    ),
+    (
+        "AgentExtension",
+        &[("description", Holds::Value), ("params", Holds::Value), ("required", Holds::Value), ("uri", Holds::Value)],
+    ),
+    ("StringList", &[("list", Holds::Value)]),
+    ("APIKeySecurityScheme", &[("description", Holds::Value), ("location", Holds::Value), ("name", Holds::Value)]),
+    (
+        "HTTPAuthSecurityScheme",
+        &[("bearerFormat", Holds::Value), ("description", Holds::Value), ("scheme", Holds::Value)],
+    ),
+    ("MutualTlsSecurityScheme", &[("description", Holds::Value)]),
+    (
+        "OAuth2SecurityScheme",
+        &[("description", Holds::Value), ("flows", Holds::Message("OAuthFlows")), ("oauth2MetadataUrl", Holds::Value)],
+    ),
+    ("OpenIdConnectSecurityScheme", &[("description", Holds::Value), ("openIdConnectUrl", Holds::Value)]),
+    (
+        "OAuthFlows",
+        &[
+            ("authorizationCode", Holds::Message("AuthorizationCodeOAuthFlow")),
+            ("clientCredentials", Holds::Message("ClientCredentialsOAuthFlow")),
+            ("deviceCode", Holds::Message("DeviceCodeOAuthFlow")),
+            ("implicit", Holds::Message("ImplicitOAuthFlow")),
+            ("password", Holds::Message("PasswordOAuthFlow")),
+        ],
+    ),
+    (
+        "AuthorizationCodeOAuthFlow",
+        &[
+            ("authorizationUrl", Holds::Value),
+            ("pkceRequired", Holds::Value),
+            ("refreshUrl", Holds::Value),
+            ("scopes", Holds::Value),
+            ("tokenUrl", Holds::Value),
+        ],
+    ),
+    (
+        "ClientCredentialsOAuthFlow",
+        &[("refreshUrl", Holds::Value), ("scopes", Holds::Value), ("tokenUrl", Holds::Value)],
+    ),
+    (
+        "DeviceCodeOAuthFlow",
+        &[
+            ("deviceAuthorizationUrl", Holds::Value),
+            ("refreshUrl", Holds::Value),
+            ("scopes", Holds::Value),
+            ("tokenUrl", Holds::Value),
+        ],
+    ),
+    (
+        "ImplicitOAuthFlow",
+        &[("authorizationUrl", Holds::Value), ("refreshUrl", Holds::Value), ("scopes", Holds::Value)],
+    ),
+    ("PasswordOAuthFlow", &[("refreshUrl", Holds::Value), ("scopes", Holds::Value), ("tokenUrl", Holds::Value)]),
 ];
 
-/// The bytes a card signature covers (before base64url): the RFC 8785 form of the A2A members of
-/// `card` ([`A2A_CARD_MEMBERS`]: not `signatures`, nor members A2A does not define), after the
-/// presence rules of the module docs.
+/// `value` read as the A2A message `message` reads it: the members the message does not define are
+/// left out, at every depth, as the official SDKs leave them out when they parse a card into the
+/// A2A types. A value of an unexpected shape is kept as it is.
+fn a2a_card(value: &Value, message: &str) -> Value {
+    let members = CARD_MESSAGES.iter().find(|(name, _)| *name == message).map(|(_, members)| *members);
+    let (Some(members), Some(object)) = (members, value.as_object()) else { return value.clone() };
+    let mut kept = Map::new();
+    for (name, value) in object {
+        let Some((_, holds)) = members.iter().find(|(member, _)| member == name) else { continue };
+        let value = match (*holds, value) {
+            (Holds::Message(inner), _) => a2a_card(value, inner),
+            (Holds::List(inner), Value::Array(items)) => {
+                Value::Array(items.iter().map(|item| a2a_card(item, inner)).collect())
+            }
+            (Holds::Map(inner), Value::Object(entries)) => {
+                Value::Object(entries.iter().map(|(key, entry)| (key.clone(), a2a_card(entry, inner))).collect())
+            }
+            _ => value.clone(),
+        };
+        kept.insert(name.clone(), value);
+    }
+    Value::Object(kept)
+}
+
+/// The bytes a card signature covers (before base64url): the RFC 8785 form of `card` read as the
+/// A2A v1.0 `AgentCard` (without `signatures`, and without the members A2A does not define, at
+/// any depth), after the presence rules of the module docs.
 pub fn card_signing_payload(card: &Value) -> Result<Vec<u8>, JwsError> {
-    let Some(members) = card.as_object() else { return Err(JwsError::NotACard) };
-    let mut members: Map<String, Value> = members
-        .iter()
-        .filter(|(name, _)| A2A_CARD_MEMBERS.contains(&name.as_str()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    if !card.is_object() {
+        return Err(JwsError::NotACard);
+    }
+    let Value::Object(mut members) = a2a_card(card, "AgentCard") else { return Err(JwsError::NotACard) };
     drop_implicit_defaults(&mut members);
     let cleaned = present(&Value::Object(members)).unwrap_or_else(|| Value::Object(Map::new()));
     canonicalize_value(&cleaned).map_err(JwsError::NotCanonical)

@@ -111,6 +111,8 @@ fn a_tampered_card_fails_with_signature_mismatch_for_each_algorithm() {
         assert_eq!(reason(&added, &store), Some(RejectReason::SignatureMismatch), "{algorithm}");
         let mut lucid = card.clone();
         lucid["entrypoints"] = json!({"echo": {"description": "not covered by the JWS"}});
+        lucid["capabilities"]["stateTransitionHistory"] = true.into();
+        lucid["skills"][0]["x-note"] = "not an A2A member either".into();
         assert!(verify_agent_card(&lucid, &store, &JwsVerifyOptions::new()).valid, "{algorithm}");
         // A flipped signature bit, and a tampered protected header.
         let mut flipped = card.clone();

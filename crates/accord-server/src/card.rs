@@ -367,18 +367,23 @@ fn entrypoints(agent: &Agent, payments: Option<&PaymentsConfig>) -> BTreeMap<Str
         .collect()
 }
 
+/// The card as the card routes serve it for `base_url`: built, then signed when a JWS signer is
+/// configured. The landing page shows this same document.
+pub(crate) fn served_card(state: &crate::AppState, base_url: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let card = serde_json::to_value(state.card.build(base_url))?;
+    Ok(match &state.card_signer {
+        Some(signer) => signer.sign(base_url, card),
+        None => card,
+    })
+}
+
 pub(crate) async fn card(
     axum::extract::State(state): State,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Response {
     let base_url = base_url(&headers, &uri);
-    let card = state.card.build(&base_url);
-    let card = match (&state.card_signer, serde_json::to_value(&card)) {
-        (Some(signer), Ok(value)) => Ok(signer.sign(&base_url, value)),
-        (_, value) => value,
-    };
-    let body = match card.and_then(|card| serde_json::to_vec(&card)) {
+    let body = match served_card(&state, &base_url).and_then(|card| serde_json::to_vec(&card)) {
         Ok(body) => body,
         Err(error) => {
             tracing::error!(%error, "the card does not serialize");

@@ -82,8 +82,10 @@ async fn landing_page(
     let base_path = uri.path().trim_end_matches('/');
     let base_url = format!("{}{base_path}", crate::card::origin(&headers, &uri));
     let card = state.card.build(&base_url);
+    let served = crate::card::served_card(&state, &base_url).unwrap_or(serde_json::Value::Null);
     let html = page::render(&page::PageInput {
         card: &card,
+        served: &served,
         agent: &state.agent,
         base_path,
         lucid: state.config.lucid,

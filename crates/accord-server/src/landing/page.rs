@@ -17,8 +17,10 @@ const TEMPLATE: &str = include_str!("page.html");
 
 /// What the page is made from.
 pub(super) struct PageInput<'a> {
-    /// The card as the card route serves it for this request.
+    /// The card as the card route builds it for this request.
     pub(super) card: &'a AgentCard,
+    /// The same card as the card route serves it (signed when a signer is configured): the raw view.
+    pub(super) served: &'a Value,
     /// The agent, for what its card does not say: which operations each skill has.
     pub(super) agent: &'a Agent,
     /// The path the agent is mounted under (`""` at the root), without a trailing `/`.
@@ -35,7 +37,7 @@ pub(super) struct PageInput<'a> {
 pub(super) fn render(input: &PageInput<'_>) -> String {
     let card = input.card;
     let base = escape(input.base_path);
-    let card_json = serde_json::to_string_pretty(card).unwrap_or_default();
+    let card_json = serde_json::to_string_pretty(input.served).unwrap_or_default();
     let fill = |slot: &str, out: &mut String| match slot {
         "name" => out.push_str(&escape(&card.name)),
         "description" => out.push_str(&escape(card.description.as_deref().unwrap_or_default())),
@@ -154,7 +156,11 @@ fn bindings(card: &AgentCard, key: &str, operations: &[SkillOperation], tasks: b
                 lines.push(format!("Lucid task: <code>POST {root}/tasks</code> with <code>skillId: \"{key}\"</code>"));
             }
         } else if task {
-            let name = escape(binding_name(&interface.protocol_binding));
+            let mut name = escape(binding_name(&interface.protocol_binding));
+            // An A2A interface of another version than 1.0 (the 0.3 dialect) says so.
+            if let Some(version) = interface.protocol_version.as_deref().filter(|version| *version != "1.0") {
+                let _ = write!(name, " {}", escape(version));
+            }
             let how = if interface.protocol_binding == JSONRPC_TASKS_BINDING {
                 format!("<code>tasks/send</code> with <code>skill: \"{key}\"</code>")
             } else {
