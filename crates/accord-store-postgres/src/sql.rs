@@ -166,6 +166,11 @@ pub(crate) fn owner_lock_key(owner_hash: &str) -> i64 {
     u64::from_str_radix(prefix, 16).map_or(0, |key| key as i64)
 }
 
+/// How many unfinished tasks there are in each state (served by the partial index of unfinished
+/// tasks).
+pub(crate) const COUNT_UNFINISHED_BY_STATE: &str =
+    concat!("SELECT state, count(*) FROM accord_tasks WHERE state NOT IN ", terminal_states!(), " GROUP BY state");
+
 pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1");
 
 /// Appends the `list` statement for the owner's tasks matching `query`: the count of all that

@@ -630,3 +630,30 @@ async fn a_finished_task_keeps_each_large_part_once() {
     drop(connection);
     database.drop_database().await;
 }
+
+/// The `accord_tasks` gauge's counts: the unfinished tasks by state, from the partial index; the
+/// finished states are not reported (counting them would read every task kept).
+#[tokio::test]
+async fn count_by_state_counts_the_unfinished_tasks() {
+    let database = TestDatabase::create().await;
+    let store = database.store().await;
+    let base = now_ms();
+    create(&store, record("alice", base, None)).await;
+    let working = create(&store, record("bob", base, None)).await;
+    let done = create(&store, record("alice", base, None)).await;
+    set(&store, &working, status(TaskState::Working), base + 1).await;
+    let result = TaskEventKind::Result { result: TaskResult { output: json!(1), ..TaskResult::default() } };
+    set(&store, &done, result, base + 2).await;
+    let counts = store.count_by_state().await.expect("count").expect("counted");
+    assert_eq!(
+        counts,
+        vec![
+            (TaskState::Submitted, 1),
+            (TaskState::Working, 1),
+            (TaskState::InputRequired, 0),
+            (TaskState::AuthRequired, 0)
+        ]
+    );
+    store.close().await;
+    database.drop_database().await;
+}
