@@ -1,9 +1,10 @@
 """The official Python A2A SDK 0.3 client against an Accord agent, in the 0.3 dialect.
 
-Usage: python a2a03_python_client.py BASE_URL
-The client resolves the card, picks the 0.3 JSON-RPC interface from its 0.3 members (`url`,
-`preferredTransport`), and drives send, stream, get, cancel, resubscribe and the push config
-operations. Prints one PASS/FAIL line per check and exits non-zero on any failure.
+Usage: python a2a03_python_client.py BASE_URL [JSONRPC|HTTP+JSON]
+The client resolves the card, picks the 0.3 interface of the transport asked for (default
+JSONRPC) from the card's 0.3 members (`url`, `preferredTransport`, `additionalInterfaces`), and
+drives send, stream, get, cancel, resubscribe and the push config operations. Prints one
+PASS/FAIL line per check and exits non-zero on any failure.
 """
 import asyncio
 import sys
@@ -12,7 +13,7 @@ import uuid
 import httpx
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.client.errors import A2AClientJSONRPCError
+from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.types import (
     DataPart,
     GetTaskPushNotificationConfigParams,
@@ -29,9 +30,12 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
     TextPart,
+    TransportProtocol,
 )
 
 URL = sys.argv[1]
+TRANSPORT = sys.argv[2] if len(sys.argv) > 2 else "JSONRPC"
+REST = TRANSPORT == "HTTP+JSON"
 failures = 0
 
 
@@ -39,7 +43,7 @@ def check(name, ok, detail=""):
     global failures
     if not ok:
         failures += 1
-    print(f"{'PASS' if ok else 'FAIL'} python-sdk-0.3 JSONRPC {name}" + (f": {detail}" if detail and not ok else ""))
+    print(f"{'PASS' if ok else 'FAIL'} python-sdk-0.3 {TRANSPORT} {name}" + (f": {detail}" if detail and not ok else ""))
 
 
 def message(skill, data):
@@ -67,9 +71,12 @@ async def main():
         card = await A2ACardResolver(http, URL).get_agent_card()
         check("the card reads as a 0.3 card", card.url.endswith("/a2a/jsonrpc"), card.url)
         check("the card prefers JSON-RPC", card.preferred_transport == "JSONRPC", str(card.preferred_transport))
+        rest_urls = [i.url for i in card.additional_interfaces or [] if i.transport == "HTTP+JSON"]
+        check("the card lists the 0.3 HTTP+JSON interface", any(u.endswith("/a2a/rest") for u in rest_urls), repr(rest_urls))
 
-        blocking = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
-        streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        transports = [TransportProtocol.http_json if REST else TransportProtocol.jsonrpc]
+        blocking = ClientFactory(ClientConfig(httpx_client=http, streaming=False, supported_transports=transports)).create(card)
+        streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True, supported_transports=transports)).create(card)
 
         # message/send, blocking.
         task = await first_task(blocking, message("echo", {"text": "hello 0.3"}))
@@ -158,19 +165,23 @@ async def main():
         except Exception as error:  # noqa: BLE001 - any failure is one FAIL line
             check("tasks/resubscribe ends with the final canceled update", False, repr(error))
 
-        # Errors in the 0.3 shape.
+        # Errors in the 0.3 shape (over REST, the SDK reads the HTTP status).
         try:
             await blocking.get_task(TaskQueryParams(id="no-such-task"))
             check("an unknown task is TaskNotFoundError", False, "no error")
         except A2AClientJSONRPCError as error:
             check("an unknown task is TaskNotFoundError", error.error.code == -32001, repr(error.error))
+        except A2AClientHTTPError as error:
+            check("an unknown task is TaskNotFoundError", REST and error.status_code == 404, repr(error))
         try:
             await blocking.cancel_task(TaskIdParams(id=slow.id))
             check("cancelling a canceled task is TaskNotCancelableError", False, "no error")
         except A2AClientJSONRPCError as error:
             check("cancelling a canceled task is TaskNotCancelableError", error.error.code == -32002, repr(error.error))
+        except A2AClientHTTPError as error:
+            check("cancelling a canceled task is TaskNotCancelableError", REST and error.status_code == 409, repr(error))
 
 
 asyncio.run(main())
-print(f"python-sdk-0.3: {'ok' if failures == 0 else f'{failures} failed'}")
+print(f"python-sdk-0.3 {TRANSPORT}: {'ok' if failures == 0 else f'{failures} failed'}")
 sys.exit(1 if failures else 0)

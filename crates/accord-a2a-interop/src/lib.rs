@@ -1,4 +1,5 @@
-//! Accord's A2A v1.0 client against real peers.
+//! Accord's A2A client against real peers (1.0 peers, and 0.3 peers through the client's
+//! fallback).
 //!
 //! [`check_peer`] drives [`accord_client::a2a::A2aClient`] through the operations every A2A v1.0
 //! echo agent should serve — blocking send, get, list, cancel, not-found, streaming send,
@@ -16,7 +17,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use accord_client::a2a::{A2aClient, A2aClientError, A2aClientOptions, A2aEvent, user_text_message};
+use accord_client::a2a::{A2aClient, A2aClientError, A2aClientOptions, A2aEvent, ProtocolVersion, user_text_message};
 use accord_types::a2a::{
     A2aErrorKind, ListTasksRequest, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
     Task, TaskState,
@@ -73,7 +74,7 @@ pub async fn check_peer(card_url: &str, binding: &str) -> Vec<Check> {
     let mut run = Runner { peer: client.card().name.replace(char::is_whitespace, "-"), binding, checks: Vec::new() };
     run.record("card", async {
         ensure(client.binding().as_str() == binding, format!("bound to {}", client.binding()))?;
-        Ok(format!("{} at {}", client.binding(), client.interface().url))
+        Ok(format!("{} {} at {}", client.binding(), client.protocol_version(), client.interface().url))
     })
     .await;
 
@@ -99,6 +100,14 @@ pub async fn check_peer(card_url: &str, binding: &str) -> Vec<Check> {
 
     run.record("list-tasks", async {
         let sent = completed.as_ref().ok_or("no task was created")?;
+        if client.protocol_version() == ProtocolVersion::V0_3 {
+            // 0.3 has no ListTasks: the client says so without asking.
+            let listed = client.list_tasks(ListTasksRequest::default()).await;
+            return match listed {
+                Err(error) => expect_kind(&error, A2aErrorKind::UnsupportedOperation),
+                Ok(page) => Err(format!("a 0.3 peer listed {} tasks", page.tasks.len())),
+            };
+        }
         let page = client
             .list_tasks(ListTasksRequest { page_size: Some(100), ..ListTasksRequest::default() })
             .await
@@ -180,10 +189,19 @@ pub async fn check_peer(card_url: &str, binding: &str) -> Vec<Check> {
             Ok(stream) => {
                 let events = collect(stream).await?;
                 let first = events.first().ok_or("no event")?;
-                let StreamResponse::Task(current) = &first.response else {
-                    return Err(format!("the first event is {}, not the task", first.response.member_name()));
-                };
-                ensure(current.id == task.id, format!("subscribed to {}, got {}", task.id, current.id))?;
+                match &first.response {
+                    StreamResponse::Task(current) => {
+                        ensure(current.id == task.id, format!("subscribed to {}, got {}", task.id, current.id))?;
+                    }
+                    // 0.3 does not promise the task first: a resubscription taps the live events.
+                    StreamResponse::StatusUpdate(update) if client.protocol_version() == ProtocolVersion::V0_3 => {
+                        ensure(
+                            update.task_id == task.id,
+                            format!("subscribed to {}, got {}", task.id, update.task_id),
+                        )?;
+                    }
+                    other => return Err(format!("the first event is {}, not the task", other.member_name())),
+                }
                 let last_state = events.iter().rev().find_map(state_of);
                 ensure(last_state.is_some_and(TaskState::is_terminal), format!("ends {last_state:?}"))?;
                 Ok(format!("{} events", events.len()))

@@ -1,5 +1,5 @@
-//! Accord's client for the official A2A v1.0 protocol, over the JSON-RPC and the HTTP+JSON
-//! bindings.
+//! Accord's client for the official A2A protocol, over the JSON-RPC and the HTTP+JSON
+//! bindings: 1.0, with 0.3 as the fallback.
 //!
 //! ```no_run
 //! use accord_client::a2a::{A2aClient, A2aClientOptions, user_text_message};
@@ -30,10 +30,21 @@
 //! first interface whose `protocolBinding` equals a preferred binding exactly and whose
 //! `protocolVersion` is `1.0` wins (another `1.x` only when no `1.0` one is listed). Bindings this
 //! client does not speak (`GRPC`, custom URIs such as `urn:accord:binding:lucid-http`) are
-//! skipped. When nothing fits, construction fails with [`A2aClientError::NoCompatibleInterface`]
-//! before any request is made.
+//! skipped. When no 1.x entry fits, a `0.3` entry is taken the same way (a 0.3 card, which has
+//! no `supportedInterfaces`, is read as one listing its `url` and `additionalInterfaces` at 0.3:
+//! [`parse_card`]). When nothing fits, construction fails with
+//! [`A2aClientError::NoCompatibleInterface`] before any request is made.
 //!
-//! **Wire.** Every request carries `A2A-Version: 1.0`. Requests are sent as `application/json`;
+//! **Falling back to 0.3.** A client bound to 1.0 that is answered `VersionNotSupported` switches
+//! — itself and its clones, for every later call — to the card's 0.3 entry of the same binding
+//! ([`choose_interface_v03`]; else 0.3 at the same URL) and makes the call again; no other error
+//! switches it. In 0.3 the calls are spelled in 0.3 (JSON-RPC `message/send` …, or the REST
+//! routes `/v1/message:send` … with the 0.3 proto's ProtoJSON) through the one conversion in
+//! [`accord_types::a2a::v03`], and read back into the same 1.0 types; `list_tasks` is
+//! `UnsupportedOperation` (0.3 has no such call). [`A2aClient::protocol_version`] says which is
+//! in use.
+//!
+//! **Wire.** Every 1.0 request carries `A2A-Version: 1.0`; 0.3 requests carry none. Requests are sent as `application/json`;
 //! responses are read whatever their JSON media type (`application/json` or the v1.0.1
 //! `application/a2a+json`, which the official SDKs use for REST). The interface's `tenant`, when
 //! set, is copied into every request (JSON-RPC `params.tenant`; REST path prefix `/{tenant}`).
@@ -55,6 +66,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use accord_types::a2a::card::{PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC, WELL_KNOWN_AGENT_CARD_PATH};
@@ -74,6 +86,10 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+mod v03;
+
+pub use v03::choose_interface_v03;
 
 /// The protocol version this client speaks, sent as `A2A-Version` on every request.
 pub const A2A_VERSION: &str = "1.0";
@@ -389,6 +405,7 @@ pub async fn fetch_card(http: &reqwest::Client, url: &str, headers: &HeaderMap) 
 /// rather than failing the whole card, since it is never used. Malformed `JSONRPC` or `HTTP+JSON`
 /// entries still fail.
 pub fn parse_card(value: Value) -> Result<AgentCard, String> {
+    let value = v03::card_with_interfaces(value);
     match serde_json::from_value::<AgentCard>(value.clone()) {
         Ok(card) => Ok(card),
         Err(strict) => {
@@ -447,14 +464,71 @@ fn major_minor(version: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// An A2A v1.0 client bound to one interface of one agent. Cheap to clone.
+/// The A2A protocol version a client speaks to its peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProtocolVersion {
+    /// A2A 1.0: `A2A-Version: 1.0` on every request.
+    V1_0,
+    /// A2A 0.3: no version header, the 0.3 method names, routes and shapes
+    /// ([`accord_types::a2a::v03`]).
+    V0_3,
+}
+
+impl ProtocolVersion {
+    /// `"1.0"` or `"0.3"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1_0 => A2A_VERSION,
+            Self::V0_3 => accord_types::a2a::v03::PROTOCOL_VERSION,
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An interface the client may talk to, in one protocol version.
+#[derive(Debug)]
+pub(crate) struct Bound {
+    binding: Binding,
+    interface: AgentInterface,
+    endpoint: Url,
+    version: ProtocolVersion,
+}
+
+impl Bound {
+    fn new(
+        binding: Binding,
+        interface: &AgentInterface,
+        version: ProtocolVersion,
+    ) -> Result<Arc<Self>, A2aClientError> {
+        let endpoint = Url::parse(&interface.url)
+            .map_err(|error| A2aClientError::InvalidUrl { url: interface.url.clone(), reason: error.to_string() })?;
+        if !matches!(endpoint.scheme(), "http" | "https") || endpoint.cannot_be_a_base() {
+            return Err(A2aClientError::InvalidUrl {
+                url: interface.url.clone(),
+                reason: "an interface URL must be an http or https URL".into(),
+            });
+        }
+        Ok(Arc::new(Self { binding, interface: interface.clone(), endpoint, version }))
+    }
+}
+
+/// An A2A client bound to one interface of one agent (1.0, with 0.3 as the fallback; see the
+/// module documentation). Cheap to clone; clones share the fallback decision.
 #[derive(Debug, Clone)]
 pub struct A2aClient {
     http: reqwest::Client,
     card: Arc<AgentCard>,
-    interface: Arc<AgentInterface>,
-    binding: Binding,
-    endpoint: Url,
+    /// The interface chosen from the card: 1.0 when the card offers it, else 0.3.
+    primary: Arc<Bound>,
+    /// The 0.3 interface used once a 1.0 peer answers `VersionNotSupported`.
+    fallback: Option<Arc<Bound>>,
+    fell_back: Arc<AtomicBool>,
     options: Arc<A2aClientOptions>,
 }
 
@@ -465,6 +539,8 @@ struct Call {
     body: Option<Value>,
     /// The JSON-RPC id, for the JSON-RPC binding.
     rpc_id: Option<Value>,
+    /// The interface and version the call speaks.
+    bound: Arc<Bound>,
 }
 
 impl A2aClient {
@@ -482,24 +558,58 @@ impl A2aClient {
     }
 
     fn build(http: reqwest::Client, card: AgentCard, options: A2aClientOptions) -> Result<Self, A2aClientError> {
-        let (binding, interface) = choose_interface(&card, &options.bindings)?;
-        let interface = interface.clone();
-        let endpoint = Url::parse(&interface.url)
-            .map_err(|error| A2aClientError::InvalidUrl { url: interface.url.clone(), reason: error.to_string() })?;
-        if !matches!(endpoint.scheme(), "http" | "https") || endpoint.cannot_be_a_base() {
-            return Err(A2aClientError::InvalidUrl {
-                url: interface.url.clone(),
-                reason: "an interface URL must be an http or https URL".into(),
-            });
-        }
+        let (primary, fallback) = match choose_interface(&card, &options.bindings) {
+            Ok((binding, interface)) => {
+                let primary = Bound::new(binding, interface, ProtocolVersion::V1_0)?;
+                // A 0.3 entry of the card when there is one, else 0.3 at the same URL.
+                let fallback = match choose_interface_v03(&card, &options.bindings, Some(binding)) {
+                    Some((binding, interface)) => Bound::new(binding, interface, ProtocolVersion::V0_3)?,
+                    None => Bound::new(binding, interface, ProtocolVersion::V0_3)?,
+                };
+                (primary, Some(fallback))
+            }
+            Err(error) => match choose_interface_v03(&card, &options.bindings, None) {
+                Some((binding, interface)) => (Bound::new(binding, interface, ProtocolVersion::V0_3)?, None),
+                None => return Err(error),
+            },
+        };
         Ok(Self {
             http,
             card: Arc::new(card),
-            interface: Arc::new(interface),
-            binding,
-            endpoint,
+            primary,
+            fallback,
+            fell_back: Arc::new(AtomicBool::new(false)),
             options: Arc::new(options),
         })
+    }
+
+    /// The interface and version calls go to now.
+    fn bound(&self) -> Arc<Bound> {
+        match &self.fallback {
+            Some(fallback) if self.fell_back.load(Ordering::Relaxed) => Arc::clone(fallback),
+            _ => Arc::clone(&self.primary),
+        }
+    }
+
+    /// Runs `operation` on the current interface; when a 1.0 peer answers `VersionNotSupported`,
+    /// switches this client (and its clones) to 0.3 and runs it again there.
+    async fn with_fallback<T, F, Fut>(&self, operation: F) -> Result<T, A2aClientError>
+    where
+        F: Fn(Arc<Bound>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, A2aClientError>>,
+    {
+        let bound = self.bound();
+        match operation(Arc::clone(&bound)).await {
+            Err(error)
+                if bound.version == ProtocolVersion::V1_0
+                    && error.kind() == Some(A2aErrorKind::VersionNotSupported)
+                    && self.fallback.is_some() =>
+            {
+                self.fell_back.store(true, Ordering::Relaxed);
+                operation(self.bound()).await
+            }
+            other => other,
+        }
     }
 
     /// The agent card the client was built from.
@@ -509,84 +619,152 @@ impl A2aClient {
 
     /// The interface in use.
     pub fn interface(&self) -> &AgentInterface {
-        &self.interface
+        &self.current().interface
     }
 
     /// The binding in use.
     pub fn binding(&self) -> Binding {
-        self.binding
+        self.current().binding
+    }
+
+    /// The protocol version in use: 1.0, or 0.3 when the card offers only 0.3 or the peer
+    /// refused 1.0 with `VersionNotSupported`.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.current().version
+    }
+
+    fn current(&self) -> &Bound {
+        match &self.fallback {
+            Some(fallback) if self.fell_back.load(Ordering::Relaxed) => fallback,
+            _ => &self.primary,
+        }
     }
 
     /// `SendMessage`: the task (once terminal or interrupted, unless
     /// `configuration.returnImmediately`) or the agent's direct message.
-    pub async fn send_message(&self, mut request: SendMessageRequest) -> Result<SendMessageResponse, A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let call = self.call(methods::SEND_MESSAGE, Method::POST, &["message:send"], &[], to_value(&request)?)?;
-        self.unary(call).await
+    pub async fn send_message(&self, request: SendMessageRequest) -> Result<SendMessageResponse, A2aClientError> {
+        self.with_fallback(|bound| {
+            let mut request = request.clone();
+            async move {
+                if bound.version == ProtocolVersion::V0_3 {
+                    return self.send_message_v03(bound, request).await;
+                }
+                fill_tenant(&bound, &mut request.tenant);
+                let call = self.call_on(
+                    bound,
+                    methods::SEND_MESSAGE,
+                    Method::POST,
+                    &["message:send"],
+                    &[],
+                    to_value(&request)?,
+                )?;
+                self.unary(call).await
+            }
+        })
+        .await
     }
 
     /// `SendStreamingMessage`: the task (or a message), then its updates.
-    pub async fn send_streaming_message(
-        &self,
-        mut request: SendMessageRequest,
-    ) -> Result<A2aEventStream, A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let call =
-            self.call(methods::SEND_STREAMING_MESSAGE, Method::POST, &["message:stream"], &[], to_value(&request)?)?;
-        let connection = self.open_stream(call, None).await?;
+    pub async fn send_streaming_message(&self, request: SendMessageRequest) -> Result<A2aEventStream, A2aClientError> {
+        let connection = self
+            .with_fallback(|bound| {
+                let mut request = request.clone();
+                async move {
+                    if bound.version == ProtocolVersion::V0_3 {
+                        return self.open_stream(self.stream_call_v03(bound, request)?, None).await;
+                    }
+                    fill_tenant(&bound, &mut request.tenant);
+                    let call = self.call_on(
+                        bound,
+                        methods::SEND_STREAMING_MESSAGE,
+                        Method::POST,
+                        &["message:stream"],
+                        &[],
+                        to_value(&request)?,
+                    )?;
+                    self.open_stream(call, None).await
+                }
+            })
+            .await?;
         Ok(self.follow(connection, None, None))
     }
 
     /// `GetTask`, with at most `history_length` recent messages when set.
     pub async fn get_task(&self, id: &str, history_length: Option<i32>) -> Result<Task, A2aClientError> {
-        let mut request = GetTaskRequest { tenant: None, id: id.to_owned(), history_length };
-        self.fill_tenant(&mut request.tenant);
-        let query: Vec<(&str, String)> =
-            history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
-        let call = self.call(methods::GET_TASK, Method::GET, &["tasks", id], &query, to_value(&request)?)?;
-        self.unary(call).await
+        self.with_fallback(|bound| async move {
+            if bound.version == ProtocolVersion::V0_3 {
+                return self.get_task_v03(bound, id, history_length).await;
+            }
+            let mut request = GetTaskRequest { tenant: None, id: id.to_owned(), history_length };
+            fill_tenant(&bound, &mut request.tenant);
+            let query: Vec<(&str, String)> =
+                history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
+            let call =
+                self.call_on(bound, methods::GET_TASK, Method::GET, &["tasks", id], &query, to_value(&request)?)?;
+            self.unary(call).await
+        })
+        .await
     }
 
-    /// `ListTasks`: one page of the caller's tasks.
-    pub async fn list_tasks(&self, mut request: ListTasksRequest) -> Result<ListTasksResponse, A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let mut query: Vec<(&str, String)> = Vec::new();
-        if let Some(context_id) = &request.context_id {
-            query.push(("contextId", context_id.clone()));
-        }
-        if let Some(status) = request.status {
-            query.push(("status", status.as_str().to_owned()));
-        }
-        if let Some(page_size) = request.page_size {
-            query.push(("pageSize", page_size.to_string()));
-        }
-        if let Some(page_token) = &request.page_token {
-            query.push(("pageToken", page_token.clone()));
-        }
-        if let Some(history_length) = request.history_length {
-            query.push(("historyLength", history_length.to_string()));
-        }
-        if let Some(after) = &request.status_timestamp_after {
-            query.push(("statusTimestampAfter", after.clone()));
-        }
-        if let Some(include) = request.include_artifacts {
-            query.push(("includeArtifacts", include.to_string()));
-        }
-        let call = self.call(methods::LIST_TASKS, Method::GET, &["tasks"], &query, to_value(&request)?)?;
-        self.unary(call).await
+    /// `ListTasks`: one page of the caller's tasks. A2A 0.3 has no such operation: against a
+    /// 0.3 peer this is [`A2aErrorKind::UnsupportedOperation`], without a request.
+    pub async fn list_tasks(&self, request: ListTasksRequest) -> Result<ListTasksResponse, A2aClientError> {
+        self.with_fallback(|bound| {
+            let mut request = request.clone();
+            async move {
+                if bound.version == ProtocolVersion::V0_3 {
+                    return Err(v03::unsupported("ListTasks"));
+                }
+                fill_tenant(&bound, &mut request.tenant);
+                let mut query: Vec<(&str, String)> = Vec::new();
+                if let Some(context_id) = &request.context_id {
+                    query.push(("contextId", context_id.clone()));
+                }
+                if let Some(status) = request.status {
+                    query.push(("status", status.as_str().to_owned()));
+                }
+                if let Some(page_size) = request.page_size {
+                    query.push(("pageSize", page_size.to_string()));
+                }
+                if let Some(page_token) = &request.page_token {
+                    query.push(("pageToken", page_token.clone()));
+                }
+                if let Some(history_length) = request.history_length {
+                    query.push(("historyLength", history_length.to_string()));
+                }
+                if let Some(after) = &request.status_timestamp_after {
+                    query.push(("statusTimestampAfter", after.clone()));
+                }
+                if let Some(include) = request.include_artifacts {
+                    query.push(("includeArtifacts", include.to_string()));
+                }
+                let call =
+                    self.call_on(bound, methods::LIST_TASKS, Method::GET, &["tasks"], &query, to_value(&request)?)?;
+                self.unary(call).await
+            }
+        })
+        .await
     }
 
     /// `CancelTask`: the task as canceled.
     pub async fn cancel_task(&self, id: &str) -> Result<Task, A2aClientError> {
-        let mut request = CancelTaskRequest { tenant: None, id: id.to_owned(), metadata: None };
-        self.fill_tenant(&mut request.tenant);
-        let action = format!("{id}:cancel");
-        let mut call = self.call(methods::CANCEL_TASK, Method::POST, &["tasks", &action], &[], to_value(&request)?)?;
-        if self.binding == Binding::HttpJson {
-            // The id travels in the path and there is no metadata: no body, as the TCK sends it.
-            call.body = None;
-        }
-        self.unary(call).await
+        self.with_fallback(|bound| async move {
+            if bound.version == ProtocolVersion::V0_3 {
+                return self.cancel_task_v03(bound, id).await;
+            }
+            let mut request = CancelTaskRequest { tenant: None, id: id.to_owned(), metadata: None };
+            fill_tenant(&bound, &mut request.tenant);
+            let action = format!("{id}:cancel");
+            let http_json = bound.binding == Binding::HttpJson;
+            let mut call =
+                self.call_on(bound, methods::CANCEL_TASK, Method::POST, &["tasks", &action], &[], to_value(&request)?)?;
+            if http_json {
+                // The id travels in the path and there is no metadata: no body, as the TCK sends it.
+                call.body = None;
+            }
+            self.unary(call).await
+        })
+        .await
     }
 
     /// `SubscribeToTask`: the current task, then its updates until it settles.
@@ -601,99 +779,168 @@ impl A2aClient {
         id: &str,
         last_event_id: Option<&str>,
     ) -> Result<A2aEventStream, A2aClientError> {
-        let connection = self.open_subscription(id, last_event_id).await?;
+        let connection = self.with_fallback(|bound| self.open_subscription(bound, id, last_event_id)).await?;
         Ok(self.follow(connection, Some(id.to_owned()), last_event_id.map(str::to_owned)))
     }
 
     /// `GetExtendedAgentCard`: the card an authenticated caller may see.
     pub async fn get_extended_card(&self) -> Result<AgentCard, A2aClientError> {
-        let mut request = GetExtendedAgentCardRequest::default();
-        self.fill_tenant(&mut request.tenant);
-        let call =
-            self.call(methods::GET_EXTENDED_AGENT_CARD, Method::GET, &["extendedAgentCard"], &[], to_value(&request)?)?;
-        let (url, value) = self.unary_value(call).await?;
-        parse_card(value).map_err(|reason| A2aClientError::InvalidResponse { url, reason })
+        self.with_fallback(|bound| async move {
+            let call = if bound.version == ProtocolVersion::V0_3 {
+                // As the 0.3 SDK clients: a card that does not declare one is not asked for it.
+                if !v03::declares_extended_card(&self.card) {
+                    return Err(A2aClientError::A2a {
+                        http_status: None,
+                        error: A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
+                            .with_message("the card declares no extended card"),
+                    });
+                }
+                self.extended_card_call_v03(Arc::clone(&bound))?
+            } else {
+                let mut request = GetExtendedAgentCardRequest::default();
+                fill_tenant(&bound, &mut request.tenant);
+                self.call_on(
+                    Arc::clone(&bound),
+                    methods::GET_EXTENDED_AGENT_CARD,
+                    Method::GET,
+                    &["extendedAgentCard"],
+                    &[],
+                    to_value(&request)?,
+                )?
+            };
+            let rest_v03 = bound.version == ProtocolVersion::V0_3 && bound.binding == Binding::HttpJson;
+            let (url, value) = match self.unary_value(call).await {
+                Ok(answer) => answer,
+                // A 0.3 SDK server without an extended card has no `/v1/card` route at all.
+                Err(error) if rest_v03 && error.http_status() == Some(404) => {
+                    return Err(A2aClientError::A2a {
+                        http_status: Some(404),
+                        error: A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured),
+                    });
+                }
+                Err(error) => return Err(error),
+            };
+            parse_card(value).map_err(|reason| A2aClientError::InvalidResponse { url, reason })
+        })
+        .await
     }
 
     /// `CreateTaskPushNotificationConfig`: registers a webhook for `config.taskId`.
     pub async fn create_push_config(
         &self,
-        mut config: TaskPushNotificationConfig,
+        config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2aClientError> {
-        self.fill_tenant(&mut config.tenant);
-        let task_id = config.task_id.clone().unwrap_or_default();
-        let mut call = self.call(
-            methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
-            Method::POST,
-            &["tasks", &task_id, "pushNotificationConfigs"],
-            &[],
-            to_value(&config)?,
-        )?;
-        if self.binding == Binding::HttpJson
-            && let Some(Value::Object(body)) = call.body.as_mut()
-        {
-            // Path parameters are not repeated in the body (§1.1).
-            body.remove("taskId");
-        }
-        self.unary(call).await
+        self.with_fallback(|bound| {
+            let mut config = config.clone();
+            async move {
+                if bound.version == ProtocolVersion::V0_3 {
+                    return self.create_push_config_v03(bound, config).await;
+                }
+                fill_tenant(&bound, &mut config.tenant);
+                let task_id = config.task_id.clone().unwrap_or_default();
+                let http_json = bound.binding == Binding::HttpJson;
+                let mut call = self.call_on(
+                    bound,
+                    methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+                    Method::POST,
+                    &["tasks", &task_id, "pushNotificationConfigs"],
+                    &[],
+                    to_value(&config)?,
+                )?;
+                if http_json && let Some(Value::Object(body)) = call.body.as_mut() {
+                    // Path parameters are not repeated in the body (§1.1).
+                    body.remove("taskId");
+                }
+                self.unary(call).await
+            }
+        })
+        .await
     }
 
     /// `GetTaskPushNotificationConfig`.
     pub async fn get_push_config(
         &self,
-        mut request: GetTaskPushNotificationConfigRequest,
+        request: GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
-        let call =
-            self.call(methods::GET_TASK_PUSH_NOTIFICATION_CONFIG, Method::GET, &path, &[], to_value(&request)?)?;
-        self.unary(call).await
+        self.with_fallback(|bound| {
+            let mut request = request.clone();
+            async move {
+                if bound.version == ProtocolVersion::V0_3 {
+                    return self.get_push_config_v03(bound, request).await;
+                }
+                fill_tenant(&bound, &mut request.tenant);
+                let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
+                let method = methods::GET_TASK_PUSH_NOTIFICATION_CONFIG;
+                let call = self.call_on(bound, method, Method::GET, &path, &[], to_value(&request)?)?;
+                self.unary(call).await
+            }
+        })
+        .await
     }
 
     /// `ListTaskPushNotificationConfigs`.
     pub async fn list_push_configs(
         &self,
-        mut request: ListTaskPushNotificationConfigsRequest,
+        request: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let mut query: Vec<(&str, String)> = Vec::new();
-        if let Some(page_size) = request.page_size {
-            query.push(("pageSize", page_size.to_string()));
-        }
-        if let Some(page_token) = &request.page_token {
-            query.push(("pageToken", page_token.clone()));
-        }
-        let path = ["tasks", &request.task_id, "pushNotificationConfigs"];
-        let call =
-            self.call(methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS, Method::GET, &path, &query, to_value(&request)?)?;
-        self.unary(call).await
+        self.with_fallback(|bound| {
+            let mut request = request.clone();
+            async move {
+                if bound.version == ProtocolVersion::V0_3 {
+                    return self.list_push_configs_v03(bound, &request.task_id).await;
+                }
+                fill_tenant(&bound, &mut request.tenant);
+                let mut query: Vec<(&str, String)> = Vec::new();
+                if let Some(page_size) = request.page_size {
+                    query.push(("pageSize", page_size.to_string()));
+                }
+                if let Some(page_token) = &request.page_token {
+                    query.push(("pageToken", page_token.clone()));
+                }
+                let path = ["tasks", &request.task_id, "pushNotificationConfigs"];
+                let method = methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS;
+                let call = self.call_on(bound, method, Method::GET, &path, &query, to_value(&request)?)?;
+                self.unary(call).await
+            }
+        })
+        .await
     }
 
     /// `DeleteTaskPushNotificationConfig`.
     pub async fn delete_push_config(
         &self,
-        mut request: DeleteTaskPushNotificationConfigRequest,
+        request: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2aClientError> {
-        self.fill_tenant(&mut request.tenant);
-        let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
-        let call =
-            self.call(methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG, Method::DELETE, &path, &[], to_value(&request)?)?;
-        let (url, value) = self.unary_value(call).await?;
-        match value {
-            Value::Object(_) | Value::Null => Ok(()),
-            other => Err(A2aClientError::InvalidResponse { url, reason: format!("expected {{}}, got {other}") }),
-        }
+        self.with_fallback(|bound| {
+            let mut request = request.clone();
+            async move {
+                let call = if bound.version == ProtocolVersion::V0_3 {
+                    self.delete_push_config_call_v03(bound, &request)?
+                } else {
+                    fill_tenant(&bound, &mut request.tenant);
+                    let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
+                    let method = methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG;
+                    self.call_on(bound, method, Method::DELETE, &path, &[], to_value(&request)?)?
+                };
+                let (url, value) = self.unary_value(call).await?;
+                match value {
+                    Value::Object(_) | Value::Null => Ok(()),
+                    other => {
+                        Err(A2aClientError::InvalidResponse { url, reason: format!("expected {{}}, got {other}") })
+                    }
+                }
+            }
+        })
+        .await
     }
 
+    #[cfg(test)]
     fn fill_tenant(&self, tenant: &mut Option<String>) {
-        if tenant.is_none() {
-            *tenant = self.interface.tenant.clone().filter(|tenant| !tenant.is_empty());
-        }
+        fill_tenant(&self.bound(), tenant);
     }
 
-    /// The call for an operation on the bound interface: a JSON-RPC POST of `method` with
-    /// `params`, or the REST route `rest_path` (under the tenant, when set) with `params` as the
-    /// body of a POST (its `tenant` removed; it travels in the path) and `query` for a GET.
+    /// [`Self::call_on`] the current interface.
+    #[cfg(test)]
     fn call(
         &self,
         method: &str,
@@ -702,26 +949,42 @@ impl A2aClient {
         query: &[(&str, String)],
         params: Value,
     ) -> Result<Call, A2aClientError> {
-        match self.binding {
+        self.call_on(self.bound(), method, http_method, rest_path, query, params)
+    }
+
+    /// The 1.0 call for an operation on `bound`: a JSON-RPC POST of `method` with
+    /// `params`, or the REST route `rest_path` (under the tenant, when set) with `params` as the
+    /// body of a POST (its `tenant` removed; it travels in the path) and `query` for a GET.
+    fn call_on(
+        &self,
+        bound: Arc<Bound>,
+        method: &str,
+        http_method: Method,
+        rest_path: &[&str],
+        query: &[(&str, String)],
+        params: Value,
+    ) -> Result<Call, A2aClientError> {
+        match bound.binding {
             Binding::JsonRpc => {
                 let id = Value::String(random_hex());
                 let request = jsonrpc::Request::new(id.clone(), method, params);
                 Ok(Call {
                     method: Method::POST,
-                    url: self.endpoint.clone(),
+                    url: bound.endpoint.clone(),
                     body: Some(to_value(&request)?),
                     rpc_id: Some(id),
+                    bound,
                 })
             }
             Binding::HttpJson => {
-                let mut url = self.endpoint.clone();
+                let mut url = bound.endpoint.clone();
                 {
                     let mut segments = url.path_segments_mut().map_err(|()| A2aClientError::InvalidUrl {
-                        url: self.endpoint.to_string(),
+                        url: bound.endpoint.to_string(),
                         reason: "cannot be a base".into(),
                     })?;
                     segments.pop_if_empty();
-                    if let Some(tenant) = self.interface.tenant.as_deref().filter(|tenant| !tenant.is_empty()) {
+                    if let Some(tenant) = bound.interface.tenant.as_deref().filter(|tenant| !tenant.is_empty()) {
                         segments.push(tenant);
                     }
                     segments.extend(rest_path);
@@ -736,7 +999,7 @@ impl A2aClient {
                     }
                     params
                 });
-                Ok(Call { method: http_method, url, body, rpc_id: None })
+                Ok(Call { method: http_method, url, body, rpc_id: None, bound })
             }
         }
     }
@@ -744,7 +1007,11 @@ impl A2aClient {
     fn request(&self, call: &Call, accept: &'static str) -> reqwest::RequestBuilder {
         let mut request =
             self.http.request(call.method.clone(), call.url.clone()).headers(self.options.headers.clone());
-        request = request.header(A2A_VERSION_HEADER, A2A_VERSION).header(ACCEPT, accept);
+        if call.bound.version == ProtocolVersion::V1_0 {
+            // A 0.3 request carries no version: that is how 0.3 peers (and Accord) tell it.
+            request = request.header(A2A_VERSION_HEADER, A2A_VERSION);
+        }
+        request = request.header(ACCEPT, accept);
         if let Some(body) = &call.body {
             request = request.header(CONTENT_TYPE, "application/json").body(body.to_string());
         }
@@ -780,11 +1047,12 @@ impl A2aClient {
             Ok(outcome) => outcome?,
             Err(_) => return Err(A2aClientError::Timeout { url }),
         };
-        let value = match self.binding {
-            Binding::JsonRpc => rpc_result(&url, status, &body, call.rpc_id.as_ref())?,
+        let version = call.bound.version;
+        let value = match call.bound.binding {
+            Binding::JsonRpc => rpc_result_in(version, &url, status, &body, call.rpc_id.as_ref())?,
             Binding::HttpJson => {
                 if !status.is_success() {
-                    return Err(rest_error(&url, status, &body));
+                    return Err(rest_error_in(version, &url, status, &body));
                 }
                 serde_json::from_slice(&body).map_err(|error| A2aClientError::InvalidResponse {
                     url: url.clone(),
@@ -795,22 +1063,38 @@ impl A2aClient {
         Ok((url, value))
     }
 
-    async fn open_subscription(&self, id: &str, last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+    async fn open_subscription(
+        &self,
+        bound: Arc<Bound>,
+        id: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Connection, A2aClientError> {
+        if bound.version == ProtocolVersion::V0_3 {
+            return self.open_stream(self.subscribe_call_v03(bound, id)?, last_event_id).await;
+        }
         let mut request = SubscribeToTaskRequest { tenant: None, id: id.to_owned() };
-        self.fill_tenant(&mut request.tenant);
+        fill_tenant(&bound, &mut request.tenant);
         let action = format!("{id}:subscribe");
-        let mut call =
-            self.call(methods::SUBSCRIBE_TO_TASK, Method::POST, &["tasks", &action], &[], to_value(&request)?)?;
-        if self.binding == Binding::HttpJson {
+        let http_json = bound.binding == Binding::HttpJson;
+        let mut call = self.call_on(
+            Arc::clone(&bound),
+            methods::SUBSCRIBE_TO_TASK,
+            Method::POST,
+            &["tasks", &action],
+            &[],
+            to_value(&request)?,
+        )?;
+        if http_json {
             // No body, as the TCK and the SDK clients send it.
             call.body = None;
         }
         match self.open_stream(call, last_event_id).await {
             // The proto routes subscribe as GET; the spec as POST. Try GET when POST is refused.
-            Err(A2aClientError::Status { status: 405, url, .. }) if self.binding == Binding::HttpJson => {
+            Err(A2aClientError::Status { status: 405, url, .. }) if http_json => {
                 let url = Url::parse(&url)
                     .map_err(|error| A2aClientError::InvalidUrl { url: url.clone(), reason: error.to_string() })?;
-                self.open_stream(Call { method: Method::GET, url, body: None, rpc_id: None }, last_event_id).await
+                self.open_stream(Call { method: Method::GET, url, body: None, rpc_id: None, bound }, last_event_id)
+                    .await
             }
             other => other,
         }
@@ -833,15 +1117,16 @@ impl A2aClient {
         let url = call.url.to_string();
         if !(status.is_success() && is_sse) {
             let body = read_body(&call.url, response).await?;
-            return Err(match self.binding {
-                Binding::JsonRpc => match rpc_result(&url, status, &body, call.rpc_id.as_ref()) {
+            let version = call.bound.version;
+            return Err(match call.bound.binding {
+                Binding::JsonRpc => match rpc_result_in(version, &url, status, &body, call.rpc_id.as_ref()) {
                     Err(error) => error,
                     Ok(_) => A2aClientError::InvalidResponse {
                         url,
                         reason: "a JSON-RPC result where an event stream was expected".into(),
                     },
                 },
-                Binding::HttpJson if !status.is_success() => rest_error(&url, status, &body),
+                Binding::HttpJson if !status.is_success() => rest_error_in(version, &url, status, &body),
                 Binding::HttpJson => A2aClientError::InvalidResponse {
                     url,
                     reason: "a JSON body where an event stream was expected".into(),
@@ -857,14 +1142,16 @@ impl A2aClient {
                 other => StreamFault::Dropped(other.to_string()),
             })
         });
-        Ok(Connection { url, rpc_id: call.rpc_id, events: Box::pin(events) })
+        Ok(Connection { url, rpc_id: call.rpc_id, bound: call.bound, events: Box::pin(events) })
     }
 
     /// Turns a connection into the stream of events, with the reconnection policy of the module
     /// documentation.
     fn follow(&self, connection: Connection, task_id: Option<String>, last_event_id: Option<String>) -> A2aEventStream {
+        let bound = Arc::clone(&connection.bound);
         let state = Follow {
             client: self.clone(),
+            bound,
             connection: Some(connection),
             task_id,
             last_event_id,
@@ -880,10 +1167,18 @@ impl A2aClient {
     }
 }
 
+/// Copies the interface's tenant into a request's `tenant` when it has none.
+fn fill_tenant(bound: &Bound, tenant: &mut Option<String>) {
+    if tenant.is_none() {
+        *tenant = bound.interface.tenant.clone().filter(|tenant| !tenant.is_empty());
+    }
+}
+
 /// An open event stream.
 struct Connection {
     url: String,
     rpc_id: Option<Value>,
+    bound: Arc<Bound>,
     events: Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, StreamFault>> + Send>>,
 }
 
@@ -898,6 +1193,8 @@ enum StreamFault {
 /// The state of a followed stream.
 struct Follow {
     client: A2aClient,
+    /// The interface and version the stream speaks (its reconnections too).
+    bound: Arc<Bound>,
     connection: Option<Connection>,
     task_id: Option<String>,
     last_event_id: Option<String>,
@@ -959,9 +1256,15 @@ impl Follow {
                 }
                 Ok(Some(Ok(event))) => event,
             };
-            let parsed = match self.client.binding {
-                Binding::JsonRpc => stream_rpc_item(&url, &event.data, connection.rpc_id.as_ref()),
-                Binding::HttpJson => stream_rest_item(&url, &event.event, &event.data),
+            let parsed = match (self.bound.binding, self.bound.version) {
+                (Binding::JsonRpc, ProtocolVersion::V1_0) => {
+                    stream_rpc_item(&url, &event.data, connection.rpc_id.as_ref())
+                }
+                (Binding::HttpJson, ProtocolVersion::V1_0) => stream_rest_item(&url, &event.event, &event.data),
+                (Binding::JsonRpc, ProtocolVersion::V0_3) => {
+                    v03::stream_rpc_item(&url, &event.data, connection.rpc_id.as_ref())
+                }
+                (Binding::HttpJson, ProtocolVersion::V0_3) => v03::stream_rest_item(&url, &event.event, &event.data),
             };
             let response = match parsed {
                 Ok(response) => response,
@@ -1002,7 +1305,8 @@ impl Follow {
             }
             self.attempts += 1;
             tokio::time::sleep(self.client.options.reconnect_delay).await;
-            match self.client.open_subscription(&task_id, self.last_event_id.as_deref()).await {
+            let bound = Arc::clone(&self.bound);
+            match self.client.open_subscription(bound, &task_id, self.last_event_id.as_deref()).await {
                 Ok(connection) => {
                     self.connection = Some(connection);
                     return Ok(());
@@ -1082,6 +1386,28 @@ fn rpc_result(url: &str, status: StatusCode, body: &[u8], rpc_id: Option<&Value>
         Some(a2a) => A2aClientError::A2a { http_status: None, error: a2a },
         None => A2aClientError::JsonRpc { error },
     })
+}
+
+/// [`rpc_result`] for a peer speaking `version` (0.3 errors have their own `data`).
+fn rpc_result_in(
+    version: ProtocolVersion,
+    url: &str,
+    status: StatusCode,
+    body: &[u8],
+    rpc_id: Option<&Value>,
+) -> Result<Value, A2aClientError> {
+    match version {
+        ProtocolVersion::V1_0 => rpc_result(url, status, body, rpc_id),
+        ProtocolVersion::V0_3 => v03::rpc_result(url, status, body, rpc_id),
+    }
+}
+
+/// [`rest_error`] for a peer speaking `version`.
+fn rest_error_in(version: ProtocolVersion, url: &str, status: StatusCode, body: &[u8]) -> A2aClientError {
+    match version {
+        ProtocolVersion::V1_0 => rest_error(url, status, body),
+        ProtocolVersion::V0_3 => v03::rest_error(url, status, body),
+    }
 }
 
 /// Reads a REST error: the A2A error of its `google.rpc.Status` body, else the status and body.

@@ -86,13 +86,21 @@ pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterfac
         interfaces.push(DeclaredInterface::new("", LUCID_BINDING, PROTOCOL_VERSION));
     }
     if let Some(a2a) = config.served_a2a() {
-        interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
-        interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+        if a2a.v10 {
+            interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
+            interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+        }
         if a2a.v03 {
             // After the 1.0 entries: a 1.0 client takes the first entry of its binding it speaks.
             interfaces.push(DeclaredInterface::new(
                 &a2a.jsonrpc_path,
                 PROTOCOL_BINDING_JSONRPC,
+                accord_types::a2a::v03::PROTOCOL_VERSION,
+            ));
+            // The 0.3 REST routes live under `/v1/` of the same base path (a 0.3 client appends it).
+            interfaces.push(DeclaredInterface::new(
+                &a2a.rest_path,
+                PROTOCOL_BINDING_HTTP_JSON,
                 accord_types::a2a::v03::PROTOCOL_VERSION,
             ));
         }

@@ -159,6 +159,10 @@ pub struct A2aConfig {
     /// refused, and the card lists the 0.3 interface with the 0.3 members (`url`,
     /// `preferredTransport`, `protocolVersion`, `additionalInterfaces`). See `docs/a2a-0.3.md`.
     pub v03: bool,
+    /// Whether A2A 1.0 is served (default `true`). Off, with [`A2aConfig::v03`] on, the agent is
+    /// a 0.3-only peer: 1.0 requests are answered `VersionNotSupported` and the card lists only
+    /// the 0.3 interfaces (what clients falling back to 0.3 meet).
+    pub v10: bool,
 }
 
 impl Default for A2aConfig {
@@ -170,6 +174,7 @@ impl Default for A2aConfig {
             error_mapping: accord_types::a2a::ErrorMapping::default(),
             extensions: Vec::new(),
             v03: true,
+            v10: true,
         }
     }
 }
@@ -590,6 +595,7 @@ impl Faces {
             card: Arc::clone(&self.state.card),
             path: a2a_config.jsonrpc_path.clone(),
             v03: a2a_config.v03,
+            v10: a2a_config.v10,
         });
         let endpoint =
             post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(a2a::version::record));
@@ -612,13 +618,19 @@ impl Faces {
         let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
             return openapi::Routes::new();
         };
-        let rest = a2a::rest::routes(Arc::new(a2a::rest::RestState {
+        let state = Arc::new(a2a::rest::RestState {
             core: core.clone(),
             body_limit: self.state.config.body_limit,
             mapping: a2a_config.error_mapping,
             card: Arc::clone(&self.state.card),
             path: a2a_config.rest_path.clone(),
-        }));
+            v10: a2a_config.v10,
+        });
+        let mut rest = a2a::rest::routes(Arc::clone(&state));
+        if a2a_config.v03 {
+            // The 0.3 routes (`/v1/…`) hand 1.0 requests for those paths to the 1.0 routes.
+            rest = a2a::v03_rest_routes(state, rest.clone().into_router()).merge(rest);
+        }
         rest.nest(&a2a_config.rest_path)
             .map_router(|router| self.authenticated(router, auth::Face::A2aRest(a2a_config.error_mapping)))
     }

@@ -286,12 +286,19 @@ async fn the_card_lists_the_0_3_interface_after_the_1_0_ones() {
             (interface["protocolBinding"].as_str().expect("binding"), interface["protocolVersion"].as_str().expect("v"))
         })
         .collect();
-    assert_eq!(versions, [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")], "{card}");
+    assert_eq!(
+        versions,
+        [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "0.3")],
+        "{card}"
+    );
     let jsonrpc = s.url("/a2a/jsonrpc");
     assert_eq!(card["url"], jsonrpc.as_str());
     assert_eq!(card["preferredTransport"], "JSONRPC");
     assert_eq!(card["protocolVersion"], "0.3");
-    assert_eq!(card["additionalInterfaces"], json!([{"url": jsonrpc, "transport": "JSONRPC"}]));
+    assert_eq!(
+        card["additionalInterfaces"],
+        json!([{"url": jsonrpc, "transport": "JSONRPC"}, {"url": s.url("/a2a/rest"), "transport": "HTTP+JSON"}])
+    );
 
     // Without the 0.3 dialect: no 0.3 members, and a request without a version is refused.
     let s = server_with(false).await;

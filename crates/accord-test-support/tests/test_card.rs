@@ -158,8 +158,8 @@ async fn without_the_lucid_face_the_card_has_no_lucid_members() {
         .iter()
         .filter_map(|interface| interface["protocolBinding"].as_str())
         .collect();
-    // The second JSONRPC entry is the same binding in the 0.3 dialect.
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "JSONRPC", "urn:accord:binding:jsonrpc-tasks"]);
+    // The second JSONRPC and HTTP+JSON entries are the same bindings in the 0.3 dialect.
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "JSONRPC", "HTTP+JSON", "urn:accord:binding:jsonrpc-tasks"]);
     assert!(card.get("entrypoints").is_none() && card.get("payments").is_none(), "{card}");
     assert_eq!(skill_extension(&card)["params"]["skills"]["echo"]["inputSchema"], json!({"type": "object"}));
 
@@ -307,7 +307,14 @@ async fn each_kind_of_client_finds_its_own_interface_on_one_card() {
         card.supported_interfaces.iter().map(|interface| interface.protocol_binding.as_str()).collect();
     assert_eq!(
         bindings,
-        ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "JSONRPC", "urn:accord:binding:jsonrpc-tasks"]
+        [
+            "urn:accord:binding:lucid-http",
+            "JSONRPC",
+            "HTTP+JSON",
+            "JSONRPC",
+            "HTTP+JSON",
+            "urn:accord:binding:jsonrpc-tasks"
+        ]
     );
     // The Lucid rule takes the Lucid profile, never the official REST binding (whose `/tasks`
     // routes differ).

@@ -209,6 +209,21 @@ async fn the_document_lists_exactly_the_served_routes() {
         .into_iter()
         .flat_map(|path| [format!("/a2a/rest{path}"), format!("/a2a/rest/{{tenant}}{path}")]),
     )
+    .chain(
+        // The A2A 0.3 REST routes (on by default).
+        [
+            "/v1/message:send",
+            "/v1/message:stream",
+            "/v1/tasks/{task}",
+            "/v1/tasks/{task}:cancel",
+            "/v1/tasks/{task}:subscribe",
+            "/v1/tasks/{task}/pushNotificationConfigs",
+            "/v1/tasks/{task}/pushNotificationConfigs/{config}",
+            "/v1/card",
+        ]
+        .into_iter()
+        .map(|path| format!("/a2a/rest{path}")),
+    )
     .collect();
     assert_eq!(paths(&document), expected);
 

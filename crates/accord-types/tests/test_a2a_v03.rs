@@ -377,3 +377,228 @@ fn errors_use_the_0_3_codes_and_shape_and_read_back() {
         "AuthenticatedExtendedCardNotConfiguredError"
     );
 }
+
+// ---- The 0.3 HTTP+JSON bodies: the ProtoJSON of the 0.3 proto (`v03::proto`). ----
+
+use accord_types::a2a::v03::proto;
+
+/// What the 0.3 proto cannot express, projected as [`proto`]'s conversion does: a message's
+/// `referenceTaskIds` are dropped; unset and `false` booleans are one; an empty name or
+/// description is none.
+fn for_proto_message(mut message: a2a::Message) -> a2a::Message {
+    message.reference_task_ids.clear();
+    message.context_id = message.context_id.filter(|id| !id.is_empty());
+    message.task_id = message.task_id.filter(|id| !id.is_empty());
+    message
+}
+
+fn for_proto_artifact(mut artifact: a2a::Artifact) -> a2a::Artifact {
+    artifact.name = artifact.name.filter(|name| !name.is_empty());
+    artifact.description = artifact.description.filter(|description| !description.is_empty());
+    artifact
+}
+
+fn for_proto_task(mut task: a2a::Task) -> a2a::Task {
+    task.status.message = task.status.message.map(for_proto_message);
+    task.history = task.history.into_iter().map(for_proto_message).collect();
+    task.artifacts = task.artifacts.into_iter().map(for_proto_artifact).collect();
+    task
+}
+
+fn for_proto_stream(response: a2a::StreamResponse) -> a2a::StreamResponse {
+    match response {
+        a2a::StreamResponse::Task(task) => a2a::StreamResponse::Task(for_proto_task(task)),
+        a2a::StreamResponse::Message(message) => a2a::StreamResponse::Message(for_proto_message(message)),
+        a2a::StreamResponse::StatusUpdate(mut update) => {
+            update.status.message = update.status.message.map(for_proto_message);
+            a2a::StreamResponse::StatusUpdate(update)
+        }
+        a2a::StreamResponse::ArtifactUpdate(mut update) => {
+            update.append = update.append.filter(|append| *append);
+            update.last_chunk = update.last_chunk.filter(|last| *last);
+            update.artifact = for_proto_artifact(update.artifact);
+            a2a::StreamResponse::ArtifactUpdate(update)
+        }
+    }
+}
+
+/// A send as the proto carries it: `blocking` always written (unset is 0.3's default, `true`),
+/// `historyLength: 0` unset, an empty token none.
+fn for_proto_send(mut request: a2a::SendMessageRequest) -> a2a::SendMessageRequest {
+    request.message = for_proto_message(request.message);
+    // Written with a configuration always: an unset one says `blocking: true`.
+    if request.configuration.is_none() {
+        request.configuration = Some(a2a::SendMessageConfiguration::default());
+    }
+    if let Some(configuration) = request.configuration.as_mut() {
+        configuration.return_immediately = Some(configuration.return_immediately.unwrap_or(false));
+        configuration.history_length = configuration.history_length.filter(|length| *length != 0);
+        if let Some(config) = configuration.task_push_notification_config.as_mut() {
+            config.id = config.id.take().filter(|id| !id.is_empty());
+            config.token = config.token.take().filter(|token| !token.is_empty());
+            if let Some(authentication) = config.authentication.as_mut() {
+                authentication.credentials = authentication.credentials.take().filter(|c| !c.is_empty());
+            }
+        }
+    }
+    request
+}
+
+/// `value` (1.0) → 0.3 → proto → JSON text → proto → 0.3 → 1.0, which must be `expected`; the
+/// proto value must also read back unchanged from its text.
+fn proto_round_trip<V, W, P>(seed: u64, value: V, expected: V)
+where
+    V: Clone + PartialEq + std::fmt::Debug + From<W>,
+    W: From<V> + From<P>,
+    P: From<W> + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let wire = P::from(W::from(value));
+    let text = serde_json::to_string(&wire).expect("serializes");
+    let read: P = serde_json::from_str(&text).unwrap_or_else(|error| panic!("seed {seed}: {error}: {text}"));
+    assert_eq!(read, wire, "seed {seed}: the proto JSON reads back: {text}");
+    assert_eq!(V::from(W::from(read)), expected, "seed {seed}: 1.0 → 0.3 proto → 1.0: {text}");
+}
+
+#[test]
+fn every_shape_round_trips_through_the_0_3_proto_json() {
+    for seed in 0..CASES {
+        let mut g = Gen(seed);
+        let message = g.message();
+        proto_round_trip::<_, v03::Message, proto::Message>(seed, message.clone(), for_proto_message(message));
+        let task = g.task();
+        proto_round_trip::<_, v03::Task, proto::Task>(seed, task.clone(), for_proto_task(task));
+        let event = g.stream_response();
+        proto_round_trip::<_, v03::StreamEvent, proto::StreamResponse>(seed, event.clone(), for_proto_stream(event));
+        let response = if g.chance() {
+            a2a::SendMessageResponse::Task(g.task())
+        } else {
+            a2a::SendMessageResponse::Message(g.message())
+        };
+        let expected = match response.clone() {
+            a2a::SendMessageResponse::Task(task) => a2a::SendMessageResponse::Task(for_proto_task(task)),
+            a2a::SendMessageResponse::Message(message) => a2a::SendMessageResponse::Message(for_proto_message(message)),
+        };
+        proto_round_trip::<_, v03::SendMessageResult, proto::SendMessageResponse>(seed, response, expected);
+        let send = g.send_request();
+        proto_round_trip::<_, v03::MessageSendParams, proto::SendMessageRequest>(
+            seed,
+            send.clone(),
+            for_proto_send(send),
+        );
+        // A config with an id names it in `name`; one with a task and id round-trips.
+        let task_id = g.text().replace('/', "-");
+        let mut config = g.push_config(Some(task_id));
+        config.id = Some(g.text().replace('/', "-"));
+        config.token = config.token.filter(|token| !token.is_empty());
+        proto_round_trip::<_, v03::TaskPushNotificationConfig, proto::TaskPushNotificationConfig>(
+            seed,
+            config.clone(),
+            config,
+        );
+    }
+}
+
+#[test]
+fn the_0_3_proto_json_is_spelled_as_the_proto() {
+    let task = a2a::Task {
+        id: "t1".into(),
+        context_id: Some("c1".into()),
+        status: a2a::TaskStatus { state: TaskState::Canceled, message: None, timestamp: None },
+        artifacts: vec![],
+        history: vec![a2a::Message {
+            message_id: "m1".into(),
+            context_id: None,
+            task_id: None,
+            role: Role::User,
+            parts: vec![
+                a2a::Part::text("hi"),
+                a2a::Part {
+                    content: PartContent::Url("https://f.example/a".into()),
+                    metadata: None,
+                    filename: Some("a.txt".into()),
+                    media_type: Some("text/plain".into()),
+                },
+                a2a::Part::data(json!({"k": 1})),
+            ],
+            metadata: None,
+            extensions: vec![],
+            reference_task_ids: vec!["r1".into()],
+        }],
+        metadata: None,
+    };
+    let written = serde_json::to_value(proto::Task::from(v03::Task::from(task))).expect("json");
+    assert_eq!(
+        written,
+        json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_CANCELLED"},
+               "history": [{"messageId": "m1", "role": "ROLE_USER", "content": [
+                   {"text": "hi"},
+                   {"file": {"fileWithUri": "https://f.example/a", "mimeType": "text/plain", "name": "a.txt"}},
+                   {"data": {"data": {"k": 1}}}]}]})
+    );
+    let update = proto::StreamResponse::from(v03::StreamEvent::from(a2a::StreamResponse::StatusUpdate(
+        a2a::TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: a2a::TaskStatus { state: TaskState::InputRequired, message: None, timestamp: None },
+            metadata: None,
+        },
+    )));
+    assert_eq!(
+        serde_json::to_value(update).expect("json"),
+        json!({"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}, "final": true}})
+    );
+}
+
+#[test]
+fn the_0_3_proto_readers_accept_proto_names_and_refuse_the_rest() {
+    // Proto field names, enum numbers and the `msg` / `update` / `request` spellings.
+    let read: proto::SendMessageRequest = serde_json::from_value(json!({
+        "request": {"message_id": "m", "role": 1, "content": [{"text": "x"}], "context_id": "c"},
+        "configuration": {"accepted_output_modes": ["text/plain"], "history_length": "3"}
+    }))
+    .expect("proto names");
+    let params = v03::MessageSendParams::from(read);
+    assert_eq!(params.message.role, Role::User);
+    assert_eq!(params.message.context_id.as_deref(), Some("c"));
+    let configuration = params.configuration.expect("configuration");
+    assert_eq!((configuration.blocking, configuration.history_length), (Some(false), Some(3)));
+    let response: proto::SendMessageResponse =
+        serde_json::from_value(json!({"msg": {"messageId": "m", "role": "ROLE_AGENT", "content": []}})).expect("msg");
+    assert!(matches!(response, proto::SendMessageResponse::Message(_)));
+    let status: proto::TaskStatus =
+        serde_json::from_value(json!({"state": 5, "update": {"messageId": "m", "role": "ROLE_AGENT"}}))
+            .expect("status");
+    assert_eq!(status.state, TaskState::Canceled);
+    assert!(status.message.is_some());
+    let (task, config) = proto::name_parts("tasks/t-1/pushNotificationConfigs/c-1");
+    assert_eq!((task, config), (Some("t-1"), Some("c-1")));
+    assert_eq!(proto::name_parts("tasks/t-2"), (Some("t-2"), None));
+    assert_eq!(proto::name_parts("nonsense"), (None, None));
+
+    for (bad, why) in [
+        (json!({"message": {"messageId": "m", "role": "user", "content": []}}), "0.3 JSON-RPC role"),
+        (
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"kind": "text", "text": "x", "data": {}}]}}),
+            "two cases",
+        ),
+        (json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{}]}}), "no case"),
+        (
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"file": {"fileWithUri": "u", "fileWithBytes": "AA=="}}]}}),
+            "two file bodies",
+        ),
+        (
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"data": {"data": [1]}}]}}),
+            "data not an object",
+        ),
+        (
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": []}, "configuration": {"blocking": "yes"}}),
+            "blocking not a bool",
+        ),
+    ] {
+        assert!(serde_json::from_value::<proto::SendMessageRequest>(bad.clone()).is_err(), "{why}: {bad}");
+    }
+    for bad in [json!({"state": "TASK_STATE_CANCELED"}), json!({"state": "working"}), json!({"state": 42})] {
+        assert!(serde_json::from_value::<proto::TaskStatus>(bad.clone()).is_err(), "{bad}");
+    }
+    assert!(serde_json::from_value::<proto::StreamResponse>(json!({"task": {}, "message": {}})).is_err());
+}

@@ -41,6 +41,8 @@ pub(crate) struct JsonRpcState {
     /// Whether requests without `A2A-Version`, or with `0.3`, are served in the 0.3 dialect
     /// ([`super::v03`]) rather than refused.
     pub(crate) v03: bool,
+    /// Whether 1.0 is served (off: a 0.3-only peer).
+    pub(crate) v10: bool,
 }
 
 /// A JSON-RPC error response: HTTP 200, except for the unauthenticated error, which the transport
@@ -104,9 +106,9 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     // Negotiated once by the version layer; reported here, after the envelope, so that the
     // answer carries the request's id.
     match super::version::requested(&parts.extensions) {
-        Ok(super::version::Requested::V1_0) => {}
+        Ok(super::version::Requested::V1_0) if state.v10 => {}
         Ok(super::version::Requested::V0_3) if state.v03 => return super::v03::handle(&state, parts, request).await,
-        Ok(requested) => return rpc_error(id, &requested.refusal(state.v03)),
+        Ok(requested) => return rpc_error(id, &requested.refusal_in(state.v10, state.v03)),
         Err(error) => return rpc_error(id, &error),
     }
     let activated = match super::negotiate_extensions(&parts.headers, &state.core.extensions) {

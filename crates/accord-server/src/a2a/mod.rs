@@ -44,8 +44,11 @@ pub(crate) mod jsonrpc;
 mod push;
 pub(crate) mod rest;
 mod v03;
+mod v03_rest;
 pub(crate) mod version;
 pub(crate) mod x402;
+
+pub(crate) use v03_rest::routes as v03_rest_routes;
 
 /// The events of a stream: each A2A stream response with the log sequence it reflects (the SSE
 /// `id`, for `Last-Event-ID`).

@@ -37,6 +37,8 @@ pub(crate) struct RestState {
     pub(crate) card: Arc<crate::card::CardBuilder>,
     /// The binding's base path, to find the agent's base URL from a request's.
     pub(crate) path: String,
+    /// Whether 1.0 is served (off: every request to these routes is refused).
+    pub(crate) v10: bool,
 }
 
 type Shared = State<Arc<RestState>>;
@@ -67,7 +69,7 @@ pub(crate) fn routes(state: Arc<RestState>) -> Routes {
             router
                 .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
                 // Outermost: the version is this binding's first check.
-                .route_layer(axum::middleware::from_fn_with_state(state.mapping, super::version::refuse))
+                .route_layer(axum::middleware::from_fn_with_state((state.mapping, state.v10), super::version::refuse))
         });
     let tenanted = operations
         .clone()

@@ -61,7 +61,7 @@ fn params<P: DeserializeOwned, R: From<P> + Validate>(request: &JsonRpcRequest) 
 }
 
 /// The headers with 0.3's `X-A2A-Extensions` read as `A2A-Extensions`.
-fn extension_headers(headers: &http::HeaderMap) -> http::HeaderMap {
+pub(crate) fn extension_headers(headers: &http::HeaderMap) -> http::HeaderMap {
     let mut merged = headers.clone();
     for value in headers.get_all("x-a2a-extensions") {
         merged.append("a2a-extensions", value.clone());
@@ -170,26 +170,34 @@ fn extended_card(state: &JsonRpcState, parts: &http::request::Parts, id: Value) 
     }
 }
 
-/// A 0.3 event stream: each event converted, the stream ending after the first status update
-/// marked `final`.
-fn sse(id: Value, stream: super::A2aStream) -> Response {
-    let events = stream
-        .map(|(sequence, response)| (sequence, v03::StreamEvent::from(response)))
-        .scan(false, |ended, (sequence, event)| {
+/// A stream's events in 0.3, each with its log sequence, ending after the first status update
+/// marked `final` (both 0.3 bindings end their streams there).
+pub(crate) fn events(
+    stream: super::A2aStream,
+) -> impl futures_util::Stream<Item = (Option<super::EventId>, v03::StreamEvent)> + Send {
+    stream.map(|(sequence, response)| (sequence, v03::StreamEvent::from(response))).scan(
+        false,
+        |ended, (sequence, event)| {
             if *ended {
                 return std::future::ready(None);
             }
             *ended = matches!(&event, v03::StreamEvent::StatusUpdate(update) if update.is_final);
             std::future::ready(Some((sequence, event)))
+        },
+    )
+}
+
+/// A 0.3 event stream: each event converted, the stream ending after the first status update
+/// marked `final`.
+fn sse(id: Value, stream: super::A2aStream) -> Response {
+    let events = events(stream).map(move |(sequence, event)| {
+        let body = jsonrpc::Response::success(id.clone(), event);
+        let data = serde_json::to_string(&body).unwrap_or_default();
+        let event = Event::default().data(data);
+        Ok::<_, Infallible>(match sequence {
+            Some(sequence) => event.id(sequence.to_string()),
+            None => event,
         })
-        .map(move |(sequence, event)| {
-            let body = jsonrpc::Response::success(id.clone(), event);
-            let data = serde_json::to_string(&body).unwrap_or_default();
-            let event = Event::default().data(data);
-            Ok::<_, Infallible>(match sequence {
-                Some(sequence) => event.id(sequence.to_string()),
-                None => event,
-            })
-        });
+    });
     crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }

@@ -58,8 +58,20 @@ impl Requested {
 
     /// The refusal of this request by a binding that speaks 1.0 and, when `v03`, 0.3.
     pub(crate) fn refusal(&self, v03: bool) -> A2aError {
-        let speaks = if v03 { "1.0 and 0.3" } else { "1.0" };
+        self.refusal_in(true, v03)
+    }
+
+    /// The refusal of this request by a binding that speaks 1.0 when `v10` and 0.3 when `v03`.
+    pub(crate) fn refusal_in(&self, v10: bool, v03: bool) -> A2aError {
+        let speaks = match (v10, v03) {
+            (true, true) => "1.0 and 0.3",
+            (true, false) => "1.0",
+            (false, true) => "0.3",
+            (false, false) => "no A2A version",
+        };
         match self {
+            Self::V1_0 if !v10 => A2aError::new(A2aErrorKind::VersionNotSupported)
+                .with_message(format!("A2A 1.0 is not supported by this interface, which speaks {speaks}")),
             Self::V0_3 if !v03 => A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
                 "A2A 0.3 (no A2A-Version, or 0.3) is not supported by this interface, which speaks 1.0: \
                  send A2A-Version: 1.0",
@@ -94,9 +106,18 @@ pub(crate) async fn record(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// Refuses an unsupported version before anything else, rendered with `mapping`.
-pub(crate) async fn refuse(State(mapping): State<ErrorMapping>, request: Request, next: Next) -> Response {
-    match negotiate(request.headers(), request.uri().query()) {
+/// Refuses an unsupported version before anything else, rendered with `mapping` (every
+/// version, when 1.0 is not served).
+pub(crate) async fn refuse(
+    State((mapping, v10)): State<(ErrorMapping, bool)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let negotiated = match Requested::of(request.headers(), request.uri().query()) {
+        Requested::V1_0 if !v10 => Err(Requested::V1_0.refusal_in(false, true)),
+        _ => negotiate(request.headers(), request.uri().query()),
+    };
+    match negotiated {
         Ok(()) => next.run(request).await,
         Err(error) => super::rest::error_with(mapping, &error),
     }

@@ -428,3 +428,115 @@ pub(crate) fn rest_extended_card() -> Vec<Operation> {
         SchemaSource::of::<accord_types::AgentCard>(),
     ))]
 }
+
+/// An operation of the A2A 0.3 HTTP+JSON binding (bodies in the 0.3 proto's ProtoJSON).
+fn v03_rest(operation: Operation) -> Operation {
+    operation
+        .tag(A2A_REST)
+        .header("A2A-Version", false, "Absent or `0.3` (with `1.0`, the path is the 1.0 binding's for the tenant `v1`)")
+        .header("X-A2A-Extensions", false, "Extensions the client activates (comma-separated URIs)")
+        .error("default", "A 0.3 error: `{code, message, data}`", inline(v03_error_schema()))
+}
+
+fn v03_error_schema() -> Value {
+    json!({"type": "object", "required": ["code", "message"], "properties": {
+        "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}}})
+}
+
+fn v03_object(description: &str) -> SchemaSource {
+    inline(json!({"type": "object", "description": description}))
+}
+
+/// `POST /v1/message:send` (0.3).
+pub(crate) fn v03_rest_send() -> Vec<Operation> {
+    vec![v03_rest(
+        Operation::post("SendMessageV03", "A2A 0.3: send a message")
+            .json_body(v03_object("A 0.3 proto `SendMessageRequest`"))
+            .json(200, "The task or the reply", v03_object("A 0.3 proto `SendMessageResponse`")),
+    )]
+}
+
+/// `POST /v1/message:stream` (0.3).
+pub(crate) fn v03_rest_stream() -> Vec<Operation> {
+    vec![v03_rest(
+        Operation::post("SendStreamingMessageV03", "A2A 0.3: send a message and stream the task's updates")
+            .json_body(v03_object("A 0.3 proto `SendMessageRequest`"))
+            .events("One 0.3 proto `StreamResponse` per event", v03_object("A 0.3 proto `StreamResponse`")),
+    )]
+}
+
+/// `/v1/tasks/{task}`, `…:cancel` and `…:subscribe` (0.3): one route.
+pub(crate) fn v03_rest_task() -> Vec<Operation> {
+    let task = |operation: Operation| v03_rest(operation.path_param("task", "The task id"));
+    let subscribe = |operation: Operation| {
+        task(operation.at("/v1/tasks/{task}:subscribe"))
+            .header("Last-Event-ID", false, "Resume after this event")
+            .events("One 0.3 proto `StreamResponse` per event", v03_object("A 0.3 proto `StreamResponse`"))
+    };
+    vec![
+        task(
+            Operation::get("GetTaskV03", "A2A 0.3: read a task")
+                .at("/v1/tasks/{task}")
+                .query("historyLength", "At most this many recent messages", json!({"type": "integer"}))
+                .json(200, "The task", v03_object("A 0.3 proto `Task`")),
+        ),
+        task(Operation::post("CancelTaskV03", "A2A 0.3: cancel a task").at("/v1/tasks/{task}:cancel").json(
+            200,
+            "The task after cancelling",
+            v03_object("A 0.3 proto `Task`"),
+        )),
+        subscribe(Operation::get("SubscribeToTaskV03", "A2A 0.3: a task's updates")),
+        subscribe(Operation::post("SubscribeToTaskPostV03", "A2A 0.3: a task's updates (POST form)")),
+    ]
+}
+
+/// `POST|GET /v1/tasks/{task}/pushNotificationConfigs` (0.3).
+pub(crate) fn v03_rest_push_configs() -> Vec<Operation> {
+    let task = |operation: Operation| v03_rest(operation.path_param("task", "The task id"));
+    vec![
+        task(
+            Operation::post("CreateTaskPushNotificationConfigV03", "A2A 0.3: register a webhook for a task")
+                .json_body(v03_object(
+                    "A 0.3 proto `CreateTaskPushNotificationConfigRequest` or `TaskPushNotificationConfig`",
+                ))
+                .json(200, "The stored configuration", v03_object("A 0.3 proto `TaskPushNotificationConfig`")),
+        ),
+        task(Operation::get("ListTaskPushNotificationConfigsV03", "A2A 0.3: a task's webhooks").json(
+            200,
+            "Every configuration",
+            v03_object("A 0.3 proto `ListTaskPushNotificationConfigResponse`"),
+        )),
+    ]
+}
+
+/// `GET|DELETE /v1/tasks/{task}/pushNotificationConfigs/{config}` (0.3).
+pub(crate) fn v03_rest_push_config() -> Vec<Operation> {
+    let config = |operation: Operation| {
+        v03_rest(operation.path_param("task", "The task id").path_param("config", "The configuration id"))
+    };
+    vec![
+        config(Operation::get("GetTaskPushNotificationConfigV03", "A2A 0.3: read a webhook configuration").json(
+            200,
+            "The configuration",
+            v03_object("A 0.3 proto `TaskPushNotificationConfig`"),
+        )),
+        config(
+            Operation::delete("DeleteTaskPushNotificationConfigV03", "A2A 0.3: remove a webhook configuration").json(
+                200,
+                "Removed",
+                v03_object("Empty"),
+            ),
+        ),
+    ]
+}
+
+/// `GET /v1/card` (0.3).
+pub(crate) fn v03_rest_card() -> Vec<Operation> {
+    vec![v03_rest(
+        Operation::get("GetAuthenticatedExtendedCardV03", "A2A 0.3: the card for an authenticated caller").json(
+            200,
+            "The extended card",
+            SchemaSource::of::<accord_types::AgentCard>(),
+        ),
+    )]
+}

@@ -32,6 +32,7 @@ use super::task::{Role, TaskState};
 use super::validate::FieldViolation;
 
 pub mod convert;
+pub mod proto;
 
 /// The protocol version this dialect is, as written on a card's interface.
 pub const PROTOCOL_VERSION: &str = "0.3";
