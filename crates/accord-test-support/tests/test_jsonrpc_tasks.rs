@@ -340,16 +340,25 @@ async fn the_card_lists_the_face_without_confusing_lucid_clients() {
     let f = fixture().await;
     let card = accord_client::Client::new().fetch_card(&f.server.origin).await.expect("card");
     let bindings: Vec<&str> = card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
-    // The A2A 0.3 JSON-RPC interface follows the 1.0 ones (docs/a2a-0.3.md).
+    // The A2A 0.3 interfaces follow the 1.0 ones (docs/a2a-0.3.md).
     assert_eq!(
         bindings,
-        ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "JSONRPC", "urn:accord:binding:jsonrpc-tasks"]
+        [
+            "urn:accord:binding:lucid-http",
+            "JSONRPC",
+            "HTTP+JSON",
+            "JSONRPC",
+            "HTTP+JSON",
+            "urn:accord:binding:jsonrpc-tasks"
+        ]
     );
     assert_eq!(card.supported_interfaces[1].url, format!("{}/a2a/jsonrpc", f.server.origin));
     assert_eq!(card.supported_interfaces[2].url, format!("{}/a2a/rest", f.server.origin));
     assert_eq!(card.supported_interfaces[3].url, format!("{}/a2a/jsonrpc", f.server.origin));
     assert_eq!(card.supported_interfaces[3].protocol_version.as_deref(), Some("0.3"));
-    assert_eq!(card.supported_interfaces[4].url, format!("{}/a2a/tasks", f.server.origin));
+    assert_eq!(card.supported_interfaces[4].url, format!("{}/a2a/rest", f.server.origin));
+    assert_eq!(card.supported_interfaces[4].protocol_version.as_deref(), Some("0.3"));
+    assert_eq!(card.supported_interfaces[5].url, format!("{}/a2a/tasks", f.server.origin));
     assert_eq!(card.http_base_url(), Some(format!("{}/", f.server.origin).as_str()));
 }
 

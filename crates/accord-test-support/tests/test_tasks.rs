@@ -130,12 +130,19 @@ async fn a_task_runs_to_completion_and_is_read_with_its_token() {
         request(reqwest::Method::GET, &f.server.url(&format!("/tasks/{id}")), Some(TOKEN), None).await;
     assert_eq!((status, json_of(&body)), (200, task));
 
-    // The card lists the task faces beside the Lucid profile (the A2A 0.3 JSON-RPC interface after
-    // the 1.0 ones: docs/a2a-0.3.md).
+    // The card lists the task faces beside the Lucid profile (the A2A 0.3 interfaces after the 1.0
+    // ones: docs/a2a-0.3.md).
     let bindings: Vec<&str> = f.card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
     assert_eq!(
         bindings,
-        ["urn:accord:binding:lucid-http", "JSONRPC", "HTTP+JSON", "JSONRPC", "urn:accord:binding:jsonrpc-tasks"]
+        [
+            "urn:accord:binding:lucid-http",
+            "JSONRPC",
+            "HTTP+JSON",
+            "JSONRPC",
+            "HTTP+JSON",
+            "urn:accord:binding:jsonrpc-tasks"
+        ]
     );
 }
 
