@@ -12,7 +12,7 @@ use super::store::{
     CreateLimits, Durability, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups,
     WakeupHub, apply_to_record,
 };
-use super::store::{as_created, claimable, holds_lease, lease_is_live};
+use super::store::{as_created, claimable, holds_lease, lease_is_live, replayed};
 use super::token::OwnerHash;
 use crate::model::{ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, now_ms};
 use crate::run::TaskState;
@@ -292,16 +292,6 @@ struct Frozen {
     admission_expires_at: Option<Millis>,
     lease: Option<ExecutionLease>,
     events: Vec<(u64, Millis, TaskEventKind)>,
-}
-
-/// `task` with the log entries after the first applied, as the store applied them.
-fn replayed<'a>(mut task: Task, events: impl Iterator<Item = (u64, Millis, &'a TaskEventKind)>) -> Task {
-    for (sequence, at, kind) in events {
-        if sequence > 1 {
-            crate::task::store::apply_event(&mut task, kind, at);
-        }
-    }
-    task
 }
 
 impl Frozen {

@@ -668,16 +668,20 @@ pub fn with_body_from_log<'a>(head: Task, log: impl IntoIterator<Item = (u64, &'
     }
 }
 
-/// The task as created, with the log's entries after the first applied as the store applied them.
+/// The task as created, with the log's entries after the first applied as the store applied them
+/// (the body does not depend on when they were written).
 fn body_from_log<'a>(task: &Task, log: impl IntoIterator<Item = (u64, &'a TaskEventKind)>) -> Task {
-    let mut created = as_created(task);
-    for (sequence, kind) in log {
+    replayed(as_created(task), log.into_iter().map(|(sequence, kind)| (sequence, task.created_at, kind)))
+}
+
+/// `task` with the log entries after the first applied, as the store applied them.
+pub(crate) fn replayed<'a>(mut task: Task, events: impl IntoIterator<Item = (u64, Millis, &'a TaskEventKind)>) -> Task {
+    for (sequence, at, kind) in events {
         if sequence > 1 {
-            let at = created.updated_at;
-            apply_event(&mut created, kind, at);
+            apply_event(&mut task, kind, at);
         }
     }
-    created
+    task
 }
 
 /// The task as the runtime creates it (submitted, with its id, skill, context, creation time and

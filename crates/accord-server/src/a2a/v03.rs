@@ -105,10 +105,8 @@ pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, re
                 sse(id.clone(), core.subscribe(subscribe, owner, last_event_id).await?)
             }
             methods::PUSH_CONFIG_SET => {
-                let mut config = params::<v03::TaskPushNotificationConfig, a2a::TaskPushNotificationConfig>(&request)?;
-                if config.id.as_deref().is_none_or(str::is_empty) {
-                    config.id.clone_from(&config.task_id);
-                }
+                let config = request.params_as::<v03::TaskPushNotificationConfig>()?.into_create();
+                config.validate()?;
                 let kept = core.create_push_config(config, owner).await?;
                 rpc_result(id.clone(), v03::TaskPushNotificationConfig::from(kept))
             }

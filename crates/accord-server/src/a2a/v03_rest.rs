@@ -292,10 +292,7 @@ async fn create_push(State(state): Shared, Path(params): Path<HashMap<String, St
     if let Some(id) = config_id {
         config.push_notification_config.id = Some(id);
     }
-    let mut config = a2a::TaskPushNotificationConfig::from(config);
-    if config.id.as_deref().is_none_or(str::is_empty) {
-        config.id = Some(task);
-    }
+    let config = config.into_create();
     if let Err(failure) = config.validate() {
         return fail(&failure.into());
     }

@@ -304,6 +304,19 @@ impl From<TaskPushNotificationConfig> for v1r::TaskPushNotificationConfig {
     }
 }
 
+impl TaskPushNotificationConfig {
+    /// A 0.3 `set` as the 1.0 create request: a config without an id takes the task's id, as the
+    /// 0.3 SDKs expect (a `get` without a config id asks for that one: [`PushConfigParams::config_id`]).
+    /// The plain conversion leaves the id as it is, so that a round trip keeps it.
+    pub fn into_create(self) -> v1r::TaskPushNotificationConfig {
+        let mut config = v1r::TaskPushNotificationConfig::from(self);
+        if config.id.as_deref().is_none_or(str::is_empty) {
+            config.id.clone_from(&config.task_id);
+        }
+        config
+    }
+}
+
 impl From<v1r::SendMessageConfiguration> for MessageSendConfiguration {
     fn from(configuration: v1r::SendMessageConfiguration) -> Self {
         Self {
