@@ -1,6 +1,6 @@
 """The official Python A2A SDK client against an Accord agent: every operation, checked.
 
-Usage: python a2a_python_client.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+JSON)
+Usage: python a2a_python_client.py BASE_URL BINDING   (BINDING: JSONRPC, HTTP+JSON or GRPC)
 Prints one PASS/FAIL line per check and exits non-zero on any failure.
 """
 import asyncio
@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from google.protobuf.json_format import MessageToDict, Parse
 
 from a2a.client import ClientConfig, create_client
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from a2a.helpers import new_text_message
 from a2a.types import (
     AuthenticationInfo,
@@ -215,8 +216,39 @@ async def main():
         str(last),
     )
     await push_checks(c)
+    await error_checks(c, task.id)
     await c.close()
     await s.close()
+
+
+async def expect_error(name, error_class, call):
+    """Checks that `call` raises the SDK's exception for an A2A error (read from the ErrorInfo
+    reason on gRPC and REST, the code on JSON-RPC)."""
+    try:
+        result = await call
+    except error_class:
+        check(name, True)
+        return
+    except Exception as error:  # noqa: BLE001 - the check reports what else came
+        check(name, False, f"{type(error).__name__}: {error}")
+        return
+    check(name, False, f"no error: {result}")
+
+
+async def error_checks(c, completed_id):
+    await expect_error("error: a missing task is TaskNotFoundError", TaskNotFoundError, c.get_task(GetTaskRequest(id="no-such-task")))
+    await expect_error(
+        "error: cancelling a completed task is TaskNotCancelableError",
+        TaskNotCancelableError,
+        c.cancel_task(CancelTaskRequest(id=completed_id)),
+    )
+
+    async def subscribe_finished():
+        return [ev async for ev in c.subscribe(SubscribeToTaskRequest(id=completed_id))]
+
+    await expect_error(
+        "error: subscribing to a finished task is UnsupportedOperationError", UnsupportedOperationError, subscribe_finished()
+    )
 
 
 asyncio.run(main())

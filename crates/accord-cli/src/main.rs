@@ -108,6 +108,14 @@ enum Command {
         /// skills), `/favicon.svg` or `/assets/…`.
         #[arg(long, env = "ACCORD_NO_LANDING")]
         no_landing: bool,
+        /// Also serve the A2A gRPC binding on this port (a second listener on the same address;
+        /// the card lists it there). Without it, gRPC is served on the HTTP port (HTTP/2) and the
+        /// card lists that.
+        #[arg(long, env = "ACCORD_GRPC_PORT", conflicts_with = "no_grpc")]
+        grpc_port: Option<u16>,
+        /// Serve no gRPC binding (and list none on the card).
+        #[arg(long, env = "ACCORD_NO_GRPC")]
+        no_grpc: bool,
         #[command(flatten)]
         push: accord_cli::push_cmd::PushServeArgs,
         #[command(flatten)]
@@ -499,6 +507,8 @@ async fn main() -> ExitCode {
             demo_prices,
             anonymous_list,
             no_landing,
+            grpc_port,
+            no_grpc,
             push,
             connections,
             budgets,
@@ -518,6 +528,11 @@ async fn main() -> ExitCode {
                 demo_prices,
                 anonymous_list,
                 landing: !no_landing,
+                grpc: match (no_grpc, grpc_port) {
+                    (true, _) => GrpcServe::Off,
+                    (false, None) => GrpcServe::SamePort,
+                    (false, Some(port)) => GrpcServe::Port(port),
+                },
                 push,
                 connections,
                 budgets,
@@ -566,10 +581,21 @@ struct ServeOptions {
     demo_prices: bool,
     anonymous_list: bool,
     landing: bool,
+    grpc: GrpcServe,
     push: accord_cli::push_cmd::PushServeArgs,
     connections: serve_limits::ConnectionArgs,
     budgets: Box<accord_cli::budgets::BudgetArgs>,
     observe: Box<serve_observe::ObserveArgs>,
+}
+
+/// Where `accord serve` serves the gRPC binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GrpcServe {
+    Off,
+    /// On the HTTP listener.
+    SamePort,
+    /// On the HTTP listener and on a listener of its own at this port.
+    Port(u16),
 }
 
 async fn serve(
@@ -588,6 +614,7 @@ async fn serve(
         demo_prices,
         anonymous_list,
         landing,
+        grpc,
         push,
         connections,
         budgets,
@@ -625,7 +652,21 @@ async fn serve(
         ..JsonRpcTasksConfig::default()
     };
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
-    config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, ..a2a });
+    // The gRPC listener is bound first, so that the card lists the port it got (`--grpc-port 0`).
+    let grpc_listener = match grpc {
+        GrpcServe::Port(grpc_port) => Some(tokio::net::TcpListener::bind((host, grpc_port)).await.map_err(|error| {
+            Failure { code: EXIT_FAILED, message: format!("cannot listen on {host}:{grpc_port} for --grpc-port: {error}") }
+        })?),
+        _ => None,
+    };
+    let grpc_address = match (&grpc_listener, grpc) {
+        (_, GrpcServe::Off) => None,
+        (Some(listener), _) => Some(accord_server::GrpcAddress::Port(
+            listener.local_addr().map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?.port(),
+        )),
+        (None, _) => Some(accord_server::GrpcAddress::SamePort),
+    };
+    config.a2a = config.a2a.map(|a2a| A2aConfig { error_mapping: mapping, grpc: grpc_address.clone(), ..a2a });
     if anonymous_list {
         config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
     }
@@ -651,9 +692,15 @@ async fn serve(
     if let Some(jws_card) = jws_card {
         config = config.jws_card(jws_card);
     }
-    let router = agent.router_with(config.auth(auth).rate_limit(workers.rate_limit()));
+    let faces = accord_server::Faces::new(&agent, config.auth(auth).rate_limit(workers.rate_limit()));
+    let router = faces.router();
     let base_path = normalize_base_path(base_path);
-    let app = if base_path.is_empty() { router } else { axum::Router::new().nest(&base_path, router) };
+    // gRPC methods are called at `/lf.a2a.v1.A2AService/…` whatever the base path.
+    let app = if base_path.is_empty() {
+        router
+    } else {
+        axum::Router::new().nest(&base_path, router).merge(faces.a2a_grpc())
+    };
     // The printed URL ends with `/`, which a nested router does not match: it leads to the page.
     let app = if landing && !base_path.is_empty() {
         let page = base_path.clone();
@@ -689,6 +736,15 @@ async fn serve(
         _ => "v1.0.1",
     };
     let _ = writeln!(out, "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)");
+    match grpc_address {
+        Some(accord_server::GrpcAddress::Port(grpc_port)) => {
+            let _ = writeln!(out, "A2A v1.0 gRPC: {host_part}:{grpc_port} (and on the HTTP port)");
+        }
+        Some(_) => {
+            let _ = writeln!(out, "A2A v1.0 gRPC: {host_part}:{} (HTTP/2 on the same port)", address.port());
+        }
+        None => {}
+    }
     let _ = writeln!(out, "task store: {} ({})", store.describe(), durability.as_str());
     match metrics_at {
         serve_observe::MetricsAt::AgentListener => {
@@ -714,14 +770,30 @@ async fn serve(
         );
     }
     let _ = out.flush();
-    // Connection limits, TCP_NODELAY and graceful shutdown: accord_server::serve.
-    accord_server::serve::Server::new(listener, app)
+    // Connection limits, TCP_NODELAY and graceful shutdown: accord_server::serve. The gRPC
+    // listener serves the same app (so its card and extended card are right there too) and
+    // stops with the HTTP one.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let grpc_server = grpc_listener.map(|listener| {
+        let mut stopped = stopped.clone();
+        let server = accord_server::serve::Server::new(listener, app.clone())
+            .limits(connections.limits())
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            });
+        tokio::spawn(server.run())
+    });
+    let served = accord_server::serve::Server::new(listener, app)
         .limits(connections.limits())
-        .with_graceful_shutdown(async {
+        .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
+            let _ = stop.send(true);
         })
-        .await
-        .map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
+        .await;
+    if let Some(grpc_server) = grpc_server {
+        let _ = grpc_server.await;
+    }
+    served.map_err(|error| Failure { code: EXIT_FAILED, message: error.to_string() })?;
     runtime.close().await;
     telemetry.shutdown();
     Ok(())

@@ -1,5 +1,6 @@
 //! `accord serve --agent conformance` end to end: every scenario of the conformance kit, chosen by
-//! messageId prefix, over real HTTP on both official bindings, plus the kit's wire habits (the
+//! messageId prefix, over real HTTP on the three official bindings (gRPC on the port
+//! `--grpc-port` opens), plus the kit's wire habits (the
 //! JSON-RPC URL with a trailing `/`, reused messageIds, snake_case params, body-less REST POSTs)
 //! and the v1.0.0 error statuses.
 
@@ -236,4 +237,157 @@ async fn the_rest_binding_uses_the_v1_0_0_error_statuses() {
     assert_eq!(body["error"]["details"][0]["reason"], "VERSION_NOT_SUPPORTED");
     let missing = http().post(format!("{rest}/tasks/nope:subscribe")).header("a2a-version", "1.0").send().await;
     assert_eq!(missing.expect("response").status(), 404);
+}
+
+/// The gRPC binding as the kit reaches it: the `GRPC` interface the card lists (a `host:port`
+/// on the port `--grpc-port` opened), an insecure channel, the scenarios by messageId prefix.
+mod grpc {
+    use super::*;
+    use accord_grpc::pb;
+    use accord_grpc::pb::a2a_service_client::A2aServiceClient;
+    use accord_grpc::pb::stream_response::Payload;
+
+    async fn client(served: &Served) -> A2aServiceClient<tonic::transport::Channel> {
+        let card: Value =
+            http().get(format!("{}/.well-known/agent-card.json", served.url)).send().await.expect("card").json().await.expect("json");
+        let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
+        let bindings: Vec<&str> = interfaces.iter().filter_map(|i| i["protocolBinding"].as_str()).collect();
+        assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"], "the three official bindings: {card}");
+        let address = interfaces[2]["url"].as_str().expect("url");
+        assert!(!address.contains("://"), "a gRPC url is host:port: {address}");
+        assert_ne!(format!("http://{address}"), served.url, "--grpc-port opened a port of its own");
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{address}")).expect("endpoint");
+        A2aServiceClient::new(endpoint.connect().await.expect("an insecure channel"))
+    }
+
+    fn request<T>(message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request.metadata_mut().insert("a2a-version", "1.0".parse().expect("metadata"));
+        request
+    }
+
+    fn send(id: &str, task_id: &str) -> pb::SendMessageRequest {
+        let message = pb::Message {
+            message_id: id.into(),
+            task_id: task_id.into(),
+            role: pb::Role::User as i32,
+            parts: vec![pb::Part { content: Some(pb::part::Content::Text("hello".into())), ..Default::default() }],
+            ..Default::default()
+        };
+        pb::SendMessageRequest { message: Some(message), ..Default::default() }
+    }
+
+    fn state(status: Option<&pb::TaskStatus>) -> pb::TaskState {
+        pb::TaskState::try_from(status.expect("status").state).expect("a known state")
+    }
+
+    fn task(response: pb::SendMessageResponse) -> pb::Task {
+        match response.payload {
+            Some(pb::send_message_response::Payload::Task(task)) => task,
+            other => panic!("a task, not {other:?}"),
+        }
+    }
+
+    fn text(part: &pb::Part) -> &str {
+        match &part.content {
+            Some(pb::part::Content::Text(text)) => text,
+            other => panic!("a text part, not {other:?}"),
+        }
+    }
+
+    async fn events(
+        stream: tonic::codec::Streaming<pb::StreamResponse>,
+    ) -> Vec<Payload> {
+        let mut stream = stream;
+        let mut events = Vec::new();
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(15), stream.next()).await.expect("no stall") {
+            events.push(event.expect("an event").payload.expect("a payload"));
+        }
+        events
+    }
+
+    fn kind(payload: &Payload) -> &'static str {
+        match payload {
+            Payload::Task(_) => "task",
+            Payload::Message(_) => "message",
+            Payload::StatusUpdate(_) => "statusUpdate",
+            Payload::ArtifactUpdate(_) => "artifactUpdate",
+        }
+    }
+
+    #[tokio::test]
+    async fn every_scenario_behaves_as_the_kit_expects_over_grpc() {
+        let served = Served::start(&["--agent", "conformance", "--store", "memory", "--grpc-port", "0"]);
+        let mut c = client(&served).await;
+
+        let completed = task(c.send_message(request(send("tck-complete-task-g", ""))).await.expect("send").into_inner());
+        assert_eq!(state(completed.status.as_ref()), pb::TaskState::Completed);
+        let status_message = completed.status.as_ref().and_then(|status| status.message.as_ref()).expect("message");
+        assert_eq!(text(&status_message.parts[0]), "Hello from TCK");
+
+        let artifact = task(c.send_message(request(send("tck-artifact-text-g", ""))).await.expect("send").into_inner());
+        assert_eq!(text(&artifact.artifacts[0].parts[0]), "Generated text content");
+        let file = task(c.send_message(request(send("tck-artifact-file-g", ""))).await.expect("send").into_inner());
+        let part = &file.artifacts[0].parts[0];
+        assert_eq!((part.filename.as_str(), part.media_type.as_str()), ("output.txt", "text/plain"));
+        assert!(matches!(&part.content, Some(pb::part::Content::Raw(bytes)) if !bytes.is_empty()), "{part:?}");
+
+        let reply = c.send_message(request(send("tck-message-response-g", ""))).await.expect("send").into_inner();
+        let Some(pb::send_message_response::Payload::Message(reply)) = reply.payload else { panic!("a message") };
+        assert_eq!((text(&reply.parts[0]), reply.role), ("Direct message response", pb::Role::Agent as i32));
+
+        let rejected = task(c.send_message(request(send("tck-reject-task-g", ""))).await.expect("send").into_inner());
+        assert_eq!(state(rejected.status.as_ref()), pb::TaskState::Rejected);
+
+        let waiting = task(c.send_message(request(send("tck-input-required-g", ""))).await.expect("send").into_inner());
+        assert_eq!(state(waiting.status.as_ref()), pb::TaskState::InputRequired);
+        let resumed =
+            task(c.send_message(request(send("tck-complete-task-g", &waiting.id))).await.expect("send").into_inner());
+        assert_eq!((resumed.id.as_str(), state(resumed.status.as_ref())), (waiting.id.as_str(), pb::TaskState::Completed));
+
+        let streamed = c.send_streaming_message(request(send("tck-stream-001-g", ""))).await.expect("stream");
+        let streamed = events(streamed.into_inner()).await;
+        let kinds: Vec<&str> = streamed.iter().map(kind).collect();
+        assert_eq!(kinds, ["task", "statusUpdate", "artifactUpdate", "statusUpdate"], "{streamed:?}");
+
+        let chunked = c.send_streaming_message(request(send("tck-stream-artifact-chunked-g", ""))).await.expect("stream");
+        let chunks: Vec<(String, bool, bool)> = events(chunked.into_inner())
+            .await
+            .into_iter()
+            .filter_map(|payload| match payload {
+                Payload::ArtifactUpdate(update) => {
+                    let artifact = update.artifact.expect("artifact");
+                    Some((text(&artifact.parts[0]).to_owned(), update.append, update.last_chunk))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(chunks, [("chunk-1 ".to_owned(), false, false), ("chunk-2".to_owned(), true, true)]);
+
+        let mut returning = send("test-resubscribe-message-id-g", "");
+        returning.configuration = Some(pb::SendMessageConfiguration { return_immediately: true, ..Default::default() });
+        let created = task(c.send_message(request(returning)).await.expect("send").into_inner());
+        let subscription = c
+            .subscribe_to_task(request(pb::SubscribeToTaskRequest { id: created.id.clone(), ..Default::default() }))
+            .await
+            .expect("subscribe");
+        let followed = events(subscription.into_inner()).await;
+        assert!(matches!(&followed[0], Payload::Task(task) if state(task.status.as_ref()) == pb::TaskState::Working));
+        let Some(Payload::StatusUpdate(last)) = followed.last() else { panic!("ends with a status: {followed:?}") };
+        assert_eq!(state(last.status.as_ref()), pb::TaskState::Completed);
+
+        // The kit's v1.0.0 codes: UNIMPLEMENTED for an unsupported version.
+        let mut future = tonic::Request::new(pb::GetTaskRequest { id: completed.id.clone(), ..Default::default() });
+        future.metadata_mut().insert("a2a-version", "99.0".parse().expect("metadata"));
+        assert_eq!(c.get_task(future).await.expect_err("refused").code(), tonic::Code::Unimplemented);
+        let cancel = pb::CancelTaskRequest { id: completed.id.clone(), ..Default::default() };
+        assert_eq!(c.cancel_task(request(cancel)).await.expect_err("refused").code(), tonic::Code::FailedPrecondition);
+        let listed = c
+            .list_tasks(request(pb::ListTasksRequest { page_size: Some(2), ..Default::default() }))
+            .await
+            .expect("list")
+            .into_inner();
+        assert_eq!(listed.tasks.len(), 2);
+        assert!(!listed.next_page_token.is_empty());
+    }
 }

@@ -528,6 +528,7 @@ pub(crate) enum Face {
     JsonRpcTasks,
     A2aJsonRpc,
     A2aRest(ErrorMapping),
+    A2aGrpc(ErrorMapping),
 }
 
 impl Face {
@@ -538,6 +539,7 @@ impl Face {
             Self::JsonRpcTasks => "jsonrpc_tasks",
             Self::A2aJsonRpc => "a2a_jsonrpc",
             Self::A2aRest(_) => "a2a_rest",
+            Self::A2aGrpc(_) => "a2a_grpc",
         }
     }
 }
@@ -559,6 +561,18 @@ pub(crate) async fn refuse_unauthenticated(
         request.extensions().get::<Challenges>().map(|challenges| challenges.0.clone()).unwrap_or_default();
     let message = "the presented credentials are not valid";
     let mut response = match face {
+        // gRPC: a trailers-only `UNAUTHENTICATED` status (HTTP 200, as gRPC requires), with the
+        // challenges as `www-authenticate` metadata.
+        Face::A2aGrpc(mapping) => {
+            let mut response = crate::a2a::grpc::error_response(
+                mapping,
+                &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message),
+            );
+            for challenge in challenges {
+                response.headers_mut().append(header::WWW_AUTHENTICATE, challenge);
+            }
+            return response;
+        }
         Face::A2aRest(mapping) => {
             crate::a2a::rest::error_with(mapping, &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message))
         }

@@ -53,6 +53,8 @@ pub(crate) struct DeclaredInterface {
     /// Where the face is, relative to the agent's base URL; `""` is the base URL itself, which is
     /// written with a trailing `/`.
     pub(crate) path: String,
+    /// For the gRPC binding, its address instead of a path.
+    pub(crate) grpc: Option<crate::GrpcAddress>,
     /// The binding: `JSONRPC`, `HTTP+JSON`, or a URI for a custom one.
     pub(crate) binding: String,
     /// The A2A version spoken there (`"1.0"`; `"0.3"` brings the v0.3 card members).
@@ -61,11 +63,27 @@ pub(crate) struct DeclaredInterface {
 
 impl DeclaredInterface {
     pub(crate) fn new(path: &str, binding: &str, protocol_version: &str) -> Self {
-        Self { path: path.to_owned(), binding: binding.to_owned(), protocol_version: protocol_version.to_owned() }
+        Self {
+            path: path.to_owned(),
+            grpc: None,
+            binding: binding.to_owned(),
+            protocol_version: protocol_version.to_owned(),
+        }
+    }
+
+    /// The gRPC binding at `address`.
+    pub(crate) fn grpc(address: &crate::GrpcAddress) -> Self {
+        Self { grpc: Some(address.clone()), ..Self::new("", PROTOCOL_BINDING_GRPC, PROTOCOL_VERSION) }
     }
 
     fn url(&self, base_url: &str) -> String {
-        if self.path.is_empty() { format!("{base_url}/") } else { format!("{base_url}{}", self.path) }
+        match &self.grpc {
+            Some(crate::GrpcAddress::Fixed(address)) => address.clone(),
+            Some(crate::GrpcAddress::Port(port)) => format!("{}:{port}", host_of(base_url)),
+            Some(crate::GrpcAddress::SamePort) => authority_of(base_url),
+            None if self.path.is_empty() => format!("{base_url}/"),
+            None => format!("{base_url}{}", self.path),
+        }
     }
 
     fn is_v0(&self) -> bool {
@@ -89,6 +107,9 @@ pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterfac
         if a2a.v10 {
             interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
             interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
+            if let Some(grpc) = &a2a.grpc {
+                interfaces.push(DeclaredInterface::grpc(grpc));
+            }
         }
         if a2a.v03 {
             // After the 1.0 entries: a 1.0 client takes the first entry of its binding it speaks.
@@ -441,6 +462,29 @@ pub(crate) fn base_url_before(headers: &HeaderMap, uri: &axum::http::Uri, suffix
     format!("{}{base}", origin(headers, uri))
 }
 
+/// The host of a base URL (`http://agent.example:8787/base` → `agent.example`; an IPv6
+/// literal keeps its brackets), for addresses on another port of the same host.
+fn host_of(base_url: &str) -> &str {
+    let authority = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
+    let authority = authority.split('/').next().unwrap_or(authority);
+    match authority.rfind(':') {
+        Some(colon) if !authority[colon..].contains(']') => &authority[..colon],
+        _ => authority,
+    }
+}
+
+/// The `host:port` of a base URL, the port defaulted from the scheme (80, 443).
+fn authority_of(base_url: &str) -> String {
+    let host = host_of(base_url);
+    let (scheme, rest) = base_url.split_once("://").unwrap_or(("http", base_url));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority.strip_prefix(host).and_then(|rest| rest.strip_prefix(':')) {
+        Some(port) if !port.is_empty() => format!("{host}:{port}"),
+        _ if scheme.eq_ignore_ascii_case("https") => format!("{host}:443"),
+        _ => format!("{host}:80"),
+    }
+}
+
 /// The path under which the router is mounted: the request path without the card route.
 fn base_path(path: &str) -> &str {
     [CARD_PATH, LEGACY_CARD_PATH, SIGNED_CARD_PATH]
@@ -595,6 +639,23 @@ mod tests {
             headers(&[("host", "localhost:3000"), ("x-forwarded-proto", "https"), ("x-forwarded-host", "localhost:9")]);
         assert_eq!(origin(&loopback, &uri), "http://localhost:3000");
         assert_eq!(origin(&headers(&[("host", "a.example:80")]), &uri), "http://a.example:80");
+    }
+
+    #[test]
+    fn a_grpc_port_is_listed_on_the_card_host() {
+        assert_eq!(host_of("http://127.0.0.1:8787"), "127.0.0.1");
+        assert_eq!(host_of("https://agent.example/base/path"), "agent.example");
+        assert_eq!(host_of("http://[::1]:8787/x"), "[::1]");
+        assert_eq!(host_of("http://[::1]"), "[::1]");
+        let port = DeclaredInterface::grpc(&crate::GrpcAddress::Port(50051));
+        assert_eq!(port.url("http://agent.example:8787/agents/echo"), "agent.example:50051");
+        let fixed = DeclaredInterface::grpc(&crate::GrpcAddress::Fixed("grpc.example:443".into()));
+        assert_eq!(fixed.url("http://agent.example:8787"), "grpc.example:443");
+        let same = DeclaredInterface::grpc(&crate::GrpcAddress::SamePort);
+        assert_eq!(same.url("http://127.0.0.1:8787/base"), "127.0.0.1:8787");
+        assert_eq!(same.url("https://agent.example/base"), "agent.example:443");
+        assert_eq!(same.url("http://[::1]:9000"), "[::1]:9000");
+        assert_eq!(same.url("http://agent.example"), "agent.example:80");
     }
 
     #[test]

@@ -163,6 +163,25 @@ pub struct A2aConfig {
     /// a 0.3-only peer: 1.0 requests are answered `VersionNotSupported` and the card lists only
     /// the 0.3 interfaces (what clients falling back to 0.3 meet).
     pub v10: bool,
+    /// Where the gRPC binding ([`Faces::a2a_grpc`]) is reached, which the card lists as its
+    /// `GRPC` interface (default: none — the binding is served only where its router is mounted,
+    /// and the card does not list it). `accord serve --grpc-port` sets it.
+    pub grpc: Option<GrpcAddress>,
+}
+
+/// Where the card says the gRPC binding is reached. The spec writes a gRPC interface's `url` as
+/// `host:port` (what gRPC clients dial), which is what the card lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrpcAddress {
+    /// The host and port the card was asked at: the binding is served on the HTTP listener
+    /// (gRPC is HTTP/2; its paths are its own). A card read at `http://agent.example:8787`
+    /// lists `agent.example:8787`; without a port, the scheme's (`agent.example:443`).
+    SamePort,
+    /// The host the card was asked at (its public origin, see the card docs), on this port: a
+    /// card read at `http://agent.example:8787` lists `agent.example:50051`.
+    Port(u16),
+    /// This address exactly (a `host:port`, for a gRPC listener behind a proxy of its own).
+    Fixed(String),
 }
 
 impl Default for A2aConfig {
@@ -175,6 +194,7 @@ impl Default for A2aConfig {
             extensions: Vec::new(),
             v03: true,
             v10: true,
+            grpc: None,
         }
     }
 }
@@ -635,6 +655,26 @@ impl Faces {
             .map_router(|router| self.authenticated(router, auth::Face::A2aRest(a2a_config.error_mapping)))
     }
 
+    /// The official A2A gRPC binding: `lf.a2a.v1.A2AService` at `/lf.a2a.v1.A2AService/{method}`
+    /// (HTTP/2), behind the same credentials and rate limits as the other faces. Empty without a
+    /// task runtime, with the A2A faces turned off, with 1.0 turned off, or without
+    /// [`A2aConfig::grpc`]. [`Faces::router`] includes it, so the binding is served on the HTTP
+    /// port and on any other listener given the same router.
+    pub fn a2a_grpc(&self) -> Router {
+        let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
+            return Router::new();
+        };
+        if a2a_config.grpc.is_none() || !a2a_config.v10 {
+            return Router::new();
+        }
+        let face = a2a::grpc::GrpcFace {
+            core: core.clone(),
+            mapping: a2a_config.error_mapping,
+            card: Arc::clone(&self.state.card),
+        };
+        self.authenticated(a2a::grpc::router(face, self.state.config.body_limit), auth::Face::A2aGrpc(a2a_config.error_mapping))
+    }
+
     /// `GET /openapi.json`: the OpenAPI 3.1 document of the routes [`Faces::router`] serves
     /// (see [`openapi`]). Empty when [`ServerConfig::openapi`] is off.
     pub fn openapi(&self) -> Router {
@@ -677,6 +717,7 @@ impl Faces {
             .merge(self.jsonrpc_tasks())
             .merge(self.a2a_jsonrpc())
             .merge(self.a2a_rest())
+            .merge(self.a2a_grpc())
             .merge(self.openapi())
             .merge(self.landing())
             .merge(self.metrics())

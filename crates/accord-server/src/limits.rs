@@ -176,8 +176,8 @@ pub(crate) async fn limit_rate(
 }
 
 /// A refusal for a caller over its rate, in `face`'s shape: HTTP 429 with `Retry-After` on every
-/// face (the JSON-RPC faces too: the body is not read, so the refusal is the transport's, with
-/// `id: null`).
+/// HTTP face (the JSON-RPC faces too: the body is not read, so the refusal is the transport's,
+/// with `id: null`); a gRPC status on the gRPC binding.
 fn rate_limited(face: Face, retry_after: u64) -> Response {
     let message = "Too many requests from this caller; retry after the time Retry-After gives";
     let mut response = match face {
@@ -199,6 +199,14 @@ fn rate_limited(face: Face, retry_after: u64) -> Response {
             mapping,
             &retryable(A2aError::new(A2aErrorKind::RateLimited).with_message(message), retry_after),
         ),
+        // gRPC: a `RESOURCE_EXHAUSTED` status (HTTP 200, as gRPC requires) with `retry-after`
+        // metadata and the seconds in its `ErrorInfo`.
+        Face::A2aGrpc(mapping) => {
+            return crate::a2a::grpc::error_response(
+                mapping,
+                &retryable(A2aError::new(A2aErrorKind::RateLimited).with_message(message), retry_after),
+            );
+        }
     };
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     set_retry_after(&mut response, retry_after);

@@ -1,5 +1,5 @@
 //! One table of task scenarios driven through every face — the Lucid `/tasks` routes, JSON-RPC
-//! tasks, A2A JSON-RPC and A2A HTTP+JSON — over real HTTP against one server, each checked against
+//! tasks, A2A JSON-RPC, A2A HTTP+JSON and A2A gRPC — over real HTTP against one server, each checked against
 //! the same task log in the engine. The faces only translate: the same scenario must leave the
 //! same log whichever wire asked for it. Where a wire has no word for a step (the Lucid profile
 //! and JSON-RPC tasks cannot send a follow-up message; JSON-RPC tasks cannot list or subscribe),
@@ -11,7 +11,9 @@ use std::time::Duration;
 use accord_engine::task::{AccessToken, MemoryStore, OwnerHash, RuntimeConfig, TaskId, TaskRuntime};
 use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, SkillError};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
-use accord_server::{AgentRouterExt, ServerConfig};
+use accord_grpc::pb;
+use accord_grpc::pb::a2a_service_client::A2aServiceClient;
+use accord_server::{A2aConfig, AgentRouterExt, GrpcAddress, ServerConfig};
 use accord_test_support::TestServer;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -55,8 +57,14 @@ async fn fixture() -> Fixture {
     let tokens = BearerTokens::new()
         .with(&AccessToken::parse(TOKEN).expect("token"), "caller", Vec::<String>::new())
         .with(&AccessToken::parse(OTHER).expect("token"), "other", Vec::<String>::new());
-    let router = agent.router_with(ServerConfig::default().tasks(runtime.clone())).layer(BearerAuthLayer::new(tokens));
+    let router = agent.router_with(config(&runtime)).layer(BearerAuthLayer::new(tokens));
     Fixture { server: TestServer::start(router).await, runtime }
+}
+
+/// Every face, the gRPC binding included (on the HTTP port).
+fn config(runtime: &TaskRuntime) -> ServerConfig {
+    let a2a = A2aConfig { grpc: Some(GrpcAddress::SamePort), ..A2aConfig::default() };
+    ServerConfig::default().tasks(runtime.clone()).a2a(Some(a2a))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +73,10 @@ enum Face {
     JsonRpcTasks,
     A2aJsonRpc,
     A2aRest,
+    A2aGrpc,
 }
 
-const FACES: [Face; 4] = [Face::Lucid, Face::JsonRpcTasks, Face::A2aJsonRpc, Face::A2aRest];
+const FACES: [Face; 5] = [Face::Lucid, Face::JsonRpcTasks, Face::A2aJsonRpc, Face::A2aRest, Face::A2aGrpc];
 
 /// The engine's state name for a face's state name.
 fn normalized(face: Face, state: &str) -> String {
@@ -75,8 +84,16 @@ fn normalized(face: Face, state: &str) -> String {
         // The profile's four statuses are a view; only they can be compared.
         Face::Lucid => state.to_owned(),
         Face::JsonRpcTasks => state.to_owned(),
-        Face::A2aJsonRpc | Face::A2aRest => state.trim_start_matches("TASK_STATE_").to_ascii_lowercase(),
+        Face::A2aJsonRpc | Face::A2aRest | Face::A2aGrpc => {
+            state.trim_start_matches("TASK_STATE_").to_ascii_lowercase()
+        }
     }
+}
+
+/// A gRPC state's name (`TASK_STATE_COMPLETED`).
+fn grpc_state(status: Option<&pb::TaskStatus>) -> String {
+    let state = status.expect("a status").state;
+    pb::TaskState::try_from(state).expect("a known state").as_str_name().to_owned()
 }
 
 struct Caller<'a> {
@@ -95,6 +112,27 @@ impl Caller<'_> {
             .header("a2a-version", "1.0")
             .header("content-type", "application/json")
             .header("authorization", format!("Bearer {}", self.token))
+    }
+
+    /// A gRPC client on the server's port (HTTP/2 without TLS).
+    async fn grpc(&self) -> A2aServiceClient<tonic::transport::Channel> {
+        let endpoint = tonic::transport::Endpoint::from_shared(self.server.origin.clone()).expect("endpoint");
+        A2aServiceClient::new(endpoint.connect().await.expect("gRPC connection"))
+    }
+
+    /// `message` with the metadata the A2A calls carry.
+    fn grpc_request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request.metadata_mut().insert("a2a-version", "1.0".parse().expect("metadata"));
+        let bearer = format!("Bearer {}", self.token).parse().expect("metadata");
+        request.metadata_mut().insert("authorization", bearer);
+        request
+    }
+
+    /// A `SendMessage` request from its ProtoJSON form, through the A2A wire types.
+    fn grpc_send(params: Value) -> pb::SendMessageRequest {
+        let request: accord_types::a2a::SendMessageRequest = serde_json::from_value(params).expect("a request");
+        pb::SendMessageRequest::try_from(request).expect("converts")
     }
 
     async fn rpc(&self, path: &str, method: &str, params: Value) -> Value {
@@ -142,6 +180,19 @@ impl Caller<'_> {
                 };
                 body["task"]["id"].as_str().unwrap_or_else(|| panic!("{body}")).to_owned()
             }
+            Face::A2aGrpc => {
+                let params = json!({
+                    "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"data": input}],
+                                "metadata": {"skillId": skill}},
+                    "configuration": {"returnImmediately": true},
+                });
+                let request = self.grpc_request(Self::grpc_send(params));
+                let response = self.grpc().await.send_message(request).await.expect("SendMessage").into_inner();
+                match response.payload {
+                    Some(pb::send_message_response::Payload::Task(task)) => task.id,
+                    other => panic!("a task, not {other:?}"),
+                }
+            }
         }
     }
 
@@ -187,6 +238,14 @@ impl Caller<'_> {
                 let body: Value = response.json().await.expect("json");
                 body["status"]["state"].clone()
             }
+            Face::A2aGrpc => {
+                let request = self.grpc_request(pb::GetTaskRequest { id: id.to_owned(), ..Default::default() });
+                match self.grpc().await.get_task(request).await {
+                    Ok(task) => Value::from(grpc_state(task.into_inner().status.as_ref())),
+                    Err(status) if status.code() == tonic::Code::NotFound => return None,
+                    Err(status) => panic!("GetTask: {status:?}"),
+                }
+            }
         };
         Some(normalized(self.face, state.as_str().expect("a state")))
     }
@@ -216,6 +275,11 @@ impl Caller<'_> {
                 let body: Value = self.a2a(request).send().await.expect("response").json().await.expect("json");
                 body["status"]["state"].clone()
             }
+            Face::A2aGrpc => {
+                let request = self.grpc_request(pb::CancelTaskRequest { id: id.to_owned(), ..Default::default() });
+                let task = self.grpc().await.cancel_task(request).await.expect("CancelTask").into_inner();
+                Value::from(grpc_state(task.status.as_ref()))
+            }
         };
         normalized(self.face, state.as_str().expect("a state"))
     }
@@ -230,6 +294,14 @@ impl Caller<'_> {
             Face::A2aRest => {
                 let request = self.http().post(self.server.url("/a2a/rest/message:send")).body(params.to_string());
                 self.a2a(request).send().await.expect("response").json().await.expect("json")
+            }
+            Face::A2aGrpc => {
+                let request = self.grpc_request(Self::grpc_send(params));
+                let response = self.grpc().await.send_message(request).await.expect("SendMessage").into_inner();
+                let Some(pb::send_message_response::Payload::Task(task)) = response.payload else {
+                    panic!("a task")
+                };
+                return Some(normalized(self.face, &grpc_state(task.status.as_ref())));
             }
         };
         Some(normalized(self.face, body["task"]["status"]["state"].as_str().unwrap_or_else(|| panic!("{body}"))))
@@ -279,6 +351,20 @@ impl Caller<'_> {
                     let ids = tasks.iter().map(|task| task["id"].clone()).collect();
                     (ids, body["totalSize"].as_u64().expect("totalSize"), (!next.is_empty()).then_some(next))
                 }
+                Face::A2aGrpc => {
+                    let status = pb::TaskState::from_str_name(state).expect("a state name") as i32;
+                    let list = pb::ListTasksRequest {
+                        status,
+                        page_size: Some(i32::try_from(size).expect("size")),
+                        page_token: cursor.clone(),
+                        ..Default::default()
+                    };
+                    let request = self.grpc_request(list);
+                    let body = self.grpc().await.list_tasks(request).await.expect("ListTasks").into_inner();
+                    let ids = body.tasks.iter().map(|task| Value::from(task.id.clone())).collect();
+                    let next = body.next_page_token;
+                    (ids, u64::try_from(body.total_size).expect("total"), (!next.is_empty()).then_some(next))
+                }
             };
             ids.extend(page.iter().map(|id| id.as_str().expect("id").to_owned()));
             totals.push(total);
@@ -296,6 +382,7 @@ impl Caller<'_> {
     async fn subscribe_while<F: std::future::Future<Output = ()>>(&self, id: &str, then: F) -> Option<Vec<String>> {
         let request = match self.face {
             Face::JsonRpcTasks => return None,
+            Face::A2aGrpc => return Some(self.grpc_subscribe_while(id, then).await),
             Face::Lucid => self
                 .http()
                 .get(self.server.url(&format!("/tasks/{id}/subscribe")))
@@ -337,6 +424,29 @@ impl Caller<'_> {
     }
 }
 
+impl Caller<'_> {
+    /// [`Caller::subscribe_while`] over gRPC: the states of a `SubscribeToTask` stream.
+    async fn grpc_subscribe_while<F: std::future::Future<Output = ()>>(&self, id: &str, then: F) -> Vec<String> {
+        let request = self.grpc_request(pb::SubscribeToTaskRequest { id: id.to_owned(), ..Default::default() });
+        let mut stream = self.grpc().await.subscribe_to_task(request).await.expect("SubscribeToTask").into_inner();
+        let mut states = Vec::new();
+        let mut then = Some(Box::pin(then));
+        // A hang detector, not a speed check: the stream must close by itself at the terminal state.
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.expect("no stall") {
+            let state = match event.expect("an event").payload {
+                Some(pb::stream_response::Payload::Task(task)) => Some(grpc_state(task.status.as_ref())),
+                Some(pb::stream_response::Payload::StatusUpdate(update)) => Some(grpc_state(update.status.as_ref())),
+                _ => None,
+            };
+            states.extend(state.map(|state| normalized(self.face, &state)));
+            if let Some(then) = then.take() {
+                then.await;
+            }
+        }
+        states
+    }
+}
+
 fn uuid() -> String {
     TaskId::generate().to_string()
 }
@@ -363,7 +473,7 @@ fn named(face: Face, state: &str) -> String {
     match (face, state) {
         (Face::Lucid, "submitted" | "working" | "input_required") => "running".to_owned(),
         (Face::Lucid, "canceled") => "cancelled".to_owned(),
-        (Face::A2aJsonRpc | Face::A2aRest, "input_required") => "input_required".to_owned(),
+        (Face::A2aJsonRpc | Face::A2aRest | Face::A2aGrpc, "input_required") => "input_required".to_owned(),
         _ => state.to_owned(),
     }
 }
@@ -447,6 +557,7 @@ async fn list_filters_and_pages_alike_on_every_face_that_lists() {
         "list-rpc-token-0123456789",
         "list-a2a-token-0123456789",
         "list-rest-token-0123456789",
+        "list-grpc-token-0123456789",
     ];
     for (face, token) in FACES.into_iter().zip(tokens) {
         let server = fixture_with_token(&f.runtime, token).await;
@@ -475,8 +586,7 @@ async fn list_filters_and_pages_alike_on_every_face_that_lists() {
 /// A second server on the same runtime whose bearer token `token` is known.
 async fn fixture_with_token(runtime: &TaskRuntime, token: &str) -> TestServer {
     let tokens = BearerTokens::new().with(&AccessToken::parse(token).expect("token"), "lister", Vec::<String>::new());
-    let router =
-        runtime.agent().router_with(ServerConfig::default().tasks(runtime.clone())).layer(BearerAuthLayer::new(tokens));
+    let router = runtime.agent().router_with(config(runtime)).layer(BearerAuthLayer::new(tokens));
     TestServer::start(router).await
 }
 

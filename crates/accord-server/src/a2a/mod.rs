@@ -1,8 +1,10 @@
-//! The official A2A v1.0 faces (JSON-RPC today; HTTP+JSON next) over the engine's tasks.
+//! The official A2A faces (v1.0 JSON-RPC, HTTP+JSON and gRPC; 0.3 JSON-RPC and HTTP+JSON) over
+//! the engine's tasks.
 //!
 //! This module owns the mapping between A2A's wire model and the engine's: a message becomes a
 //! task of one of the agent's skills, the task's state and log become A2A tasks and stream
-//! responses. The bindings (`jsonrpc`) only parse, call [`A2aCore`] and write.
+//! responses. The bindings (`jsonrpc`, `rest`, `grpc`, and the 0.3 ones) only parse, call [`A2aCore`]
+//! and write.
 //!
 //! **Which skill, which input.** A message names its skill in `metadata.skillId` (on the message,
 //! else on the request); without one it goes to the agent's default skill. Its input is read from
@@ -40,6 +42,7 @@ use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamRespons
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
+pub(crate) mod grpc;
 pub(crate) mod jsonrpc;
 mod push;
 pub(crate) mod rest;
