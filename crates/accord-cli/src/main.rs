@@ -10,7 +10,7 @@ use accord_cli::store::{StoreOptions, StoreSpec, open_store};
 use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
 use accord_engine::task::{AnonymousAccess, Durability, MemoryStoreConfig, RuntimeConfig, ServiceConfig, TaskRuntime};
-use accord_server::{A2aConfig, AgentRouterExt, JsonRpcTasksConfig, RateLimitConfig, ServerConfig};
+use accord_server::{A2aConfig, JsonRpcTasksConfig, RateLimitConfig, ServerConfig};
 use accord_store_sqlite::Synchronous;
 use accord_types::a2a::ErrorMapping;
 use accord_types::tasks::{TaskStatus, TaskView};

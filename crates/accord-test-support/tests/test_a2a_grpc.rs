@@ -15,7 +15,7 @@ use accord_grpc::pb::a2a_service_client::A2aServiceClient;
 use accord_server::auth::{AuthConfig, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, GrpcAddress, RateLimitConfig, ServerConfig};
 use accord_test_support::TestServer;
-use accord_types::a2a::{A2aErrorKind, AgentExtension, ErrorMapping};
+use accord_types::a2a::{AgentExtension, ErrorMapping};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tonic::{Code, Status};

@@ -301,6 +301,13 @@ impl A2aService for GrpcFace {
             .card
             .extended(request.extensions().get::<Principal>(), &base_url)
             .map_err(|(error, _challenges)| self.status(&error))?;
+        // The A2A view of Accord's card: the members the proto has (the Lucid ones have no field).
+        let card = serde_json::to_value(&card)
+            .and_then(serde_json::from_value::<a2a::AgentCard>)
+            .map_err(|error| {
+                tracing::error!(%error, "the extended card does not read as an A2A card");
+                self.status(&A2aError::new(A2aErrorKind::Internal))
+            })?;
         Ok(Self::answer(self.write(card)?, &call.activated))
     }
 
