@@ -1,13 +1,13 @@
 //! What cannot be converted fails with the field's JSON path; what one side writes differently is
 //! normalized as the conversion documents; a failed conversion is an InvalidParams A2A error.
 
+#[macro_use]
 mod support;
 
 use accord_grpc::{ConvertError, pb};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, FieldViolation};
 use prost_types::value::Kind;
 use serde_json::json;
-use support::a2a;
 
 fn text_part(text: &str) -> pb::Part {
     pb::Part { content: Some(pb::part::Content::Text(text.to_owned())), ..Default::default() }
@@ -35,7 +35,7 @@ fn field<T: std::fmt::Debug>(result: Result<T, ConvertError>) -> String {
 
 #[test]
 fn raw_that_is_not_base64_names_the_part() {
-    let request: a2a::SendMessageRequest = a2a(json!({"message": {
+    let request: a2a::SendMessageRequest = a2a!(json!({"message": {
         "messageId": "m",
         "role": "ROLE_USER",
         "parts": [{"text": "a"}, {"raw": "aGk="}, {"raw": "not base64!"}],
@@ -68,8 +68,7 @@ fn raw_accepts_both_alphabets_with_or_without_padding() {
 
 #[test]
 fn a_oneof_with_no_member_fails() {
-    let request =
-        pb::SendMessageRequest { message: Some(pb_message(vec![pb::Part::default()])), ..Default::default() };
+    let request = pb::SendMessageRequest { message: Some(pb_message(vec![pb::Part::default()])), ..Default::default() };
     let error = a2a::SendMessageRequest::try_from(request).expect_err("no content");
     assert_eq!(error.field(), "message.parts[0].content");
     assert!(error.reason().starts_with("must be set"), "{error}");
@@ -81,9 +80,12 @@ fn a_oneof_with_no_member_fails() {
 
     let card = pb::AgentCard {
         security_schemes: [
-            ("fine".to_owned(), pb::SecurityScheme {
-                scheme: Some(pb::security_scheme::Scheme::MtlsSecurityScheme(Default::default())),
-            }),
+            (
+                "fine".to_owned(),
+                pb::SecurityScheme {
+                    scheme: Some(pb::security_scheme::Scheme::MtlsSecurityScheme(Default::default())),
+                },
+            ),
             ("empty".to_owned(), pb::SecurityScheme::default()),
         ]
         .into_iter()
@@ -103,10 +105,8 @@ fn a_oneof_with_no_member_fails() {
         ..Default::default()
     };
     assert_eq!(field(a2a::AgentCard::try_from(card)), r#"securitySchemes["o"].oauth2SecurityScheme.flows.flow"#);
-    let card = pb::AgentCard {
-        security_schemes: [("o".to_owned(), oauth(None))].into_iter().collect(),
-        ..Default::default()
-    };
+    let card =
+        pb::AgentCard { security_schemes: [("o".to_owned(), oauth(None))].into_iter().collect(), ..Default::default() };
     assert_eq!(field(a2a::AgentCard::try_from(card)), r#"securitySchemes["o"].oauth2SecurityScheme.flows"#);
 }
 
@@ -140,8 +140,8 @@ fn capabilities_default_when_unset() {
 
 #[test]
 fn unknown_enum_numbers_fail() {
-    let error = a2a::Message::try_from(pb::Message { role: 7, ..pb_message(vec![text_part("x")]) })
-        .expect_err("role 7");
+    let error =
+        a2a::Message::try_from(pb::Message { role: 7, ..pb_message(vec![text_part("x")]) }).expect_err("role 7");
     assert_eq!(error.field(), "role");
     assert!(error.reason().contains('7'), "{error}");
 
@@ -168,30 +168,31 @@ fn numbers_json_cannot_hold_and_values_without_a_kind_fail() {
         kind: Some(Kind::ListValue(prost_types::ListValue { values: vec![number(1.0), number(f64::NAN)] })),
     };
     let data = prost_types::Value {
-        kind: Some(Kind::StructValue(prost_types::Struct { fields: [("list".to_owned(), list)].into_iter().collect() })),
+        kind: Some(Kind::StructValue(prost_types::Struct {
+            fields: [("list".to_owned(), list)].into_iter().collect(),
+        })),
     };
     let part = pb::Part { content: Some(pb::part::Content::Data(data)), ..Default::default() };
     let message = pb_message(vec![text_part("ok"), part]);
     assert_eq!(field(a2a::Message::try_from(message)), r#"parts[1].data["list"][1]"#);
 
-    let request = pb::CancelTaskRequest {
-        metadata: metadata_with("k", prost_types::Value { kind: None }),
-        ..Default::default()
-    };
+    let request =
+        pb::CancelTaskRequest { metadata: metadata_with("k", prost_types::Value { kind: None }), ..Default::default() };
     let error = a2a::CancelTaskRequest::try_from(request).expect_err("a value with no kind");
     assert_eq!(error.field(), r#"metadata["k"]"#);
     assert!(error.reason().starts_with("kind must be set"), "{error}");
-    let part = pb::Part { content: Some(pb::part::Content::Data(prost_types::Value { kind: None })), ..Default::default() };
+    let part =
+        pb::Part { content: Some(pb::part::Content::Data(prost_types::Value { kind: None })), ..Default::default() };
     assert_eq!(field(a2a::Part::try_from(part)), "data");
 }
 
 #[test]
 fn invalid_timestamps_fail() {
     for text in ["yesterday", "2025-10-28T10:30:00+01:00", "2025-10-28T10:30:00", "2025-02-30T00:00:00Z", ""] {
-        let task: a2a::Task = a2a(json!({"id": "t", "status": {"state": "TASK_STATE_WORKING", "timestamp": text}}));
+        let task: a2a::Task = a2a!(json!({"id": "t", "status": {"state": "TASK_STATE_WORKING", "timestamp": text}}));
         assert_eq!(field(pb::Task::try_from(task)), "status.timestamp", "{text:?}");
     }
-    let request: a2a::ListTasksRequest = a2a(json!({"statusTimestampAfter": "2025-10-28"}));
+    let request: a2a::ListTasksRequest = a2a!(json!({"statusTimestampAfter": "2025-10-28"}));
     assert_eq!(field(pb::ListTasksRequest::try_from(request)), "statusTimestampAfter");
 
     for (seconds, nanos) in [(0, -1), (0, 1_000_000_000), (-62_135_596_801, 0), (253_402_300_800, 0), (i64::MAX, 0)] {
@@ -210,32 +211,32 @@ fn invalid_timestamps_fail() {
 fn documented_normalizations() {
     // Some("") is written as the proto3 default and reads back as None.
     let message: a2a::Message =
-        a2a(json!({"messageId": "m", "contextId": "", "role": "ROLE_USER", "parts": [{"text": "x", "filename": ""}]}));
+        a2a!(json!({"messageId": "m", "contextId": "", "role": "ROLE_USER", "parts": [{"text": "x", "filename": ""}]}));
     let back: a2a::Message = pb::Message::try_from(message).expect("converts").try_into().expect("converts");
     assert_eq!(back.context_id, None);
     assert_eq!(back.parts[0].filename, None);
 
     // A false plain bool reads back as None, which means the same.
-    let event: a2a::TaskArtifactUpdateEvent = a2a(json!({
+    let event: a2a::TaskArtifactUpdateEvent = a2a!(json!({
         "taskId": "t", "contextId": "c", "artifact": {"artifactId": "a", "parts": [{"text": "x"}]},
         "append": false, "lastChunk": false,
     }));
     let back: a2a::TaskArtifactUpdateEvent =
         pb::TaskArtifactUpdateEvent::try_from(event).expect("converts").try_into().expect("converts");
     assert_eq!((back.append, back.last_chunk), (None, None));
-    let configuration: a2a::SendMessageConfiguration = a2a(json!({"returnImmediately": false}));
+    let configuration: a2a::SendMessageConfiguration = a2a!(json!({"returnImmediately": false}));
     let back: a2a::SendMessageConfiguration =
         pb::SendMessageConfiguration::try_from(configuration).expect("converts").try_into().expect("converts");
     assert_eq!(back.return_immediately, None);
 
     // A status filter of TASK_STATE_UNSPECIFIED is the proto3 default: no filter.
-    let request: a2a::ListTasksRequest = a2a(json!({"status": "TASK_STATE_UNSPECIFIED"}));
+    let request: a2a::ListTasksRequest = a2a!(json!({"status": "TASK_STATE_UNSPECIFIED"}));
     let back: a2a::ListTasksRequest =
         pb::ListTasksRequest::try_from(request).expect("converts").try_into().expect("converts");
     assert_eq!(back.status, None);
 
     // Whole seconds are written with milliseconds, as the a2a types write their own timestamps.
-    let status: a2a::TaskStatus = a2a(json!({"state": "TASK_STATE_WORKING", "timestamp": "2025-10-28T10:30:00Z"}));
+    let status: a2a::TaskStatus = a2a!(json!({"state": "TASK_STATE_WORKING", "timestamp": "2025-10-28T10:30:00Z"}));
     let back: a2a::TaskStatus = pb::TaskStatus::try_from(status).expect("converts").try_into().expect("converts");
     assert_eq!(back.timestamp.as_deref(), Some("2025-10-28T10:30:00.000Z"));
 
@@ -245,7 +246,7 @@ fn documented_normalizations() {
     assert_eq!(back.content, a2a::PartContent::Data(json!({"one": 1, "half": 0.5})));
 
     // The card's unknown JSON fields have no proto field.
-    let mut card: a2a::AgentCard = a2a(json!({
+    let mut card: a2a::AgentCard = a2a!(json!({
         "name": "n", "description": "d", "version": "1", "capabilities": {"x-extra": 1},
         "supportedInterfaces": [{"url": "u", "protocolBinding": "GRPC", "protocolVersion": "1.0", "x": true}],
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
@@ -287,8 +288,30 @@ fn a_conversion_error_is_invalid_params_with_the_field() {
 fn raw_decoding_accepts_exactly_what_validation_accepts() {
     use a2a::Validate;
     for text in [
-        "", "a", "aA", "aGk", "aGk=", "aGk==", "aGk===", "QQ", "QQ=", "QQ==", "QR==", "QQ===", "Q===", "=", "====",
-        "+/+/", "-_-_", "+_-/", "aGk*", "a Gk", "aGVsbG8gd29ybGQ=", "aGVsbG8gd29ybGQ", "Q=Q=", "ü",
+        "",
+        "a",
+        "aA",
+        "aGk",
+        "aGk=",
+        "aGk==",
+        "aGk===",
+        "QQ",
+        "QQ=",
+        "QQ==",
+        "QR==",
+        "QQ===",
+        "Q===",
+        "=",
+        "====",
+        "+/+/",
+        "-_-_",
+        "+_-/",
+        "aGk*",
+        "a Gk",
+        "aGVsbG8gd29ybGQ=",
+        "aGVsbG8gd29ybGQ",
+        "Q=Q=",
+        "ü",
     ] {
         let valid = a2a::Part::raw_base64(text).validate().is_ok();
         let converts = pb::Part::try_from(a2a::Part::raw_base64(text)).is_ok();

@@ -1,12 +1,13 @@
 //! Every a2a ⇄ pb pair round-trips: a2a → pb → a2a, through the protobuf wire encoding, and
 //! pb → a2a → pb.
 
+#[macro_use]
 mod support;
 
 use accord_grpc::pb;
 use accord_types::a2a;
 use serde_json::{Value, json};
-use support::{a2a, round_trip_a2a, round_trip_pb};
+use support::{round_trip_a2a, round_trip_pb};
 
 fn metadata() -> Value {
     json!({
@@ -83,7 +84,7 @@ fn task() -> Value {
 #[test]
 fn every_part_kind() {
     for part in every_part() {
-        round_trip_a2a::<a2a::Part, pb::Part>(&a2a(part));
+        round_trip_a2a::<a2a::Part, pb::Part>(&a2a!(part));
     }
 }
 
@@ -96,9 +97,9 @@ fn raw_parts_carry_the_decoded_bytes() {
 #[test]
 fn every_role_and_no_optional_fields() {
     for role in ["ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"] {
-        round_trip_a2a::<a2a::Message, pb::Message>(&a2a(message(role)));
+        round_trip_a2a::<a2a::Message, pb::Message>(&a2a!(message(role)));
         let bare = json!({"messageId": "m", "role": role, "parts": [{"text": "hi"}]});
-        round_trip_a2a::<a2a::Message, pb::Message>(&a2a(bare));
+        round_trip_a2a::<a2a::Message, pb::Message>(&a2a!(bare));
     }
     for role in a2a::Role::ALL {
         let proto = pb::Role::try_from(role).expect("converts");
@@ -123,8 +124,8 @@ fn every_task_state() {
 
 #[test]
 fn empty_and_absent_metadata_stay_distinct() {
-    let absent: a2a::Artifact = a2a(json!({"artifactId": "a", "parts": [{"text": "x"}]}));
-    let empty: a2a::Artifact = a2a(json!({"artifactId": "a", "parts": [{"text": "x"}], "metadata": {}}));
+    let absent: a2a::Artifact = a2a!(json!({"artifactId": "a", "parts": [{"text": "x"}]}));
+    let empty: a2a::Artifact = a2a!(json!({"artifactId": "a", "parts": [{"text": "x"}], "metadata": {}}));
     let absent_pb = round_trip_a2a::<a2a::Artifact, pb::Artifact>(&absent);
     let empty_pb = round_trip_a2a::<a2a::Artifact, pb::Artifact>(&empty);
     assert_eq!(absent_pb.metadata, None);
@@ -133,7 +134,7 @@ fn empty_and_absent_metadata_stay_distinct() {
 
 #[test]
 fn nested_struct_values() {
-    let part: a2a::Part = a2a(json!({"data": metadata(), "metadata": metadata()}));
+    let part: a2a::Part = a2a!(json!({"data": metadata(), "metadata": metadata()}));
     let proto = round_trip_a2a::<a2a::Part, pb::Part>(&part);
     let Some(pb::part::Content::Data(prost_types::Value { kind: Some(prost_types::value::Kind::StructValue(data)) })) =
         proto.content
@@ -150,9 +151,9 @@ fn nested_struct_values() {
 
 #[test]
 fn artifacts_statuses_and_tasks() {
-    round_trip_a2a::<a2a::Artifact, pb::Artifact>(&a2a(artifact()));
-    round_trip_a2a::<a2a::Task, pb::Task>(&a2a(task()));
-    round_trip_a2a::<a2a::Task, pb::Task>(&a2a(json!({"id": "t", "status": {"state": "TASK_STATE_SUBMITTED"}})));
+    round_trip_a2a::<a2a::Artifact, pb::Artifact>(&a2a!(artifact()));
+    round_trip_a2a::<a2a::Task, pb::Task>(&a2a!(task()));
+    round_trip_a2a::<a2a::Task, pb::Task>(&a2a!(json!({"id": "t", "status": {"state": "TASK_STATE_SUBMITTED"}})));
 }
 
 #[test]
@@ -170,7 +171,7 @@ fn timestamps_in_the_a2a_format() {
         "0001-01-01T00:00:00.000Z",
         "9999-12-31T23:59:59.999999999Z",
     ] {
-        let status: a2a::TaskStatus = a2a(json!({"state": "TASK_STATE_WORKING", "timestamp": timestamp}));
+        let status: a2a::TaskStatus = a2a!(json!({"state": "TASK_STATE_WORKING", "timestamp": timestamp}));
         round_trip_a2a::<a2a::TaskStatus, pb::TaskStatus>(&status);
     }
 }
@@ -178,11 +179,11 @@ fn timestamps_in_the_a2a_format() {
 #[test]
 fn timestamps_carry_the_instant() {
     let status: a2a::TaskStatus =
-        a2a(json!({"state": "TASK_STATE_WORKING", "timestamp": "1969-12-31T23:59:59.500000001Z"}));
+        a2a!(json!({"state": "TASK_STATE_WORKING", "timestamp": "1969-12-31T23:59:59.500000001Z"}));
     let proto: pb::TaskStatus = status.try_into().expect("converts");
     assert_eq!(proto.timestamp, Some(prost_types::Timestamp { seconds: -1, nanos: 500_000_001 }));
 
-    let status: a2a::TaskStatus = a2a(json!({"state": "TASK_STATE_WORKING", "timestamp": "2025-10-28T10:30:00Z"}));
+    let status: a2a::TaskStatus = a2a!(json!({"state": "TASK_STATE_WORKING", "timestamp": "2025-10-28T10:30:00Z"}));
     let proto: pb::TaskStatus = status.try_into().expect("converts");
     assert_eq!(proto.timestamp, Some(prost_types::Timestamp { seconds: 1_761_647_400, nanos: 0 }));
 }
@@ -229,13 +230,23 @@ fn streaming_events_and_stream_responses() {
         "metadata": {},
     });
     let bare_artifact_update = json!({"taskId": "task-1", "contextId": "ctx-1", "artifact": artifact()});
-    round_trip_a2a::<a2a::TaskStatusUpdateEvent, pb::TaskStatusUpdateEvent>(&a2a(status_update.clone()));
-    let proto = round_trip_a2a::<a2a::TaskArtifactUpdateEvent, pb::TaskArtifactUpdateEvent>(&a2a(
-        artifact_update.clone(),
-    ));
+    for (append, last_chunk) in [(true, false), (false, true)] {
+        let mut one_flag = bare_artifact_update.clone();
+        if append {
+            one_flag["append"] = json!(true);
+        }
+        if last_chunk {
+            one_flag["lastChunk"] = json!(true);
+        }
+        let proto = round_trip_a2a::<a2a::TaskArtifactUpdateEvent, pb::TaskArtifactUpdateEvent>(&a2a!(one_flag));
+        assert_eq!((proto.append, proto.last_chunk), (append, last_chunk));
+    }
+    round_trip_a2a::<a2a::TaskStatusUpdateEvent, pb::TaskStatusUpdateEvent>(&a2a!(status_update.clone()));
+    let proto =
+        round_trip_a2a::<a2a::TaskArtifactUpdateEvent, pb::TaskArtifactUpdateEvent>(&a2a!(artifact_update.clone()));
     assert!(proto.append && proto.last_chunk);
     let proto =
-        round_trip_a2a::<a2a::TaskArtifactUpdateEvent, pb::TaskArtifactUpdateEvent>(&a2a(bare_artifact_update));
+        round_trip_a2a::<a2a::TaskArtifactUpdateEvent, pb::TaskArtifactUpdateEvent>(&a2a!(bare_artifact_update));
     assert!(!proto.append && !proto.last_chunk);
 
     for response in [
@@ -244,10 +255,10 @@ fn streaming_events_and_stream_responses() {
         json!({"statusUpdate": status_update}),
         json!({"artifactUpdate": artifact_update}),
     ] {
-        round_trip_a2a::<a2a::StreamResponse, pb::StreamResponse>(&a2a(response));
+        round_trip_a2a::<a2a::StreamResponse, pb::StreamResponse>(&a2a!(response));
     }
     for response in [json!({"task": task()}), json!({"message": message("ROLE_AGENT")})] {
-        round_trip_a2a::<a2a::SendMessageResponse, pb::SendMessageResponse>(&a2a(response));
+        round_trip_a2a::<a2a::SendMessageResponse, pb::SendMessageResponse>(&a2a!(response));
     }
 }
 
@@ -275,31 +286,31 @@ fn send_requests_and_their_configuration() {
         },
         "metadata": metadata(),
     });
-    let proto = round_trip_a2a::<a2a::SendMessageRequest, pb::SendMessageRequest>(&a2a(full));
+    let proto = round_trip_a2a::<a2a::SendMessageRequest, pb::SendMessageRequest>(&a2a!(full));
     assert_eq!(proto.configuration.as_ref().and_then(|c| c.history_length), Some(0));
-    round_trip_a2a::<a2a::SendMessageRequest, pb::SendMessageRequest>(&a2a(json!({
+    round_trip_a2a::<a2a::SendMessageRequest, pb::SendMessageRequest>(&a2a!(json!({
         "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
         "configuration": {},
     })));
-    round_trip_a2a::<a2a::SendMessageConfiguration, pb::SendMessageConfiguration>(&a2a(json!({})));
-    round_trip_a2a::<a2a::AuthenticationInfo, pb::AuthenticationInfo>(&a2a(json!({"scheme": "Basic"})));
-    round_trip_a2a::<a2a::TaskPushNotificationConfig, pb::TaskPushNotificationConfig>(&a2a(push_config()));
-    round_trip_a2a::<a2a::TaskPushNotificationConfig, pb::TaskPushNotificationConfig>(&a2a(
+    round_trip_a2a::<a2a::SendMessageConfiguration, pb::SendMessageConfiguration>(&a2a!(json!({})));
+    round_trip_a2a::<a2a::AuthenticationInfo, pb::AuthenticationInfo>(&a2a!(json!({"scheme": "Basic"})));
+    round_trip_a2a::<a2a::TaskPushNotificationConfig, pb::TaskPushNotificationConfig>(&a2a!(push_config()));
+    round_trip_a2a::<a2a::TaskPushNotificationConfig, pb::TaskPushNotificationConfig>(&a2a!(
         json!({"url": "https://hooks.example.com"}),
     ));
 }
 
 #[test]
 fn task_requests_and_responses() {
-    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a(json!({"id": "t"})));
-    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a(
+    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a!(json!({"id": "t"})));
+    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a!(
         json!({"tenant": "acme", "id": "t", "historyLength": 0}),
     ));
-    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a(json!({"id": "t", "historyLength": 10})));
+    round_trip_a2a::<a2a::GetTaskRequest, pb::GetTaskRequest>(&a2a!(json!({"id": "t", "historyLength": 10})));
 
-    round_trip_a2a::<a2a::ListTasksRequest, pb::ListTasksRequest>(&a2a(json!({})));
+    round_trip_a2a::<a2a::ListTasksRequest, pb::ListTasksRequest>(&a2a!(json!({})));
     for state in a2a::TaskState::ALL.into_iter().skip(1) {
-        round_trip_a2a::<a2a::ListTasksRequest, pb::ListTasksRequest>(&a2a(json!({
+        round_trip_a2a::<a2a::ListTasksRequest, pb::ListTasksRequest>(&a2a!(json!({
             "tenant": "acme",
             "contextId": "ctx-1",
             "status": state.as_str(),
@@ -310,24 +321,22 @@ fn task_requests_and_responses() {
             "includeArtifacts": false,
         })));
     }
-    round_trip_a2a::<a2a::ListTasksResponse, pb::ListTasksResponse>(&a2a(json!({
+    round_trip_a2a::<a2a::ListTasksResponse, pb::ListTasksResponse>(&a2a!(json!({
         "tasks": [task(), {"id": "t2", "status": {"state": "TASK_STATE_COMPLETED"}}],
         "nextPageToken": "abc",
         "pageSize": 2,
         "totalSize": 7,
     })));
-    round_trip_a2a::<a2a::ListTasksResponse, pb::ListTasksResponse>(&a2a(
-        json!({"tasks": [], "nextPageToken": ""}),
-    ));
-    round_trip_a2a::<a2a::CancelTaskRequest, pb::CancelTaskRequest>(&a2a(
+    round_trip_a2a::<a2a::ListTasksResponse, pb::ListTasksResponse>(&a2a!(json!({"tasks": [], "nextPageToken": ""})));
+    round_trip_a2a::<a2a::CancelTaskRequest, pb::CancelTaskRequest>(&a2a!(
         json!({"tenant": "acme", "id": "t", "metadata": {"reason": "user"}}),
     ));
-    round_trip_a2a::<a2a::CancelTaskRequest, pb::CancelTaskRequest>(&a2a(json!({"id": "t"})));
-    round_trip_a2a::<a2a::SubscribeToTaskRequest, pb::SubscribeToTaskRequest>(&a2a(
+    round_trip_a2a::<a2a::CancelTaskRequest, pb::CancelTaskRequest>(&a2a!(json!({"id": "t"})));
+    round_trip_a2a::<a2a::SubscribeToTaskRequest, pb::SubscribeToTaskRequest>(&a2a!(
         json!({"tenant": "acme", "id": "t"}),
     ));
-    round_trip_a2a::<a2a::GetExtendedAgentCardRequest, pb::GetExtendedAgentCardRequest>(&a2a(json!({})));
-    round_trip_a2a::<a2a::GetExtendedAgentCardRequest, pb::GetExtendedAgentCardRequest>(&a2a(
+    round_trip_a2a::<a2a::GetExtendedAgentCardRequest, pb::GetExtendedAgentCardRequest>(&a2a!(json!({})));
+    round_trip_a2a::<a2a::GetExtendedAgentCardRequest, pb::GetExtendedAgentCardRequest>(&a2a!(
         json!({"tenant": "acme"}),
     ));
 }
@@ -335,25 +344,25 @@ fn task_requests_and_responses() {
 #[test]
 fn push_notification_config_requests() {
     for ids in [json!({"taskId": "t", "id": "c"}), json!({"tenant": "acme", "taskId": "t", "id": "c"})] {
-        round_trip_a2a::<a2a::GetTaskPushNotificationConfigRequest, pb::GetTaskPushNotificationConfigRequest>(&a2a(
+        round_trip_a2a::<a2a::GetTaskPushNotificationConfigRequest, pb::GetTaskPushNotificationConfigRequest>(&a2a!(
             ids.clone(),
         ));
         round_trip_a2a::<a2a::DeleteTaskPushNotificationConfigRequest, pb::DeleteTaskPushNotificationConfigRequest>(
-            &a2a(ids),
+            &a2a!(ids),
         );
     }
-    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsRequest, pb::ListTaskPushNotificationConfigsRequest>(&a2a(
+    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsRequest, pb::ListTaskPushNotificationConfigsRequest>(&a2a!(
         json!({"taskId": "t"}),
     ));
-    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsRequest, pb::ListTaskPushNotificationConfigsRequest>(&a2a(
+    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsRequest, pb::ListTaskPushNotificationConfigsRequest>(&a2a!(
         json!({"tenant": "acme", "taskId": "t", "pageSize": 5, "pageToken": "p2"}),
     ));
-    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsResponse, pb::ListTaskPushNotificationConfigsResponse>(
-        &a2a(json!({"configs": [push_config(), {"url": "https://b.example.com"}], "nextPageToken": "n"})),
-    );
-    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsResponse, pb::ListTaskPushNotificationConfigsResponse>(
-        &a2a(json!({"configs": [], "nextPageToken": ""})),
-    );
+    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsResponse, pb::ListTaskPushNotificationConfigsResponse>(&a2a!(
+        json!({"configs": [push_config(), {"url": "https://b.example.com"}], "nextPageToken": "n"}),
+    ));
+    round_trip_a2a::<a2a::ListTaskPushNotificationConfigsResponse, pb::ListTaskPushNotificationConfigsResponse>(&a2a!(
+        json!({"configs": [], "nextPageToken": ""}),
+    ));
 }
 
 fn every_security_scheme() -> Value {
@@ -459,10 +468,10 @@ fn full_card() -> Value {
 
 #[test]
 fn a_full_agent_card() {
-    let proto = round_trip_a2a::<a2a::AgentCard, pb::AgentCard>(&a2a(full_card()));
+    let proto = round_trip_a2a::<a2a::AgentCard, pb::AgentCard>(&a2a!(full_card()));
     assert_eq!(proto.security_schemes.len(), 14);
     assert_eq!(proto.capabilities.as_ref().and_then(|c| c.push_notifications), Some(false));
-    round_trip_a2a::<a2a::AgentCard, pb::AgentCard>(&a2a(json!({
+    round_trip_a2a::<a2a::AgentCard, pb::AgentCard>(&a2a!(json!({
         "name": "Minimal",
         "description": "Minimal card",
         "supportedInterfaces": [{"url": "localhost:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
@@ -478,7 +487,7 @@ fn a_full_agent_card() {
 fn every_security_scheme_and_flow_on_its_own() {
     let Value::Object(schemes) = every_security_scheme() else { unreachable!("an object") };
     for (name, scheme) in schemes {
-        let value: a2a::SecurityScheme = a2a(scheme);
+        let value: a2a::SecurityScheme = a2a!(scheme);
         let proto = round_trip_a2a::<a2a::SecurityScheme, pb::SecurityScheme>(&value);
         assert!(proto.scheme.is_some(), "{name}");
         if let a2a::SecurityScheme::OAuth2(oauth) = &value {
@@ -490,7 +499,7 @@ fn every_security_scheme_and_flow_on_its_own() {
 
 #[test]
 fn every_card_part_on_its_own() {
-    let card: a2a::AgentCard = a2a(full_card());
+    let card: a2a::AgentCard = a2a!(full_card());
     for interface in &card.supported_interfaces {
         round_trip_a2a::<a2a::AgentInterface, pb::AgentInterface>(interface);
     }
@@ -525,7 +534,10 @@ fn proto_values_built_directly_survive() {
         ("beyondSafe", number(2f64.powi(60))),
         ("null", prost_types::Value { kind: Some(Kind::NullValue(0)) }),
         ("empty", prost_types::Value { kind: Some(Kind::StructValue(prost_types::Struct::default())) }),
-        ("list", prost_types::Value { kind: Some(Kind::ListValue(prost_types::ListValue { values: vec![number(1.0)] })) }),
+        (
+            "list",
+            prost_types::Value { kind: Some(Kind::ListValue(prost_types::ListValue { values: vec![number(1.0)] })) },
+        ),
     ]
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value))

@@ -5,12 +5,12 @@
 use std::fmt::Debug;
 
 use accord_grpc::ConvertError;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 /// An a2a value from its ProtoJSON, the way the JSON bindings read it.
-pub fn a2a<T: DeserializeOwned>(json: Value) -> T {
-    serde_json::from_value(json).expect("the fixture is valid ProtoJSON for the a2a type")
+macro_rules! a2a {
+    ($json:expr $(,)?) => {
+        serde_json::from_value($json).expect("the fixture is valid ProtoJSON for the a2a type")
+    };
 }
 
 /// a2a → pb → a2a is the identity; so are a2a → pb → bytes → pb → a2a and pb → a2a → pb.
