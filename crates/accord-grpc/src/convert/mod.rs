@@ -332,18 +332,25 @@ fn number_from_f64(number: f64) -> Result<Number, ConvertError> {
 // ---------------------------------------------------------------------------------------------
 // Part.raw: base64 text ↔ bytes.
 
-/// Standard alphabet, padding optional, trailing bits allowed: what `Validate` lets through.
-const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
+/// The standard alphabet without padding, trailing bits allowed: with the padding checked apart,
+/// this accepts exactly what `Validate` accepts.
+const UNPADDED_BASE64: GeneralPurpose = GeneralPurpose::new(
     &base64::alphabet::STANDARD,
     GeneralPurposeConfig::new()
-        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
         .with_decode_allow_trailing_bits(true),
 );
 
-/// Decodes ProtoJSON `bytes`: the standard or URL-safe alphabet, padding optional.
+/// Decodes ProtoJSON `bytes`: the standard or URL-safe alphabet, padding optional (but, when
+/// present, completing the last group of four).
 pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>, ConvertError> {
+    let body = text.trim_end_matches('=');
+    let padding = text.len() - body.len();
+    if padding > 0 && (padding > 2 || !text.len().is_multiple_of(4)) {
+        return Err(ConvertError::new("", "is not base64: the padding does not complete a group of four"));
+    }
     // The two alphabets differ only in characters 62 and 63.
-    let standard: String = text
+    let standard: String = body
         .chars()
         .map(|c| match c {
             '-' => '+',
@@ -351,7 +358,7 @@ pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>, ConvertError> {
             other => other,
         })
         .collect();
-    LENIENT_BASE64
+    UNPADDED_BASE64
         .decode(standard)
         .map_err(|error| ConvertError::new("", format!("is not base64 (standard or URL-safe): {error}")))
 }
