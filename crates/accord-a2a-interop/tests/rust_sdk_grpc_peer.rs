@@ -141,7 +141,7 @@ async fn start_peer(pause: Duration, secured: bool) -> Peer {
         "skills": [{"id": "echo", "name": "echo", "description": "Echoes the message", "tags": ["echo"]}],
     }))
     .expect("an SDK card");
-    let authorizer = |params: &a2a_server::ServiceParams, _task: Option<&str>| {
+    let authorizer = move |params: &a2a_server::ServiceParams, _task: Option<&str>| {
         let has = |key: &str, value: &str| params.get(key).is_some_and(|values| values.iter().any(|v| v == value));
         if !secured || (has("authorization", TOKEN) && has("a2a-version", "1.0")) {
             Ok(())
@@ -358,4 +358,77 @@ async fn errors_and_message_sizes_over_grpc() {
     card.supported_interfaces[0].url = format!("http://{}/a2a", peer.grpc);
     let error = A2aClient::from_card(card, options()).expect_err("a path");
     assert!(matches!(error, A2aClientError::InvalidUrl { .. }), "{error}");
+}
+
+/// A TCP proxy to `upstream` whose open connections can be cut (new ones are still accepted).
+struct Proxy {
+    address: String,
+    connections: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        let connections: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let open = Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let connection = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                open.lock().expect("lock").push(connection);
+            }
+        });
+        Self { address, connections }
+    }
+
+    /// Drops every open connection.
+    fn cut(&self) {
+        for connection in self.connections.lock().expect("lock").drain(..) {
+            connection.abort();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_grpc_stream_resubscribes_and_ends_with_the_task() {
+    let peer = start_peer(Duration::from_millis(400), true).await;
+    let proxy = Proxy::start(peer.grpc.clone()).await;
+    let mut card = client(&peer).await.card().clone();
+    card.supported_interfaces[0].url = proxy.address.clone();
+    let client =
+        A2aClient::from_card(card, A2aClientOptions { reconnect_delay: Duration::from_millis(50), ..options() })
+            .expect("client");
+
+    let mut events = client.send_streaming_message(request("survive a cut", false)).await.expect("stream");
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("a first event")
+        .expect("an item")
+        .expect("an event");
+    assert_eq!(shape(&first), "task:TASK_STATE_SUBMITTED");
+    proxy.cut();
+    let rest = collect(events).await;
+    let shapes: Vec<String> = rest.iter().map(shape).collect();
+    // The resubscription starts with the task's snapshot, then the updates still to come.
+    assert!(shapes.first().is_some_and(|shape| shape.starts_with("task:")), "{shapes:?}");
+    assert_eq!(shapes.last().map(String::as_str), Some("status:TASK_STATE_COMPLETED"), "{shapes:?}");
+    assert!(rest.iter().all(|event| event.task_id() == first.task_id()), "{shapes:?}");
+    let task = client.get_task(first.task_id().expect("id"), None).await.expect("get");
+    assert_eq!(artifact_text(&task), Some("echo: survive a cut"));
+
+    // With reconnection off, the cut ends the stream with `StreamInterrupted`.
+    let mut card = client.card().clone();
+    card.supported_interfaces[0].url = proxy.address.clone();
+    let client = A2aClient::from_card(card, A2aClientOptions { max_reconnects: 0, ..options() }).expect("client");
+    let mut events = client.send_streaming_message(request("no second chance", false)).await.expect("stream");
+    let first = events.next().await.expect("an item").expect("an event");
+    assert_eq!(shape(&first), "task:TASK_STATE_SUBMITTED");
+    proxy.cut();
+    let last = tokio::time::timeout(Duration::from_secs(10), events.next()).await.expect("an item").expect("an item");
+    assert!(matches!(last, Err(A2aClientError::StreamInterrupted { attempts: 0, .. })), "{last:?}");
 }

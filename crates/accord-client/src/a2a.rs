@@ -729,7 +729,7 @@ impl A2aClient {
                     }
                     fill_tenant(&bound, &mut request.tenant);
                     if bound.binding == Binding::Grpc {
-                        return self.grpc_open_stream(bound, StreamCall::Send(request)).await;
+                        return self.grpc_open_stream(bound, StreamCall::Send(Box::new(request))).await;
                     }
                     let call = self.call_on(
                         bound,
@@ -1322,7 +1322,7 @@ enum Frame {
     /// An SSE event (JSON-RPC and HTTP+JSON), read by the binding's parser.
     Sse(eventsource_stream::Event),
     /// A gRPC message, already converted; gRPC events have no id.
-    Decoded(StreamResponse),
+    Decoded(Box<StreamResponse>),
 }
 
 /// Why a connection's events stopped.
@@ -1406,7 +1406,7 @@ impl Follow {
                 }
                 Ok(Some(Ok(Frame::Decoded(response)))) => {
                     self.attempts = 0;
-                    return Some(Ok(self.seen(None, response)));
+                    return Some(Ok(self.seen(None, *response)));
                 }
                 Ok(Some(Ok(Frame::Sse(event)))) => event,
             };

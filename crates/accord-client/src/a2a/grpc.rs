@@ -99,7 +99,7 @@ pub(crate) fn endpoint_url(url: &str) -> Result<Url, String> {
 /// What a streaming RPC asks for.
 pub(super) enum StreamCall {
     /// `SendStreamingMessage`.
-    Send(accord_types::a2a::SendMessageRequest),
+    Send(Box<accord_types::a2a::SendMessageRequest>),
     /// `SubscribeToTask`.
     Subscribe(accord_types::a2a::SubscribeToTaskRequest),
 }
@@ -169,7 +169,7 @@ impl A2aClient {
             match call {
                 StreamCall::Send(request) => {
                     client
-                        .send_streaming_message(self.grpc_request::<_, pb::SendMessageRequest>(&bound, request)?)
+                        .send_streaming_message(self.grpc_request::<_, pb::SendMessageRequest>(&bound, *request)?)
                         .await
                 }
                 StreamCall::Subscribe(request) => {
@@ -184,12 +184,14 @@ impl A2aClient {
         };
         let frames_url = url.clone();
         let events = streaming.map(move |item| match item {
-            Ok(message) => StreamResponse::try_from(message).map(Frame::Decoded).map_err(|error| {
-                StreamFault::Failed(A2aClientError::InvalidResponse {
-                    url: frames_url.clone(),
-                    reason: format!("stream event: {error}"),
+            Ok(message) => {
+                StreamResponse::try_from(message).map(|response| Frame::Decoded(Box::new(response))).map_err(|error| {
+                    StreamFault::Failed(A2aClientError::InvalidResponse {
+                        url: frames_url.clone(),
+                        reason: format!("stream event: {error}"),
+                    })
                 })
-            }),
+            }
             // A broken connection is worth a resubscription; the peer's error or an oversized
             // event is not.
             Err(status) => Err(match status_error(&frames_url, status) {
@@ -273,6 +275,7 @@ mod tests {
         assert!(matches!(oversized, A2aClientError::InvalidResponse { .. }), "{oversized:?}");
         let peer = accord_grpc::status::to_status(
             &accord_types::a2a::A2aError::new(accord_types::a2a::A2aErrorKind::TaskNotFound).with_message("gone"),
+            accord_types::a2a::ErrorMapping::default(),
         );
         let error = status_error("u", peer);
         assert_eq!(error.kind(), Some(accord_types::a2a::A2aErrorKind::TaskNotFound));
@@ -289,7 +292,7 @@ mod tests {
         .expect("card");
         let error = A2aClient::from_card(card, super::super::A2aClientOptions::default()).expect_err("bad URL");
         assert!(
-            matches!(&error, A2aClientError::InvalidUrl { url, reason } if url == "peer.example/a2a" && reason.contains("port")),
+            matches!(&error, A2aClientError::InvalidUrl { url, reason } if url == "peer.example/a2a" && reason.contains("no path")),
             "{error}"
         );
     }
