@@ -1,5 +1,5 @@
-//! Accord's client for the official A2A protocol, over the JSON-RPC and the HTTP+JSON
-//! bindings: 1.0, with 0.3 as the fallback.
+//! Accord's client for the official A2A protocol, over the JSON-RPC, the HTTP+JSON and the gRPC
+//! bindings: 1.0, with 0.3 as the fallback on the first two.
 //!
 //! ```no_run
 //! use accord_client::a2a::{A2aClient, A2aClientOptions, user_text_message};
@@ -26,14 +26,25 @@
 //! ```
 //!
 //! **Choosing an interface.** The card's `supportedInterfaces` are walked in the order of the
-//! caller's preference ([`A2aClientOptions::bindings`], default `JSONRPC` then `HTTP+JSON`): the
-//! first interface whose `protocolBinding` equals a preferred binding exactly and whose
-//! `protocolVersion` is `1.0` wins (another `1.x` only when no `1.0` one is listed). Bindings this
-//! client does not speak (`GRPC`, custom URIs such as `urn:accord:binding:lucid-http`) are
-//! skipped. When no 1.x entry fits, a `0.3` entry is taken the same way (a 0.3 card, which has
+//! caller's preference ([`A2aClientOptions::bindings`], default `JSONRPC`, `HTTP+JSON`, then
+//! `GRPC`): the first interface whose `protocolBinding` equals a preferred binding exactly and
+//! whose `protocolVersion` is `1.0` wins (another `1.x` only when no `1.0` one is listed). Bindings
+//! this client does not speak (custom URIs such as `urn:accord:binding:lucid-http`) are skipped.
+//! To prefer gRPC, say so: `A2aClientOptions::with_bindings(["GRPC", "JSONRPC"])`. When no 1.x entry fits, a `0.3` entry is taken the same way (a 0.3 card, which has
 //! no `supportedInterfaces`, is read as one listing its `url` and `additionalInterfaces` at 0.3:
 //! [`parse_card`]). When nothing fits, construction fails with
 //! [`A2aClientError::NoCompatibleInterface`] before any request is made.
+//!
+//! **gRPC.** A `GRPC` interface's `url` is `host:port` (plaintext HTTP/2, as the official SDKs and
+//! the TCK connect), `http://host:port` (the same) or `https://host:port` (HTTP/2 over TLS, with
+//! the system's root certificates); anything else fails construction with
+//! [`A2aClientError::InvalidUrl`]. Calls are the RPCs of `lf.a2a.v1.A2AService`, converted to and
+//! from the same types as the other bindings; the caller's headers travel as metadata with
+//! `a2a-version: 1.0`, the interface's `tenant` in each request's `tenant` field, and errors are
+//! read from the `google.rpc.Status` (a connection failure is [`A2aClientError::GrpcTransport`]).
+//! Answers are decoded up to [`MAX_RESPONSE_BYTES`] per message. There is no 0.3 fallback on gRPC
+//! (0.3's gRPC is another service): `VersionNotSupported` is returned as it comes.
+//! [`A2aClientOptions::http`] is not used by gRPC calls.
 //!
 //! **Falling back to 0.3.** A client bound to 1.0 that is answered `VersionNotSupported` switches
 //! — itself and its clones, for every later call — to the card's 0.3 entry of the same binding
@@ -51,13 +62,14 @@
 //! Responses are limited to [`MAX_RESPONSE_BYTES`] (one event, for streams).
 //!
 //! **Streams** ([`A2aClient::send_streaming_message`], [`A2aClient::subscribe`]) yield
-//! [`A2aEvent`]s that keep their SSE `id`. A stream ends after the server closes it once the task
+//! [`A2aEvent`]s that keep their SSE `id` (gRPC streams have none). A stream ends after the server closes it once the task
 //! reached a terminal or interrupted state (or after a single `Message`). If the connection drops
 //! or stalls for [`A2aClientOptions::stream_idle_timeout`] before that, the stream reconnects with
 //! `SubscribeToTask` and `Last-Event-ID` set to the last SSE id seen — at most
 //! [`A2aClientOptions::max_reconnects`] times in a row, waiting
 //! [`A2aClientOptions::reconnect_delay`] before each attempt; a received event resets the count.
-//! Without any SSE id seen, the resumed stream starts with the task's current snapshot. When the
+//! Without any SSE id seen (always, on gRPC), the resumed stream starts with the task's current
+//! snapshot. When the
 //! attempts are used up the stream yields [`A2aClientError::StreamInterrupted`] and ends. An error
 //! inside a stream (a JSON-RPC error response, or an SSE `event: error` frame), an unreadable
 //! event or one larger than [`MAX_RESPONSE_BYTES`] is yielded as one error item, and the stream
@@ -69,7 +81,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use accord_types::a2a::card::{PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC, WELL_KNOWN_AGENT_CARD_PATH};
+use accord_grpc::pb;
+use accord_types::a2a::card::{
+    PROTOCOL_BINDING_GRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC, WELL_KNOWN_AGENT_CARD_PATH,
+};
 use accord_types::a2a::jsonrpc::methods;
 use accord_types::a2a::{
     A2aError, A2aErrorKind, AgentCard, AgentInterface, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
@@ -87,7 +102,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod grpc;
 mod v03;
+
+use grpc::StreamCall;
 
 pub use v03::choose_interface_v03;
 
@@ -104,7 +122,7 @@ pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 const SETTLED_GRACE: Duration = Duration::from_secs(5);
 
 /// The bindings tried when the caller names none, in order.
-pub const DEFAULT_BINDINGS: [&str; 2] = [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON];
+pub const DEFAULT_BINDINGS: [&str; 3] = [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_GRPC];
 
 /// A protocol binding this client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,6 +132,8 @@ pub enum Binding {
     JsonRpc,
     /// `HTTP+JSON`: the REST routes (spec §11).
     HttpJson,
+    /// `GRPC`: the `lf.a2a.v1.A2AService` RPCs over HTTP/2 (spec §10). 1.0 only.
+    Grpc,
 }
 
 impl Binding {
@@ -122,6 +142,7 @@ impl Binding {
         match self {
             Self::JsonRpc => PROTOCOL_BINDING_JSONRPC,
             Self::HttpJson => PROTOCOL_BINDING_HTTP_JSON,
+            Self::Grpc => PROTOCOL_BINDING_GRPC,
         }
     }
 
@@ -130,6 +151,7 @@ impl Binding {
         match name {
             PROTOCOL_BINDING_JSONRPC => Some(Self::JsonRpc),
             PROTOCOL_BINDING_HTTP_JSON => Some(Self::HttpJson),
+            PROTOCOL_BINDING_GRPC => Some(Self::Grpc),
             _ => None,
         }
     }
@@ -147,9 +169,11 @@ pub struct A2aClientOptions {
     /// The bindings to use, most preferred first (exact `protocolBinding` names). Default
     /// [`DEFAULT_BINDINGS`].
     pub bindings: Vec<String>,
-    /// Your own HTTP client (proxies, TLS roots). Default: one with a 10 s connect timeout.
+    /// Your own HTTP client (proxies, TLS roots) for the card and the JSON-RPC and HTTP+JSON
+    /// bindings (not gRPC). Default: one with a 10 s connect timeout.
     pub http: Option<reqwest::Client>,
-    /// Extra headers on every request (e.g. `Authorization`). `A2A-Version` is always `1.0`.
+    /// Extra headers on every request (e.g. `Authorization`); on gRPC, metadata of the same
+    /// (lowercase) names. `A2A-Version` is always `1.0`.
     pub headers: HeaderMap,
     /// The timeout of a call that is not a stream, and of a stream's response headers. Blocking
     /// sends wait for the task, so this is generous. Default 120 s.
@@ -206,6 +230,14 @@ pub enum A2aClientError {
     },
     /// The HTTP client could not be built.
     HttpClient(reqwest::Error),
+    /// A gRPC call did not get an answer from the peer (connection refused, reset, the stream
+    /// broken): the status was made by the client's transport, not sent by the peer.
+    GrpcTransport {
+        /// The interface's endpoint.
+        url: String,
+        /// The status the transport reported.
+        status: tonic::Status,
+    },
     /// The peer answered with an HTTP error status and a body that is not an A2A error.
     Status {
         /// The URL asked.
@@ -216,9 +248,11 @@ pub enum A2aClientError {
         body: String,
     },
     /// The peer answered with an A2A error: a JSON-RPC error object whose code is in the
-    /// catalogue, or a REST `google.rpc.Status` body with an A2A `ErrorInfo` reason.
+    /// catalogue, a REST `google.rpc.Status` body with an A2A `ErrorInfo` reason, or a gRPC
+    /// status.
     A2a {
-        /// The HTTP status, for the HTTP+JSON binding (JSON-RPC errors come with 200).
+        /// The HTTP status, for the HTTP+JSON binding (JSON-RPC errors come with 200; gRPC
+        /// errors have none).
         http_status: Option<u16>,
         /// The error: kind (code, reason), message and `ErrorInfo` metadata.
         error: A2aError,
@@ -295,7 +329,7 @@ impl A2aClientError {
 
     /// Whether a stream may try again after this error (the connection failed or stalled).
     fn is_retryable(&self) -> bool {
-        matches!(self, Self::Transport { .. } | Self::Timeout { .. })
+        matches!(self, Self::Transport { .. } | Self::Timeout { .. } | Self::GrpcTransport { .. })
     }
 }
 
@@ -305,6 +339,9 @@ impl std::fmt::Display for A2aClientError {
             Self::Transport { url, source } => write!(f, "request to {url} failed: {source}"),
             Self::Timeout { url } => write!(f, "request to {url} timed out"),
             Self::HttpClient(source) => write!(f, "the HTTP client could not be built: {source}"),
+            Self::GrpcTransport { url, status } => {
+                write!(f, "gRPC call to {url} failed: {} ({:?})", status.message(), status.code())
+            }
             Self::Status { url, status, body } => write!(f, "{url} answered HTTP {status}: {body}"),
             Self::A2a { http_status: Some(status), error } => write!(f, "{error} (HTTP {status})"),
             Self::A2a { http_status: None, error } => write!(f, "{error}"),
@@ -333,6 +370,7 @@ impl std::error::Error for A2aClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Transport { source, .. } | Self::HttpClient(source) => Some(source),
+            Self::GrpcTransport { status, .. } => Some(status),
             Self::A2a { error, .. } => Some(error),
             Self::JsonRpc { error } => Some(error),
             _ => None,
@@ -400,9 +438,9 @@ pub async fn fetch_card(http: &reqwest::Client, url: &str, headers: &HeaderMap) 
 /// Reads an A2A v1.0 agent card.
 ///
 /// The card must deserialize as [`AgentCard`] (every `REQUIRED` field present). One tolerance:
-/// a `supportedInterfaces` entry of a binding this client does not speak (a custom URI, `GRPC`)
-/// that is itself malformed — e.g. Accord's own Lucid entry without `protocolVersion` — is dropped
-/// rather than failing the whole card, since it is never used. Malformed `JSONRPC` or `HTTP+JSON`
+/// a `supportedInterfaces` entry of a binding this client does not speak (a custom URI) that is
+/// itself malformed — e.g. Accord's own Lucid entry without `protocolVersion` — is dropped rather
+/// than failing the whole card, since it is never used. Malformed `JSONRPC`, `HTTP+JSON` or `GRPC`
 /// entries still fail.
 pub fn parse_card(value: Value) -> Result<AgentCard, String> {
     let value = v03::card_with_interfaces(value);
@@ -496,8 +534,11 @@ impl std::fmt::Display for ProtocolVersion {
 pub(crate) struct Bound {
     binding: Binding,
     interface: AgentInterface,
+    /// The URL calls go to (for gRPC: the channel's origin, `http(s)://host:port/`).
     endpoint: Url,
     version: ProtocolVersion,
+    /// The channel, for the gRPC binding.
+    grpc: Option<grpc::Target>,
 }
 
 impl Bound {
@@ -506,6 +547,10 @@ impl Bound {
         interface: &AgentInterface,
         version: ProtocolVersion,
     ) -> Result<Arc<Self>, A2aClientError> {
+        if binding == Binding::Grpc {
+            let (endpoint, target) = grpc::Target::new(&interface.url)?;
+            return Ok(Arc::new(Self { binding, interface: interface.clone(), endpoint, version, grpc: Some(target) }));
+        }
         let endpoint = Url::parse(&interface.url)
             .map_err(|error| A2aClientError::InvalidUrl { url: interface.url.clone(), reason: error.to_string() })?;
         if !matches!(endpoint.scheme(), "http" | "https") || endpoint.cannot_be_a_base() {
@@ -514,7 +559,7 @@ impl Bound {
                 reason: "an interface URL must be an http or https URL".into(),
             });
         }
-        Ok(Arc::new(Self { binding, interface: interface.clone(), endpoint, version }))
+        Ok(Arc::new(Self { binding, interface: interface.clone(), endpoint, version, grpc: None }))
     }
 }
 
@@ -559,6 +604,8 @@ impl A2aClient {
 
     fn build(http: reqwest::Client, card: AgentCard, options: A2aClientOptions) -> Result<Self, A2aClientError> {
         let (primary, fallback) = match choose_interface(&card, &options.bindings) {
+            // No 0.3 fallback on gRPC: 0.3's gRPC is another service.
+            Ok((binding @ Binding::Grpc, interface)) => (Bound::new(binding, interface, ProtocolVersion::V1_0)?, None),
             Ok((binding, interface)) => {
                 let primary = Bound::new(binding, interface, ProtocolVersion::V1_0)?;
                 // A 0.3 entry of the card when there is one, else 0.3 at the same URL.
@@ -650,6 +697,13 @@ impl A2aClient {
                     return self.send_message_v03(bound, request).await;
                 }
                 fill_tenant(&bound, &mut request.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::SendMessageRequest, _, _, _, _>(&bound, request, |mut c, r| async move {
+                            c.send_message(r).await
+                        })
+                        .await;
+                }
                 let call = self.call_on(
                     bound,
                     methods::SEND_MESSAGE,
@@ -674,6 +728,9 @@ impl A2aClient {
                         return self.open_stream(self.stream_call_v03(bound, request)?, None).await;
                     }
                     fill_tenant(&bound, &mut request.tenant);
+                    if bound.binding == Binding::Grpc {
+                        return self.grpc_open_stream(bound, StreamCall::Send(Box::new(request))).await;
+                    }
                     let call = self.call_on(
                         bound,
                         methods::SEND_STREAMING_MESSAGE,
@@ -697,6 +754,13 @@ impl A2aClient {
             }
             let mut request = GetTaskRequest { tenant: None, id: id.to_owned(), history_length };
             fill_tenant(&bound, &mut request.tenant);
+            if bound.binding == Binding::Grpc {
+                return self
+                    .grpc_unary::<_, pb::GetTaskRequest, _, _, _, _>(&bound, request, |mut c, r| async move {
+                        c.get_task(r).await
+                    })
+                    .await;
+            }
             let query: Vec<(&str, String)> =
                 history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
             let call =
@@ -716,6 +780,13 @@ impl A2aClient {
                     return Err(v03::unsupported("ListTasks"));
                 }
                 fill_tenant(&bound, &mut request.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::ListTasksRequest, _, _, _, _>(&bound, request, |mut c, r| async move {
+                            c.list_tasks(r).await
+                        })
+                        .await;
+                }
                 let mut query: Vec<(&str, String)> = Vec::new();
                 if let Some(context_id) = &request.context_id {
                     query.push(("contextId", context_id.clone()));
@@ -754,6 +825,13 @@ impl A2aClient {
             }
             let mut request = CancelTaskRequest { tenant: None, id: id.to_owned(), metadata: None };
             fill_tenant(&bound, &mut request.tenant);
+            if bound.binding == Binding::Grpc {
+                return self
+                    .grpc_unary::<_, pb::CancelTaskRequest, _, _, _, _>(&bound, request, |mut c, r| async move {
+                        c.cancel_task(r).await
+                    })
+                    .await;
+            }
             let action = format!("{id}:cancel");
             let http_json = bound.binding == Binding::HttpJson;
             let mut call =
@@ -799,6 +877,15 @@ impl A2aClient {
             } else {
                 let mut request = GetExtendedAgentCardRequest::default();
                 fill_tenant(&bound, &mut request.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::GetExtendedAgentCardRequest, _, _, _, _>(
+                            &bound,
+                            request,
+                            |mut c, r| async move { c.get_extended_agent_card(r).await },
+                        )
+                        .await;
+                }
                 self.call_on(
                     Arc::clone(&bound),
                     methods::GET_EXTENDED_AGENT_CARD,
@@ -837,6 +924,15 @@ impl A2aClient {
                     return self.create_push_config_v03(bound, config).await;
                 }
                 fill_tenant(&bound, &mut config.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::TaskPushNotificationConfig, _, _, _, _>(
+                            &bound,
+                            config,
+                            |mut c, r| async move { c.create_task_push_notification_config(r).await },
+                        )
+                        .await;
+                }
                 let task_id = config.task_id.clone().unwrap_or_default();
                 let http_json = bound.binding == Binding::HttpJson;
                 let mut call = self.call_on(
@@ -869,6 +965,15 @@ impl A2aClient {
                     return self.get_push_config_v03(bound, request).await;
                 }
                 fill_tenant(&bound, &mut request.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::GetTaskPushNotificationConfigRequest, _, _, _, _>(
+                            &bound,
+                            request,
+                            |mut c, r| async move { c.get_task_push_notification_config(r).await },
+                        )
+                        .await;
+                }
                 let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
                 let method = methods::GET_TASK_PUSH_NOTIFICATION_CONFIG;
                 let call = self.call_on(bound, method, Method::GET, &path, &[], to_value(&request)?)?;
@@ -890,6 +995,15 @@ impl A2aClient {
                     return self.list_push_configs_v03(bound, &request.task_id).await;
                 }
                 fill_tenant(&bound, &mut request.tenant);
+                if bound.binding == Binding::Grpc {
+                    return self
+                        .grpc_unary::<_, pb::ListTaskPushNotificationConfigsRequest, _, _, _, _>(
+                            &bound,
+                            request,
+                            |mut c, r| async move { c.list_task_push_notification_configs(r).await },
+                        )
+                        .await;
+                }
                 let mut query: Vec<(&str, String)> = Vec::new();
                 if let Some(page_size) = request.page_size {
                     query.push(("pageSize", page_size.to_string()));
@@ -918,6 +1032,15 @@ impl A2aClient {
                     self.delete_push_config_call_v03(bound, &request)?
                 } else {
                     fill_tenant(&bound, &mut request.tenant);
+                    if bound.binding == Binding::Grpc {
+                        return self
+                            .grpc_unary::<_, pb::DeleteTaskPushNotificationConfigRequest, _, (), _, _>(
+                                &bound,
+                                request,
+                                |mut c, r| async move { c.delete_task_push_notification_config(r).await },
+                            )
+                            .await;
+                    }
                     let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
                     let method = methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG;
                     self.call_on(bound, method, Method::DELETE, &path, &[], to_value(&request)?)?
@@ -1001,6 +1124,11 @@ impl A2aClient {
                 });
                 Ok(Call { method: http_method, url, body, rpc_id: None, bound })
             }
+            // gRPC calls go through `grpc_unary` and `grpc_open_stream`, never here.
+            Binding::Grpc => Err(A2aClientError::InvalidUrl {
+                url: bound.interface.url.clone(),
+                reason: "a gRPC interface takes no HTTP request".into(),
+            }),
         }
     }
 
@@ -1050,7 +1178,8 @@ impl A2aClient {
         let version = call.bound.version;
         let value = match call.bound.binding {
             Binding::JsonRpc => rpc_result_in(version, &url, status, &body, call.rpc_id.as_ref())?,
-            Binding::HttpJson => {
+            // No `Call` is made for gRPC (`call_on` refuses it).
+            Binding::HttpJson | Binding::Grpc => {
                 if !status.is_success() {
                     return Err(rest_error_in(version, &url, status, &body));
                 }
@@ -1074,6 +1203,10 @@ impl A2aClient {
         }
         let mut request = SubscribeToTaskRequest { tenant: None, id: id.to_owned() };
         fill_tenant(&bound, &mut request.tenant);
+        if bound.binding == Binding::Grpc {
+            // gRPC events have no ids: the server starts with the task's snapshot.
+            return self.grpc_open_stream(bound, StreamCall::Subscribe(request)).await;
+        }
         let action = format!("{id}:subscribe");
         let http_json = bound.binding == Binding::HttpJson;
         let mut call = self.call_on(
@@ -1126,8 +1259,10 @@ impl A2aClient {
                         reason: "a JSON-RPC result where an event stream was expected".into(),
                     },
                 },
-                Binding::HttpJson if !status.is_success() => rest_error_in(version, &url, status, &body),
-                Binding::HttpJson => A2aClientError::InvalidResponse {
+                Binding::HttpJson | Binding::Grpc if !status.is_success() => {
+                    rest_error_in(version, &url, status, &body)
+                }
+                Binding::HttpJson | Binding::Grpc => A2aClientError::InvalidResponse {
                     url,
                     reason: "a JSON body where an event stream was expected".into(),
                 },
@@ -1135,7 +1270,7 @@ impl A2aClient {
         }
         let bytes = bounded_sse(response.bytes_stream());
         let events = bytes.eventsource().map(|item| {
-            item.map_err(|error| match error {
+            item.map(Frame::Sse).map_err(|error| match error {
                 eventsource_stream::EventStreamError::Transport(BoundError { reason, oversized: true }) => {
                     StreamFault::Fatal(reason)
                 }
@@ -1179,7 +1314,15 @@ struct Connection {
     url: String,
     rpc_id: Option<Value>,
     bound: Arc<Bound>,
-    events: Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, StreamFault>> + Send>>,
+    events: Pin<Box<dyn Stream<Item = Result<Frame, StreamFault>> + Send>>,
+}
+
+/// One item of a connection.
+enum Frame {
+    /// An SSE event (JSON-RPC and HTTP+JSON), read by the binding's parser.
+    Sse(eventsource_stream::Event),
+    /// A gRPC message, already converted; gRPC events have no id.
+    Decoded(Box<StreamResponse>),
 }
 
 /// Why a connection's events stopped.
@@ -1188,6 +1331,8 @@ enum StreamFault {
     Dropped(String),
     /// The peer sent something no reconnection will fix (an event over the size limit).
     Fatal(String),
+    /// The peer answered with an error, or an event that cannot be read: yielded as is.
+    Failed(A2aClientError),
 }
 
 /// The state of a followed stream.
@@ -1254,7 +1399,16 @@ impl Follow {
                     self.connection = None;
                     return Some(Err(A2aClientError::InvalidResponse { url, reason }));
                 }
-                Ok(Some(Ok(event))) => event,
+                Ok(Some(Err(StreamFault::Failed(error)))) => {
+                    self.done = true;
+                    self.connection = None;
+                    return Some(Err(error));
+                }
+                Ok(Some(Ok(Frame::Decoded(response)))) => {
+                    self.attempts = 0;
+                    return Some(Ok(self.seen(None, *response)));
+                }
+                Ok(Some(Ok(Frame::Sse(event)))) => event,
             };
             let parsed = match (self.bound.binding, self.bound.version) {
                 (Binding::JsonRpc, ProtocolVersion::V1_0) => {
@@ -1265,6 +1419,9 @@ impl Follow {
                     v03::stream_rpc_item(&url, &event.data, connection.rpc_id.as_ref())
                 }
                 (Binding::HttpJson, ProtocolVersion::V0_3) => v03::stream_rest_item(&url, &event.event, &event.data),
+                (Binding::Grpc, _) => {
+                    Err(A2aClientError::InvalidResponse { url, reason: "an SSE event on a gRPC stream".into() })
+                }
             };
             let response = match parsed {
                 Ok(response) => response,
@@ -1276,17 +1433,22 @@ impl Follow {
             };
             self.attempts = 0;
             let id = (!event.id.is_empty()).then_some(event.id);
-            if id.is_some() {
-                self.last_event_id.clone_from(&id);
-            }
-            if self.task_id.is_none() {
-                self.task_id = task_id_of(&response).map(str::to_owned);
-            }
-            if settles(&response) {
-                self.settled = true;
-            }
-            return Some(Ok(A2aEvent { id, response }));
+            return Some(Ok(self.seen(id, response)));
         }
+    }
+
+    /// Notes an event received (its id, its task, whether it settles the task).
+    fn seen(&mut self, id: Option<String>, response: StreamResponse) -> A2aEvent {
+        if id.is_some() {
+            self.last_event_id.clone_from(&id);
+        }
+        if self.task_id.is_none() {
+            self.task_id = task_id_of(&response).map(str::to_owned);
+        }
+        if settles(&response) {
+            self.settled = true;
+        }
+        A2aEvent { id, response }
     }
 
     async fn reconnect(&mut self) -> Result<(), A2aClientError> {
@@ -1585,8 +1747,22 @@ mod tests {
         assert_eq!(card.supported_interfaces.len(), 4);
         let (binding, interface) = choose_interface(&card, &prefer(&DEFAULT_BINDINGS)).expect("interface");
         assert_eq!((binding, interface.url.as_str()), (Binding::JsonRpc, "http://h/rpc"));
-        let (binding, interface) = choose_interface(&card, &prefer(&["GRPC", "HTTP+JSON"])).expect("interface");
+        let (binding, interface) = choose_interface(&card, &prefer(&["urn:x", "HTTP+JSON"])).expect("interface");
         assert_eq!((binding, interface.tenant.as_deref()), (Binding::HttpJson, Some("t1")));
+        let (binding, interface) = choose_interface(&card, &prefer(&["GRPC", "JSONRPC"])).expect("interface");
+        assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"), "gRPC first when asked");
+        let grpc_only = parse_card(card_with(json!([
+            {"url": "h:2", "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+            {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+        ])))
+        .expect("card");
+        let (binding, interface) = choose_interface(&grpc_only, &prefer(&DEFAULT_BINDINGS)).expect("by default");
+        assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"));
+        assert_eq!(choose_interface_v03(&grpc_only, &prefer(&DEFAULT_BINDINGS), None), None, "no 0.3 gRPC");
+        let client = A2aClient::from_card(grpc_only, A2aClientOptions::default()).expect("client");
+        assert_eq!((client.binding(), client.protocol_version()), (Binding::Grpc, ProtocolVersion::V1_0));
+        assert!(client.fallback.is_none(), "no 0.3 fallback on gRPC");
+        assert_eq!(client.primary.endpoint.as_str(), "http://h:1/");
         let only_03 = parse_card(card_with(
             json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]),
         ))
@@ -1783,7 +1959,7 @@ mod tests {
     async fn no_compatible_interface_makes_no_request() {
         // A card whose only interface is unreachable: the error must come before any connection.
         let card = parse_card(card(
-            json!([{"url": "http://192.0.2.1/", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]),
+            json!([{"url": "http://192.0.2.1/", "protocolBinding": "urn:x:binding", "protocolVersion": "1.0"}]),
         ))
         .expect("card");
         let started = std::time::Instant::now();

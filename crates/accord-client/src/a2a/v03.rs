@@ -4,6 +4,10 @@
 //! the one conversion ([`accord_types::a2a::v03::convert`], [`accord_types::a2a::v03::proto`]).
 //! Also reading a 0.3 card (no `supportedInterfaces`; `url`, `preferredTransport`,
 //! `additionalInterfaces`) as a card whose interfaces are 0.3 ones.
+//!
+//! 0.3 is never spoken over gRPC (0.3's gRPC is another service): [`choose_interface_v03`] skips
+//! `GRPC` entries and a gRPC client has no fallback, so the `Binding::Grpc` arms below, which
+//! share the REST ones, are never taken.
 
 use std::sync::Arc;
 
@@ -31,7 +35,7 @@ pub fn choose_interface_v03<'c>(
 ) -> Option<(Binding, &'c accord_types::a2a::AgentInterface)> {
     let wanted = same.map(|binding| binding.as_str().to_owned()).into_iter().chain(preference.iter().cloned());
     for wanted in wanted {
-        let Some(binding) = Binding::from_name(&wanted) else { continue };
+        let Some(binding) = Binding::from_name(&wanted).filter(|binding| *binding != Binding::Grpc) else { continue };
         let found = card.supported_interfaces.iter().find(|interface| {
             interface.protocol_binding == wanted && major_minor(&interface.protocol_version) == Some((0, 3))
         });
@@ -229,7 +233,7 @@ impl A2aClient {
                 let (url, value) = self.unary_value(call).await?;
                 read(&url, value)?
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let body = to_value(&proto::SendMessageRequest::from(params))?;
                 let call = Self::rest_call_v03(bound, Method::POST, proto::paths::MESSAGE_SEND, &[], Some(body))?;
                 let (url, value) = self.unary_value(call).await?;
@@ -247,7 +251,7 @@ impl A2aClient {
         let params = wire::MessageSendParams::from(request);
         match bound.binding {
             Binding::JsonRpc => Self::rpc_call_v03(bound, methods::MESSAGE_STREAM, to_value(&params)?),
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let body = to_value(&proto::SendMessageRequest::from(params))?;
                 Self::rest_call_v03(bound, Method::POST, proto::paths::MESSAGE_STREAM, &[], Some(body))
             }
@@ -261,7 +265,7 @@ impl A2aClient {
                 Self::rpc_call_v03(bound, methods::TASKS_RESUBSCRIBE, to_value(&params)?)
             }
             // The 0.3 SDK servers subscribe with GET only.
-            Binding::HttpJson => Self::rest_call_v03(
+            Binding::HttpJson | Binding::Grpc => Self::rest_call_v03(
                 bound,
                 Method::GET,
                 &format!("{}:subscribe", proto::paths::task(&escape(id))),
@@ -289,7 +293,7 @@ impl A2aClient {
                 let params = wire::TaskQueryParams { id: id.to_owned(), history_length, metadata: None };
                 Self::rpc_call_v03(bound, methods::TASKS_GET, to_value(&params)?)?
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let query: Vec<(&str, String)> =
                     history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
                 Self::rest_call_v03(bound, Method::GET, &proto::paths::task(&escape(id)), &query, None)?
@@ -304,7 +308,7 @@ impl A2aClient {
                 let params = wire::TaskIdParams { id: id.to_owned(), metadata: None };
                 Self::rpc_call_v03(bound, methods::TASKS_CANCEL, to_value(&params)?)?
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let path = format!("{}:cancel", proto::paths::task(&escape(id)));
                 Self::rest_call_v03(bound, Method::POST, &path, &[], None)?
             }
@@ -315,7 +319,7 @@ impl A2aClient {
     pub(super) fn extended_card_call_v03(&self, bound: Arc<Bound>) -> Result<Call, A2aClientError> {
         match bound.binding {
             Binding::JsonRpc => Self::rpc_call_v03(bound, methods::GET_AUTHENTICATED_EXTENDED_CARD, Value::Null),
-            Binding::HttpJson => Self::rest_call_v03(bound, Method::GET, proto::paths::CARD, &[], None),
+            Binding::HttpJson | Binding::Grpc => Self::rest_call_v03(bound, Method::GET, proto::paths::CARD, &[], None),
         }
     }
 
@@ -335,7 +339,7 @@ impl A2aClient {
         let config = wire::TaskPushNotificationConfig::from(config);
         let call = match bound.binding {
             Binding::JsonRpc => Self::rpc_call_v03(bound, methods::PUSH_CONFIG_SET, to_value(&config)?)?,
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let task = config.task_id.clone();
                 let body = proto::CreateTaskPushNotificationConfigRequest {
                     parent: format!("tasks/{task}"),
@@ -363,7 +367,7 @@ impl A2aClient {
                 };
                 Self::rpc_call_v03(bound, methods::PUSH_CONFIG_GET, to_value(&params)?)?
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
                 Self::rest_call_v03(bound, Method::GET, &path, &[], None)?
             }
@@ -411,7 +415,7 @@ impl A2aClient {
                 };
                 Self::rpc_call_v03(bound, methods::PUSH_CONFIG_DELETE, to_value(&params)?)
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
                 Self::rest_call_v03(bound, Method::DELETE, &path, &[], None)
             }
