@@ -148,7 +148,13 @@ async def push_checks(c):
 
 
 async def client(streaming):
-    return await create_client(URL, client_config=ClientConfig(streaming=streaming, supported_protocol_bindings=[BINDING]))
+    config = ClientConfig(streaming=streaming, supported_protocol_bindings=[BINDING])
+    if BINDING == "GRPC":
+        import grpc  # the `grpc` extra of a2a-sdk
+
+        # The card's gRPC url is a host:port; the SDK leaves the channel to the caller.
+        config.grpc_channel_factory = grpc.aio.insecure_channel
+    return await create_client(URL, client_config=config)
 
 
 async def main():
@@ -216,7 +222,7 @@ async def main():
         str(last),
     )
     await push_checks(c)
-    await error_checks(c, task.id)
+    await error_checks(c, s, task.id)
     await c.close()
     await s.close()
 
@@ -235,7 +241,7 @@ async def expect_error(name, error_class, call):
     check(name, False, f"no error: {result}")
 
 
-async def error_checks(c, completed_id):
+async def error_checks(c, s, completed_id):
     await expect_error("error: a missing task is TaskNotFoundError", TaskNotFoundError, c.get_task(GetTaskRequest(id="no-such-task")))
     await expect_error(
         "error: cancelling a completed task is TaskNotCancelableError",
@@ -244,7 +250,7 @@ async def error_checks(c, completed_id):
     )
 
     async def subscribe_finished():
-        return [ev async for ev in c.subscribe(SubscribeToTaskRequest(id=completed_id))]
+        return [ev async for ev in s.subscribe(SubscribeToTaskRequest(id=completed_id))]
 
     await expect_error(
         "error: subscribing to a finished task is UnsupportedOperationError", UnsupportedOperationError, subscribe_finished()

@@ -225,10 +225,15 @@ impl CardOptions {
 
     /// The identity card options of an Accord agent: the capabilities are its skill ids and the
     /// endpoints are the URLs of its `supportedInterfaces` (each once, in order), or its `url`
-    /// when it lists none. The version is the agent's own version, if it has one.
+    /// when it lists none. A `GRPC` interface is left out: its `url` is a `host:port` to dial,
+    /// not a URL the identity card's schema takes. The version is the agent's own version, if it
+    /// has one.
     pub fn from_agent_card(agent: &AgentCard, issuer: impl Into<String>, agent_id: impl Into<String>) -> Self {
         let mut urls: Vec<&str> = Vec::new();
         for interface in &agent.supported_interfaces {
+            if interface.protocol_binding == accord_types::a2a::card::PROTOCOL_BINDING_GRPC {
+                continue;
+            }
             if !urls.contains(&interface.url.as_str()) {
                 urls.push(&interface.url);
             }
@@ -488,6 +493,22 @@ pub(crate) fn is_secure_endpoint(url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grpc_interface_is_not_an_endpoint() {
+        let agent: AgentCard = serde_json::from_value(serde_json::json!({
+            "name": "a", "description": "d", "version": "1.0.0",
+            "supportedInterfaces": [
+                {"url": "https://agent.example/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                {"url": "agent.example:443", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+        }))
+        .expect("a card");
+        let options = CardOptions::from_agent_card(&agent, "issuer", "agent");
+        let endpoints: Vec<&str> = options.endpoints.iter().flatten().map(|endpoint| endpoint.url.as_str()).collect();
+        assert_eq!(endpoints, ["https://agent.example/a2a/jsonrpc"]);
+    }
 
     #[test]
     fn versions_follow_the_blamejs_pattern() {

@@ -654,9 +654,12 @@ async fn serve(
     let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
     // The gRPC listener is bound first, so that the card lists the port it got (`--grpc-port 0`).
     let grpc_listener = match grpc {
-        GrpcServe::Port(grpc_port) => Some(tokio::net::TcpListener::bind((host, grpc_port)).await.map_err(|error| {
-            Failure { code: EXIT_FAILED, message: format!("cannot listen on {host}:{grpc_port} for --grpc-port: {error}") }
-        })?),
+        GrpcServe::Port(grpc_port) => {
+            Some(tokio::net::TcpListener::bind((host, grpc_port)).await.map_err(|error| Failure {
+                code: EXIT_FAILED,
+                message: format!("cannot listen on {host}:{grpc_port} for --grpc-port: {error}"),
+            })?)
+        }
         _ => None,
     };
     let grpc_address = match (&grpc_listener, grpc) {

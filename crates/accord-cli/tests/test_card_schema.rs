@@ -106,7 +106,10 @@ async fn the_conformance_agents_card_is_a_plain_a2a_card() {
         .iter()
         .filter_map(|interface| interface["protocolBinding"].as_str())
         .collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"]);
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"]);
+    let grpc = &card["supportedInterfaces"][2]["url"];
+    let port = served.url.rsplit(':').next().expect("a port");
+    assert_eq!(grpc, &serde_json::json!(format!("127.0.0.1:{port}")), "gRPC on the HTTP port: {card}");
     assert!(card.get("entrypoints").is_none() && card.get("url").is_none(), "{card}");
     let http = reqwest::Client::new();
     let entrypoints = http.get(format!("{}/entrypoints", served.url)).send().await.expect("response");

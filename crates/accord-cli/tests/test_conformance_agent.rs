@@ -248,8 +248,14 @@ mod grpc {
     use accord_grpc::pb::stream_response::Payload;
 
     async fn client(served: &Served) -> A2aServiceClient<tonic::transport::Channel> {
-        let card: Value =
-            http().get(format!("{}/.well-known/agent-card.json", served.url)).send().await.expect("card").json().await.expect("json");
+        let card: Value = http()
+            .get(format!("{}/.well-known/agent-card.json", served.url))
+            .send()
+            .await
+            .expect("card")
+            .json()
+            .await
+            .expect("json");
         let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
         let bindings: Vec<&str> = interfaces.iter().filter_map(|i| i["protocolBinding"].as_str()).collect();
         assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"], "the three official bindings: {card}");
@@ -295,9 +301,7 @@ mod grpc {
         }
     }
 
-    async fn events(
-        stream: tonic::codec::Streaming<pb::StreamResponse>,
-    ) -> Vec<Payload> {
+    async fn events(stream: tonic::codec::Streaming<pb::StreamResponse>) -> Vec<Payload> {
         let mut stream = stream;
         let mut events = Vec::new();
         while let Some(event) = tokio::time::timeout(Duration::from_secs(15), stream.next()).await.expect("no stall") {
@@ -320,7 +324,8 @@ mod grpc {
         let served = Served::start(&["--agent", "conformance", "--store", "memory", "--grpc-port", "0"]);
         let mut c = client(&served).await;
 
-        let completed = task(c.send_message(request(send("tck-complete-task-g", ""))).await.expect("send").into_inner());
+        let completed =
+            task(c.send_message(request(send("tck-complete-task-g", ""))).await.expect("send").into_inner());
         assert_eq!(state(completed.status.as_ref()), pb::TaskState::Completed);
         let status_message = completed.status.as_ref().and_then(|status| status.message.as_ref()).expect("message");
         assert_eq!(text(&status_message.parts[0]), "Hello from TCK");
@@ -343,14 +348,18 @@ mod grpc {
         assert_eq!(state(waiting.status.as_ref()), pb::TaskState::InputRequired);
         let resumed =
             task(c.send_message(request(send("tck-complete-task-g", &waiting.id))).await.expect("send").into_inner());
-        assert_eq!((resumed.id.as_str(), state(resumed.status.as_ref())), (waiting.id.as_str(), pb::TaskState::Completed));
+        assert_eq!(
+            (resumed.id.as_str(), state(resumed.status.as_ref())),
+            (waiting.id.as_str(), pb::TaskState::Completed)
+        );
 
         let streamed = c.send_streaming_message(request(send("tck-stream-001-g", ""))).await.expect("stream");
         let streamed = events(streamed.into_inner()).await;
         let kinds: Vec<&str> = streamed.iter().map(kind).collect();
         assert_eq!(kinds, ["task", "statusUpdate", "artifactUpdate", "statusUpdate"], "{streamed:?}");
 
-        let chunked = c.send_streaming_message(request(send("tck-stream-artifact-chunked-g", ""))).await.expect("stream");
+        let chunked =
+            c.send_streaming_message(request(send("tck-stream-artifact-chunked-g", ""))).await.expect("stream");
         let chunks: Vec<(String, bool, bool)> = events(chunked.into_inner())
             .await
             .into_iter()

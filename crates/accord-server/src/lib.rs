@@ -672,7 +672,10 @@ impl Faces {
             mapping: a2a_config.error_mapping,
             card: Arc::clone(&self.state.card),
         };
-        self.authenticated(a2a::grpc::router(face, self.state.config.body_limit), auth::Face::A2aGrpc(a2a_config.error_mapping))
+        self.authenticated(
+            a2a::grpc::router(face, self.state.config.body_limit),
+            auth::Face::A2aGrpc(a2a_config.error_mapping),
+        )
     }
 
     /// `GET /openapi.json`: the OpenAPI 3.1 document of the routes [`Faces::router`] serves

@@ -19,8 +19,8 @@ use accord_types::a2a::{AgentExtension, ErrorMapping};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tonic::{Code, Status};
-use tower::Service;
 use tonic_types::StatusExt;
+use tower::Service;
 
 const TOKEN: &str = "grpc-caller-token-0123456789";
 
@@ -101,7 +101,9 @@ fn value_of(value: Value) -> prost_types::Value {
         Value::Bool(b) => Kind::BoolValue(b),
         Value::Number(n) => Kind::NumberValue(n.as_f64().expect("a number")),
         Value::String(s) => Kind::StringValue(s),
-        Value::Array(items) => Kind::ListValue(prost_types::ListValue { values: items.into_iter().map(value_of).collect() }),
+        Value::Array(items) => {
+            Kind::ListValue(prost_types::ListValue { values: items.into_iter().map(value_of).collect() })
+        }
         object @ Value::Object(_) => Kind::StructValue(struct_of(object)),
     };
     prost_types::Value { kind: Some(kind) }
@@ -166,7 +168,10 @@ async fn every_operation_answers_over_grpc() {
     assert_eq!(data, &value_of(json!({"n": 1})));
 
     let got = c
-        .get_task(request(pb::GetTaskRequest { id: task.id.clone(), history_length: Some(1), ..Default::default() }, &[]))
+        .get_task(request(
+            pb::GetTaskRequest { id: task.id.clone(), history_length: Some(1), ..Default::default() },
+            &[],
+        ))
         .await
         .expect("GetTask")
         .into_inner();
@@ -232,7 +237,8 @@ async fn every_operation_answers_over_grpc() {
     let resumed = task_of(c.send_message(request(follow_up, &[])).await.expect("follow-up").into_inner());
     assert_eq!(state(&resumed), pb::TaskState::Completed);
     let mut last = None;
-    while let Some(event) = tokio::time::timeout(Duration::from_secs(30), subscription.next()).await.expect("no stall") {
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(30), subscription.next()).await.expect("no stall")
+    {
         if let Some(pb::stream_response::Payload::StatusUpdate(update)) = event.expect("an event").payload {
             last = Some(update.status.expect("status").state);
         }
@@ -259,8 +265,11 @@ async fn every_operation_answers_over_grpc() {
     let list = pb::ListTaskPushNotificationConfigsRequest { task_id: waiting.id.clone(), ..Default::default() };
     let listed = c.list_task_push_notification_configs(request(list.clone(), &[])).await.expect("list").into_inner();
     assert_eq!(listed.configs.len(), 1);
-    let delete =
-        pb::DeleteTaskPushNotificationConfigRequest { task_id: waiting.id.clone(), id: "hook-1".into(), ..Default::default() };
+    let delete = pb::DeleteTaskPushNotificationConfigRequest {
+        task_id: waiting.id.clone(),
+        id: "hook-1".into(),
+        ..Default::default()
+    };
     c.delete_task_push_notification_config(request(delete, &[])).await.expect("delete");
     let listed = c.list_task_push_notification_configs(request(list, &[])).await.expect("list").into_inner();
     assert!(listed.configs.is_empty());
@@ -442,7 +451,10 @@ async fn credentials_come_from_metadata_and_a_refused_one_is_unauthenticated() {
     let mut c = client(&s).await;
     let bearer = format!("Bearer {TOKEN}");
     let mine = task_of(
-        c.send_message(request(send("{}", "echo", false), &[("authorization", &bearer)])).await.expect("send").into_inner(),
+        c.send_message(request(send("{}", "echo", false), &[("authorization", &bearer)]))
+            .await
+            .expect("send")
+            .into_inner(),
     );
     let get = pb::GetTaskRequest { id: mine.id.clone(), ..Default::default() };
     c.get_task(request(get.clone(), &[("authorization", &bearer)])).await.expect("the owner reads it");
@@ -464,8 +476,11 @@ async fn capacity_share_rate_and_an_unavailable_store_are_retryable_statuses() {
     let s = server(config(runtime(Arc::new(store), RuntimeConfig::default()), ErrorMapping::V1_0_1)).await;
     let mut c = client(&s).await;
     c.send_message(request(send("{}", "wait", true), &[])).await.expect("the first task");
-    let status =
-        assert_error(c.send_message(request(send("{}", "echo", true), &[])).await, Code::ResourceExhausted, "TASK_CAPACITY_EXHAUSTED");
+    let status = assert_error(
+        c.send_message(request(send("{}", "echo", true), &[])).await,
+        Code::ResourceExhausted,
+        "TASK_CAPACITY_EXHAUSTED",
+    );
     assert!(status.metadata().get("retry-after").is_some(), "{status:?}");
 
     // OwnerShareExhausted: one unfinished task per owner.
@@ -473,7 +488,11 @@ async fn capacity_share_rate_and_an_unavailable_store_are_retryable_statuses() {
     let s = server(config(runtime(Arc::new(MemoryStore::default()), config_share), ErrorMapping::V1_0_1)).await;
     let mut c = client(&s).await;
     c.send_message(request(send("{}", "wait", true), &[])).await.expect("the first task");
-    assert_error(c.send_message(request(send("{}", "echo", true), &[])).await, Code::ResourceExhausted, "OWNER_SHARE_EXHAUSTED");
+    assert_error(
+        c.send_message(request(send("{}", "echo", true), &[])).await,
+        Code::ResourceExhausted,
+        "OWNER_SHARE_EXHAUSTED",
+    );
 
     // RateLimited: a burst of 3 a second.
     let rate = RateLimitConfig::per_second(NonZeroU32::MIN).burst(NonZeroU32::new(3).expect("3"));
@@ -483,14 +502,20 @@ async fn capacity_share_rate_and_an_unavailable_store_are_retryable_statuses() {
     for _ in 0..3 {
         c.send_message(request(send("{}", "echo", true), &[])).await.expect("within the burst");
     }
-    let status =
-        assert_error(c.send_message(request(send("{}", "echo", true), &[])).await, Code::ResourceExhausted, "RATE_LIMITED");
+    let status = assert_error(
+        c.send_message(request(send("{}", "echo", true), &[])).await,
+        Code::ResourceExhausted,
+        "RATE_LIMITED",
+    );
     assert_eq!(status.metadata().get("retry-after").and_then(|value| value.to_str().ok()), Some("1"));
 
     // Unavailable: the store goes away under the server.
     let store = Arc::new(MemoryStore::default());
-    let s = server(config(runtime(Arc::clone(&store) as Arc<dyn TaskStore>, RuntimeConfig::default()), ErrorMapping::V1_0_1))
-        .await;
+    let s = server(config(
+        runtime(Arc::clone(&store) as Arc<dyn TaskStore>, RuntimeConfig::default()),
+        ErrorMapping::V1_0_1,
+    ))
+    .await;
     store.close().await;
     let mut c = client(&s).await;
     let status = c.send_message(request(send("{}", "echo", false), &[])).await.expect_err("refused");
@@ -508,7 +533,8 @@ async fn an_unknown_method_is_unimplemented_and_a_non_grpc_content_type_is_refus
     grpc.ready().await.expect("ready");
     let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/NoSuchMethod");
     let codec = tonic_prost::ProstCodec::<pb::GetTaskRequest, pb::Task>::default();
-    let status = grpc.unary(request(pb::GetTaskRequest::default(), &[]), path, codec).await.expect_err("no such method");
+    let status =
+        grpc.unary(request(pb::GetTaskRequest::default(), &[]), path, codec).await.expect_err("no such method");
     assert_eq!(status.code(), Code::Unimplemented);
 
     // A message over the body limit (1 MiB) is refused before it is decoded.

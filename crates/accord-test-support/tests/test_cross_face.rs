@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use accord_engine::task::{AccessToken, MemoryStore, OwnerHash, RuntimeConfig, TaskId, TaskRuntime};
 use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, SkillError};
-use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_grpc::pb;
 use accord_grpc::pb::a2a_service_client::A2aServiceClient;
+use accord_server::auth::{BearerAuthLayer, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, GrpcAddress, ServerConfig};
 use accord_test_support::TestServer;
 use futures_util::StreamExt;
@@ -298,9 +298,7 @@ impl Caller<'_> {
             Face::A2aGrpc => {
                 let request = self.grpc_request(Self::grpc_send(params));
                 let response = self.grpc().await.send_message(request).await.expect("SendMessage").into_inner();
-                let Some(pb::send_message_response::Payload::Task(task)) = response.payload else {
-                    panic!("a task")
-                };
+                let Some(pb::send_message_response::Payload::Task(task)) = response.payload else { panic!("a task") };
                 return Some(normalized(self.face, &grpc_state(task.status.as_ref())));
             }
         };

@@ -49,9 +49,8 @@ pub(crate) const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 /// bytes, behind the content-type check.
 pub(crate) fn router(face: GrpcFace, body_limit: usize) -> axum::Router {
     let mapping = face.mapping;
-    let service = A2aServiceServer::new(face)
-        .max_decoding_message_size(body_limit)
-        .max_encoding_message_size(usize::MAX);
+    let service =
+        A2aServiceServer::new(face).max_decoding_message_size(body_limit).max_encoding_message_size(usize::MAX);
     axum::Router::new()
         .route_service(&format!("{SERVICE_PATH}/{{*method}}"), service)
         .layer(axum::middleware::from_fn_with_state(mapping, content_type))
@@ -302,12 +301,10 @@ impl A2aService for GrpcFace {
             .extended(request.extensions().get::<Principal>(), &base_url)
             .map_err(|(error, _challenges)| self.status(&error))?;
         // The A2A view of Accord's card: the members the proto has (the Lucid ones have no field).
-        let card = serde_json::to_value(&card)
-            .and_then(serde_json::from_value::<a2a::AgentCard>)
-            .map_err(|error| {
-                tracing::error!(%error, "the extended card does not read as an A2A card");
-                self.status(&A2aError::new(A2aErrorKind::Internal))
-            })?;
+        let card = serde_json::to_value(&card).and_then(serde_json::from_value::<a2a::AgentCard>).map_err(|error| {
+            tracing::error!(%error, "the extended card does not read as an A2A card");
+            self.status(&A2aError::new(A2aErrorKind::Internal))
+        })?;
         Ok(Self::answer(self.write(card)?, &call.activated))
     }
 
