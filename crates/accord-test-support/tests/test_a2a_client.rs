@@ -1,4 +1,5 @@
-//! Accord's A2A v1.0 client against Accord's own server on loopback, over both bindings: binding
+//! Accord's A2A v1.0 client against Accord's own server on loopback, over the three bindings
+//! (gRPC on the HTTP port; `Last-Event-ID` only on the two HTTP ones): binding
 //! choice from the real card, the task operations, streams, `Last-Event-ID` resumption (by hand
 //! and automatically, through a proxy that cuts streams), and typed errors.
 
@@ -22,6 +23,8 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+/// Every binding, gRPC included.
+const ALL_BINDINGS: [Binding; 3] = [Binding::JsonRpc, Binding::HttpJson, Binding::Grpc];
 const STEPS: usize = 5;
 
 fn agent() -> Agent {
@@ -55,7 +58,9 @@ async fn server() -> TestServer {
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
     // These scenarios list tasks without credentials, as the conformance kit does.
     let service = ServiceConfig::default().anonymous(AnonymousAccess::ListShared);
-    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).task_service(service))).await
+    let a2a = accord_server::A2aConfig { grpc: Some(accord_server::GrpcAddress::SamePort), ..Default::default() };
+    TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime).task_service(service).a2a(Some(a2a))))
+        .await
 }
 
 fn options(binding: Binding) -> A2aClientOptions {
@@ -135,11 +140,15 @@ async fn the_binding_is_chosen_from_accords_real_card() {
     let rest = A2aClient::from_card_url(&s.url("/.well-known/agent-card.json"), lucid_first).await.expect("client");
     assert_eq!((rest.binding(), rest.interface().url.as_str()), (Binding::HttpJson, s.url("/a2a/rest").as_str()));
 
-    let grpc_only = A2aClient::from_card_url(&s.origin, A2aClientOptions::with_bindings(["GRPC"])).await;
-    match grpc_only {
+    // gRPC, when asked for, from the card's `GRPC` interface: a host:port on the server's port.
+    let grpc = A2aClient::from_card_url(&s.origin, A2aClientOptions::with_bindings(["GRPC"])).await.expect("client");
+    assert_eq!((grpc.binding(), grpc.interface().url.clone()), (Binding::Grpc, format!("127.0.0.1:{}", s.addr.port())));
+    let custom_only = A2aClient::from_card_url(&s.origin, A2aClientOptions::with_bindings(["urn:none"])).await;
+    match custom_only {
         Err(A2aClientError::NoCompatibleInterface { wanted, offered }) => {
-            assert_eq!(wanted, ["GRPC"]);
+            assert_eq!(wanted, ["urn:none"]);
             assert!(offered.contains(&"JSONRPC@1.0".to_owned()), "{offered:?}");
+            assert!(offered.contains(&"GRPC@1.0".to_owned()), "{offered:?}");
         }
         other => panic!("expected NoCompatibleInterface, got {other:?}"),
     }
@@ -156,9 +165,9 @@ async fn the_binding_is_chosen_from_accords_real_card() {
 }
 
 #[tokio::test]
-async fn send_get_list_cancel_and_typed_errors_on_both_bindings() {
+async fn send_get_list_cancel_and_typed_errors_on_every_binding() {
     let s = server().await;
-    for binding in BINDINGS {
+    for binding in ALL_BINDINGS {
         let client = client(&s, binding).await;
         assert_eq!(client.binding(), binding);
 
@@ -277,7 +286,7 @@ async fn send_get_list_cancel_and_typed_errors_on_both_bindings() {
 #[tokio::test]
 async fn a_streaming_send_is_in_order_and_ends_completed() {
     let s = server().await;
-    for binding in BINDINGS {
+    for binding in ALL_BINDINGS {
         let client = client(&s, binding).await;
         let events = collect(client.send_streaming_message(request("hi", "steps", false)).await.expect("stream")).await;
         let kinds: Vec<&str> = events.iter().map(kind).collect();
@@ -297,7 +306,9 @@ async fn a_streaming_send_is_in_order_and_ends_completed() {
                 })
             })
             .collect();
-        assert_eq!(ids.len(), events.len(), "every event keeps its SSE id");
+        // gRPC has no event ids; the HTTP bindings keep each event's SSE id.
+        let expected = if binding == Binding::Grpc { 0 } else { events.len() };
+        assert_eq!(ids.len(), expected, "{binding}: every SSE event keeps its id");
         assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
         let task_id = events[0].task_id().expect("id").to_owned();
         assert!(events.iter().all(|event| event.task_id() == Some(task_id.as_str())));
