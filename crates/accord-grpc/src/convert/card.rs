@@ -8,8 +8,8 @@ use accord_types::a2a;
 use serde_json::Map;
 
 use super::{
-    ConvertError, convert, convert_list, convert_map_from_pb, convert_map_to_pb, convert_opt, convert_required,
-    non_empty, or_empty, struct_from_pb, struct_to_pb, true_or_none,
+    ConvertError, convert, convert_list, convert_map, convert_opt, convert_required, non_empty, or_empty,
+    struct_from_pb, struct_to_pb, true_or_none,
 };
 use crate::pb;
 
@@ -129,7 +129,7 @@ impl TryFrom<a2a::SecurityRequirement> for pb::SecurityRequirement {
     type Error = ConvertError;
 
     fn try_from(requirement: a2a::SecurityRequirement) -> Result<Self, ConvertError> {
-        Ok(Self { schemes: convert_map_to_pb(requirement.schemes, "schemes")? })
+        Ok(Self { schemes: convert_map(requirement.schemes, "schemes")? })
     }
 }
 
@@ -137,7 +137,7 @@ impl TryFrom<pb::SecurityRequirement> for a2a::SecurityRequirement {
     type Error = ConvertError;
 
     fn try_from(requirement: pb::SecurityRequirement) -> Result<Self, ConvertError> {
-        Ok(Self { schemes: convert_map_from_pb(requirement.schemes, "schemes")? })
+        Ok(Self { schemes: convert_map(requirement.schemes, "schemes")? })
     }
 }
 
@@ -528,7 +528,7 @@ impl TryFrom<a2a::AgentCard> for pb::AgentCard {
             version: card.version,
             documentation_url: card.documentation_url,
             capabilities: Some(convert(card.capabilities, "capabilities")?),
-            security_schemes: convert_map_to_pb(card.security_schemes, "securitySchemes")?,
+            security_schemes: convert_map(card.security_schemes, "securitySchemes")?,
             security_requirements: convert_list(card.security_requirements, "securityRequirements")?,
             default_input_modes: card.default_input_modes,
             default_output_modes: card.default_output_modes,
@@ -553,7 +553,7 @@ impl TryFrom<pb::AgentCard> for a2a::AgentCard {
             // Every field of the capabilities is optional: an absent message says no more than an
             // empty one.
             capabilities: convert_opt(card.capabilities, "capabilities")?.unwrap_or_default(),
-            security_schemes: convert_map_from_pb(card.security_schemes, "securitySchemes")?,
+            security_schemes: convert_map(card.security_schemes, "securitySchemes")?,
             security_requirements: convert_list(card.security_requirements, "securityRequirements")?,
             default_input_modes: card.default_input_modes,
             default_output_modes: card.default_output_modes,

@@ -175,30 +175,15 @@ where
         .collect()
 }
 
-/// Converts the values of a proto map (`HashMap`) into an a2a `BTreeMap`.
-pub(crate) fn convert_map_from_pb<A, B>(
-    values: HashMap<String, A>,
+/// Converts the values of a map, each error naming its key: a proto map (`HashMap`) into an
+/// a2a `BTreeMap`, or back.
+pub(crate) fn convert_map<A, B, M>(
+    values: impl IntoIterator<Item = (String, A)>,
     field: &str,
-) -> Result<BTreeMap<String, B>, ConvertError>
+) -> Result<M, ConvertError>
 where
     B: TryFrom<A, Error = ConvertError>,
-{
-    values
-        .into_iter()
-        .map(|(key, value)| {
-            let converted = B::try_from(value).map_err(|error| error.within(&format!("{field}[{key:?}]")))?;
-            Ok((key, converted))
-        })
-        .collect()
-}
-
-/// Converts the values of an a2a `BTreeMap` into a proto map (`HashMap`).
-pub(crate) fn convert_map_to_pb<A, B>(
-    values: BTreeMap<String, A>,
-    field: &str,
-) -> Result<HashMap<String, B>, ConvertError>
-where
-    B: TryFrom<A, Error = ConvertError>,
+    M: FromIterator<(String, B)>,
 {
     values
         .into_iter()

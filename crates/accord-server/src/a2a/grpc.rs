@@ -53,7 +53,8 @@ pub(crate) fn router(face: GrpcFace, body_limit: usize) -> axum::Router {
         A2aServiceServer::new(face).max_decoding_message_size(body_limit).max_encoding_message_size(usize::MAX);
     axum::Router::new()
         .route_service(&format!("{SERVICE_PATH}/{{*method}}"), service)
-        .layer(axum::middleware::from_fn_with_state(mapping, content_type))
+        // Only on the service's routes: a merged router's fallback must stay a plain 404.
+        .route_layer(axum::middleware::from_fn_with_state(mapping, content_type))
 }
 
 /// Only protobuf over gRPC is served: another gRPC codec (`application/grpc+json`) is a
