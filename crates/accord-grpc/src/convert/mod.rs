@@ -51,7 +51,6 @@ mod card;
 mod requests;
 mod task;
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use accord_types::a2a::time;
