@@ -2,7 +2,9 @@
 
 Usage: a2a_python_server.py [PORT]   (or PORT in the environment; 0 or nothing = a free port)
 
-Serves the card at /.well-known/agent-card.json, JSON-RPC at / and HTTP+JSON at /rest. Each
+Serves the card at /.well-known/agent-card.json, JSON-RPC at / and HTTP+JSON at /rest, and, with
+A2A_PEER_GRPC=1 in the environment (needs the `grpc` extra), gRPC on a second free port, listed on
+the card as a GRPC interface (host:port). Each
 message becomes a task: submitted, working, an artifact "echo: <text>", completed, with a short
 pause before each step so that a subscription or a cancellation right after a returnImmediately
 send finds the task running (A2A_PEER_PAUSE_MS in the environment sets it; the load harness sets
@@ -56,16 +58,26 @@ def main():
     sock.bind(("127.0.0.1", int(arg)))
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
+    interfaces = [
+        AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version="1.0"),
+        AgentInterface(url=base + "/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+    ]
+    grpc_port = None
+    if os.environ.get("A2A_PEER_GRPC") == "1":
+        # A free port, picked now for the card; the gRPC server (which must be made inside the
+        # event loop) binds it when it starts.
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.bind(("127.0.0.1", 0))
+        grpc_port = probe.getsockname()[1]
+        probe.close()
+        interfaces.append(AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"))
     card = AgentCard(
         name="a2a-python-peer",
         description="Echo agent on the official a2a-sdk",
         version="1.0.0",
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        supported_interfaces=[
-            AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=base + "/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
-        ],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True),
         skills=[AgentSkill(id="echo", name="echo", description="Echoes the message", tags=["echo"])],
     )
@@ -78,6 +90,15 @@ def main():
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
 
     async def serve():
+        if grpc_port is not None:
+            import grpc
+            from a2a.server.request_handlers.grpc_handler import GrpcHandler
+            from a2a.types import a2a_pb2_grpc
+
+            grpc_server = grpc.aio.server()
+            grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+            await grpc_server.start()
         task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not task.done():
             await asyncio.sleep(0.05)

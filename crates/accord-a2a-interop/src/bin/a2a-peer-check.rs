@@ -2,7 +2,7 @@
 //!
 //! Run with: `cargo run -p accord-a2a-interop --bin a2a-peer-check -- CARD_URL BINDING [PEER]`
 //!
-//! `CARD_URL` is the agent's base URL or its card's URL, `BINDING` `JSONRPC` or `HTTP+JSON`, and
+//! `CARD_URL` is the agent's base URL or its card's URL, `BINDING` `JSONRPC`, `HTTP+JSON` or `GRPC`, and
 //! `PEER` the name printed for the peer (default: the card's `name`). Prints
 //! `PASS accord-client <peer> <binding> <check>` or `FAIL …: <why>` per check (with
 //! `A2A_PEER_CHECK_VERBOSE` set, each line is followed by an indented note of what was seen);
