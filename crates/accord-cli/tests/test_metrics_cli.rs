@@ -594,3 +594,27 @@ async fn spans_are_exported_over_otlp_http() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--otlp-endpoint"), "{output:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_calls_are_counted_by_method_and_code() {
+    use accord_grpc::pb;
+    let server = Server::start(&["--store", "memory"], None);
+    let base = server.url.clone();
+    let endpoint = tonic::transport::Endpoint::from_shared(base.clone()).expect("endpoint");
+    let mut client =
+        pb::a2a_service_client::A2aServiceClient::new(endpoint.connect().await.expect("gRPC on the HTTP port"));
+    for _ in 0..2 {
+        let request = pb::GetTaskRequest { id: "no-such-task".into(), ..Default::default() };
+        let status = client.get_task(request).await.expect_err("not found");
+        assert_eq!(status.code(), tonic::Code::NotFound);
+    }
+    let request = pb::ListTasksRequest::default();
+    client.list_tasks(request).await.expect_err("an anonymous caller cannot list on the demo agent");
+    let (text, samples) = scrape(&format!("{base}/metrics")).await;
+    assert!(text.contains("# TYPE accord_grpc_calls_total counter"), "{text}");
+    assert_eq!(value(&samples, "accord_grpc_calls_total", &[("method", "GetTask"), ("code", "NOT_FOUND")]), 2.0);
+    // The HTTP metrics name the method's route (one route per method), under the gRPC face.
+    let route =
+        [("face", "a2a_grpc"), ("method", "POST"), ("route", "/lf.a2a.v1.A2AService/GetTask"), ("status", "200")];
+    assert_eq!(value(&samples, "accord_http_requests_total", &route), 2.0, "{text}");
+}

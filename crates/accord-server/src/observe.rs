@@ -31,6 +31,9 @@ pub const HTTP_REQUESTS: &str = "accord_http_requests_total";
 pub const HTTP_REQUEST_SECONDS: &str = "accord_http_request_duration_seconds";
 /// Gauge: server-sent event streams open now, by `face`.
 pub const SSE_SUBSCRIBERS: &str = "accord_sse_subscribers";
+/// Counter: gRPC calls answered by the A2A gRPC binding, by `method` and `code` (the gRPC status
+/// a unary call ended with, or a stream started with).
+pub const GRPC_CALLS: &str = "accord_grpc_calls_total";
 /// Counter: payment steps, by `rail` (`x402`, `mpp`, `local`) and `outcome`.
 pub const PAYMENTS: &str = "accord_payments_total";
 /// Counter: push notification attempts, by `outcome` (`delivered`, `retry`, `dead_letter`).
@@ -106,6 +109,10 @@ fn describe() {
         "Seconds until a request's response head was ready (an event stream: until it started)."
     );
     metrics::describe_gauge!(SSE_SUBSCRIBERS, "Server-sent event streams open now, by face.");
+    metrics::describe_counter!(
+        GRPC_CALLS,
+        "gRPC calls of the A2A binding, by method and status code (a stream: the code it started with)."
+    );
     metrics::describe_counter!(PAYMENTS, "Payment steps, by rail and outcome.");
     metrics::describe_counter!(PUSH_DELIVERIES, "Push notification attempts, by outcome.");
     metrics::describe_histogram!(

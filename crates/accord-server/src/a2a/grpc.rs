@@ -45,14 +45,33 @@ pub(crate) type GrpcStream = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse
 /// The path the service's methods live under.
 pub(crate) const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 
+/// The service's methods, each a route of its own (so that the HTTP metrics name the method; a
+/// method the service does not have is a 404, which gRPC clients read as `UNIMPLEMENTED`).
+const METHODS: [&str; 11] = [
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "GetExtendedAgentCard",
+    "DeleteTaskPushNotificationConfig",
+];
+
 /// The binding's routes: every method of the service, decoding messages up to `body_limit`
 /// bytes, behind the content-type check.
 pub(crate) fn router(face: GrpcFace, body_limit: usize) -> axum::Router {
     let mapping = face.mapping;
     let service =
         A2aServiceServer::new(face).max_decoding_message_size(body_limit).max_encoding_message_size(usize::MAX);
-    axum::Router::new()
-        .route_service(&format!("{SERVICE_PATH}/{{*method}}"), service)
+    METHODS
+        .iter()
+        .fold(axum::Router::new(), |router, method| {
+            router.route_service(&format!("{SERVICE_PATH}/{method}"), service.clone())
+        })
         // Only on the service's routes: a merged router's fallback must stay a plain 404.
         .route_layer(axum::middleware::from_fn_with_state(mapping, content_type))
 }
@@ -103,6 +122,29 @@ pub(crate) fn status_of(mapping: ErrorMapping, error: &A2aError) -> Status {
 /// of the service (credentials, rate limits).
 pub(crate) fn error_response(mapping: ErrorMapping, error: &A2aError) -> axum::response::Response {
     status_of(mapping, error).into_http::<axum::body::Body>()
+}
+
+/// Counts a call by method and the status it answered (a stream: the one it started with).
+async fn counted<T>(
+    method: &'static str,
+    call: impl std::future::Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    let result = call.await;
+    let code = match &result {
+        Ok(_) => "OK",
+        Err(status) => code_name(status.code()),
+    };
+    metrics::counter!(crate::observe::GRPC_CALLS, "method" => method, "code" => code).increment(1);
+    result
+}
+
+/// The name of a gRPC status code (`NOT_FOUND`).
+fn code_name(code: tonic::Code) -> &'static str {
+    let number = code as i32;
+    accord_types::a2a::GrpcCode::ALL
+        .into_iter()
+        .find(|known| known.number() == number)
+        .map_or("UNKNOWN", accord_types::a2a::GrpcCode::name)
 }
 
 /// What every call starts with: the version and extension checks and the caller.
@@ -196,11 +238,14 @@ impl A2aService for GrpcFace {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let call = self.begin(&request)?;
-        let resource = self.resource(&request);
-        let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
-        let response = self.core.send_message(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(response)?, &call.activated))
+        counted("SendMessage", async {
+            let call = self.begin(&request)?;
+            let resource = self.resource(&request);
+            let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
+            let response = self.core.send_message(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(response)?, &call.activated))
+        })
+        .await
     }
 
     type SendStreamingMessageStream = GrpcStream;
@@ -209,35 +254,47 @@ impl A2aService for GrpcFace {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        let call = self.begin(&request)?;
-        let resource = self.resource(&request);
-        let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
-        let stream = self.core.send_streaming(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.stream(stream), &call.activated))
+        counted("SendStreamingMessage", async {
+            let call = self.begin(&request)?;
+            let resource = self.resource(&request);
+            let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
+            let stream = self.core.send_streaming(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.stream(stream), &call.activated))
+        })
+        .await
     }
 
     async fn get_task(&self, request: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::GetTaskRequest = self.parse(request.into_inner())?;
-        let task = self.core.get_task(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(task)?, &call.activated))
+        counted("GetTask", async {
+            let call = self.begin(&request)?;
+            let params: a2a::GetTaskRequest = self.parse(request.into_inner())?;
+            let task = self.core.get_task(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(task)?, &call.activated))
+        })
+        .await
     }
 
     async fn list_tasks(
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::ListTasksRequest = self.parse(request.into_inner())?;
-        let list = self.core.list_tasks(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(list)?, &call.activated))
+        counted("ListTasks", async {
+            let call = self.begin(&request)?;
+            let params: a2a::ListTasksRequest = self.parse(request.into_inner())?;
+            let list = self.core.list_tasks(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(list)?, &call.activated))
+        })
+        .await
     }
 
     async fn cancel_task(&self, request: Request<pb::CancelTaskRequest>) -> Result<Response<pb::Task>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::CancelTaskRequest = self.parse(request.into_inner())?;
-        let task = self.core.cancel_task(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(task)?, &call.activated))
+        counted("CancelTask", async {
+            let call = self.begin(&request)?;
+            let params: a2a::CancelTaskRequest = self.parse(request.into_inner())?;
+            let task = self.core.cancel_task(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(task)?, &call.activated))
+        })
+        .await
     }
 
     type SubscribeToTaskStream = GrpcStream;
@@ -247,75 +304,94 @@ impl A2aService for GrpcFace {
         &self,
         request: Request<pb::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::SubscribeToTaskRequest = self.parse(request.into_inner())?;
-        let stream = self.core.subscribe(params, call.caller, None).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.stream(stream), &call.activated))
+        counted("SubscribeToTask", async {
+            let call = self.begin(&request)?;
+            let params: a2a::SubscribeToTaskRequest = self.parse(request.into_inner())?;
+            let stream = self.core.subscribe(params, call.caller, None).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.stream(stream), &call.activated))
+        })
+        .await
     }
 
     async fn create_task_push_notification_config(
         &self,
         request: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::TaskPushNotificationConfig = self.parse(request.into_inner())?;
-        let config = self.core.create_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(config)?, &call.activated))
+        counted("CreateTaskPushNotificationConfig", async {
+            let call = self.begin(&request)?;
+            let params: a2a::TaskPushNotificationConfig = self.parse(request.into_inner())?;
+            let config = self.core.create_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(config)?, &call.activated))
+        })
+        .await
     }
 
     async fn get_task_push_notification_config(
         &self,
         request: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::GetTaskPushNotificationConfigRequest = self.parse(request.into_inner())?;
-        let config = self.core.get_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(config)?, &call.activated))
+        counted("GetTaskPushNotificationConfig", async {
+            let call = self.begin(&request)?;
+            let params: a2a::GetTaskPushNotificationConfigRequest = self.parse(request.into_inner())?;
+            let config = self.core.get_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(config)?, &call.activated))
+        })
+        .await
     }
 
     async fn list_task_push_notification_configs(
         &self,
         request: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::ListTaskPushNotificationConfigsRequest = self.parse(request.into_inner())?;
-        let list = self.core.list_push_configs(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer(self.write(list)?, &call.activated))
+        counted("ListTaskPushNotificationConfigs", async {
+            let call = self.begin(&request)?;
+            let params: a2a::ListTaskPushNotificationConfigsRequest = self.parse(request.into_inner())?;
+            let list = self.core.list_push_configs(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer(self.write(list)?, &call.activated))
+        })
+        .await
     }
 
     async fn get_extended_agent_card(
         &self,
         request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
-        let call = self.begin(&request)?;
-        let _params: a2a::GetExtendedAgentCardRequest = self.parse(request.get_ref().clone())?;
-        let headers = request.metadata().clone().into_headers();
-        // The card's URLs are those of the server the call reached: the same router serves the
-        // HTTP bindings there too.
-        let uri = request
-            .extensions()
-            .get::<axum::extract::OriginalUri>()
-            .map_or_else(|| http::Uri::from_static("/"), |original| original.0.clone());
-        let base_url = crate::card::origin(&headers, &uri);
-        let card = self
-            .card
-            .extended(request.extensions().get::<Principal>(), &base_url)
-            .map_err(|(error, _challenges)| self.status(&error))?;
-        // The A2A view of Accord's card: the members the proto has (the Lucid ones have no field).
-        let card = serde_json::to_value(&card).and_then(serde_json::from_value::<a2a::AgentCard>).map_err(|error| {
-            tracing::error!(%error, "the extended card does not read as an A2A card");
-            self.status(&A2aError::new(A2aErrorKind::Internal))
-        })?;
-        Ok(Self::answer(self.write(card)?, &call.activated))
+        counted("GetExtendedAgentCard", async {
+            let call = self.begin(&request)?;
+            let _params: a2a::GetExtendedAgentCardRequest = self.parse(request.get_ref().clone())?;
+            let headers = request.metadata().clone().into_headers();
+            // The card's URLs are those of the server the call reached: the same router serves the
+            // HTTP bindings there too.
+            let uri = request
+                .extensions()
+                .get::<axum::extract::OriginalUri>()
+                .map_or_else(|| http::Uri::from_static("/"), |original| original.0.clone());
+            let base_url = crate::card::origin(&headers, &uri);
+            let card = self
+                .card
+                .extended(request.extensions().get::<Principal>(), &base_url)
+                .map_err(|(error, _challenges)| self.status(&error))?;
+            // The A2A view of Accord's card: the members the proto has (the Lucid ones have no field).
+            let card =
+                serde_json::to_value(&card).and_then(serde_json::from_value::<a2a::AgentCard>).map_err(|error| {
+                    tracing::error!(%error, "the extended card does not read as an A2A card");
+                    self.status(&A2aError::new(A2aErrorKind::Internal))
+                })?;
+            Ok(Self::answer(self.write(card)?, &call.activated))
+        })
+        .await
     }
 
     async fn delete_task_push_notification_config(
         &self,
         request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        let call = self.begin(&request)?;
-        let params: a2a::DeleteTaskPushNotificationConfigRequest = self.parse(request.into_inner())?;
-        self.core.delete_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
-        Ok(Self::answer((), &call.activated))
+        counted("DeleteTaskPushNotificationConfig", async {
+            let call = self.begin(&request)?;
+            let params: a2a::DeleteTaskPushNotificationConfigRequest = self.parse(request.into_inner())?;
+            self.core.delete_push_config(params, call.caller).await.map_err(|e| self.status(&e))?;
+            Ok(Self::answer((), &call.activated))
+        })
+        .await
     }
 }
