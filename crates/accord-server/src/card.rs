@@ -79,8 +79,14 @@ impl DeclaredInterface {
     fn url(&self, base_url: &str) -> String {
         match &self.grpc {
             Some(crate::GrpcAddress::Fixed(address)) => address.clone(),
-            Some(crate::GrpcAddress::Port(port)) => format!("{}:{port}", host_of(base_url)),
-            Some(crate::GrpcAddress::SamePort) => authority_of(base_url),
+            Some(crate::GrpcAddress::Port(port)) => match host_and_port(base_url) {
+                Some((host, _)) => format!("{host}:{port}"),
+                None => format!("localhost:{port}"),
+            },
+            Some(crate::GrpcAddress::SamePort) => match host_and_port(base_url) {
+                Some((host, port)) => format!("{host}:{port}"),
+                None => base_url.to_owned(),
+            },
             None if self.path.is_empty() => format!("{base_url}/"),
             None => format!("{base_url}{}", self.path),
         }
@@ -463,26 +469,12 @@ pub(crate) fn base_url_before(headers: &HeaderMap, uri: &axum::http::Uri, suffix
 }
 
 /// The host of a base URL (`http://agent.example:8787/base` → `agent.example`; an IPv6
-/// literal keeps its brackets), for addresses on another port of the same host.
-fn host_of(base_url: &str) -> &str {
-    let authority = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
-    let authority = authority.split('/').next().unwrap_or(authority);
-    match authority.rfind(':') {
-        Some(colon) if !authority[colon..].contains(']') => &authority[..colon],
-        _ => authority,
-    }
-}
-
-/// The `host:port` of a base URL, the port defaulted from the scheme (80, 443).
-fn authority_of(base_url: &str) -> String {
-    let host = host_of(base_url);
-    let (scheme, rest) = base_url.split_once("://").unwrap_or(("http", base_url));
-    let authority = rest.split('/').next().unwrap_or(rest);
-    match authority.strip_prefix(host).and_then(|rest| rest.strip_prefix(':')) {
-        Some(port) if !port.is_empty() => format!("{host}:{port}"),
-        _ if scheme.eq_ignore_ascii_case("https") => format!("{host}:443"),
-        _ => format!("{host}:80"),
-    }
+/// literal keeps its brackets) and its port (the scheme's when it has none), for the gRPC
+/// binding's `host:port`. `None` for a base URL that does not parse (it is built from the
+/// request's origin, so it always does).
+fn host_and_port(base_url: &str) -> Option<(String, u16)> {
+    let url = url::Url::parse(base_url).ok()?;
+    Some((url.host_str()?.to_owned(), url.port_or_known_default()?))
 }
 
 /// The path under which the router is mounted: the request path without the card route.
@@ -643,10 +635,11 @@ mod tests {
 
     #[test]
     fn a_grpc_port_is_listed_on_the_card_host() {
-        assert_eq!(host_of("http://127.0.0.1:8787"), "127.0.0.1");
-        assert_eq!(host_of("https://agent.example/base/path"), "agent.example");
-        assert_eq!(host_of("http://[::1]:8787/x"), "[::1]");
-        assert_eq!(host_of("http://[::1]"), "[::1]");
+        let host = |base_url: &str| host_and_port(base_url).map(|(host, _)| host);
+        assert_eq!(host("http://127.0.0.1:8787").as_deref(), Some("127.0.0.1"));
+        assert_eq!(host("https://agent.example/base/path").as_deref(), Some("agent.example"));
+        assert_eq!(host("http://[::1]:8787/x").as_deref(), Some("[::1]"));
+        assert_eq!(host("http://[::1]").as_deref(), Some("[::1]"));
         let port = DeclaredInterface::grpc(&crate::GrpcAddress::Port(50051));
         assert_eq!(port.url("http://agent.example:8787/agents/echo"), "agent.example:50051");
         let fixed = DeclaredInterface::grpc(&crate::GrpcAddress::Fixed("grpc.example:443".into()));

@@ -567,3 +567,37 @@ async fn an_unknown_method_is_unimplemented_and_a_non_grpc_content_type_is_refus
         .expect("response");
     assert_eq!(response.status(), 415);
 }
+
+#[tokio::test]
+async fn the_extended_card_is_served_to_an_authenticated_caller_with_this_servers_urls() {
+    let token = AccessToken::parse(TOKEN).expect("token");
+    let operator = accord_types::card::AgentSkill {
+        id: "admin".into(),
+        name: "admin".into(),
+        description: Some("Operator tools.".into()),
+        input_modes: vec!["application/json".into()],
+        output_modes: vec!["application/json".into()],
+        tags: vec!["admin".into()],
+        extra: serde_json::Map::new(),
+    };
+    let auth = AuthConfig::new()
+        .bearer(BearerTokens::new().with(&token, "caller", Vec::<String>::new()))
+        .extended_card(vec![operator]);
+    let runtime = runtime(Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let s = server(config(runtime, ErrorMapping::V1_0_1).auth(auth)).await;
+    let mut c = client(&s).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let card = c
+        .get_extended_agent_card(request(pb::GetExtendedAgentCardRequest::default(), &[("authorization", &bearer)]))
+        .await
+        .expect("the extended card")
+        .into_inner();
+    assert!(card.skills.iter().any(|skill| skill.id == "admin"), "{:?}", card.skills);
+    let grpc = card.supported_interfaces.iter().find(|interface| interface.protocol_binding == "GRPC");
+    assert_eq!(grpc.map(|interface| interface.url.clone()), Some(format!("127.0.0.1:{}", s.addr.port())));
+    let jsonrpc = card.supported_interfaces.iter().find(|interface| interface.protocol_binding == "JSONRPC");
+    assert_eq!(jsonrpc.map(|interface| interface.url.clone()), Some(s.url("/a2a/jsonrpc")));
+    // Anonymous: the extended card needs credentials.
+    let anonymous = c.get_extended_agent_card(request(pb::GetExtendedAgentCardRequest::default(), &[])).await;
+    assert_error(anonymous, Code::Unauthenticated, "UNAUTHENTICATED");
+}

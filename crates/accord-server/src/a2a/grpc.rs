@@ -151,6 +151,8 @@ fn code_name(code: tonic::Code) -> &'static str {
 struct Call {
     caller: accord_engine::task::Caller,
     activated: Vec<String>,
+    /// The request's metadata as HTTP headers (what the shared checks read).
+    headers: http::HeaderMap,
 }
 
 impl GrpcFace {
@@ -163,22 +165,21 @@ impl GrpcFace {
         let headers = request.metadata().clone().into_headers();
         let sent = headers.get("a2a-version").and_then(|value| value.to_str().ok()).map(str::trim);
         if let Some(version) = sent.filter(|version| !version.is_empty()) {
-            let requested = super::version::Requested::of(&headers, None);
-            if requested != super::version::Requested::V1_0 {
-                let error = requested.refusal_in(true, false);
-                let error = if matches!(requested, super::version::Requested::V0_3) {
-                    A2aError::new(A2aErrorKind::VersionNotSupported).with_message(format!(
-                        "A2A-Version {version} is not supported by lf.a2a.v1.A2AService, which speaks 1.0"
-                    ))
-                } else {
-                    error
-                };
+            let error = match super::version::Requested::of(&headers, None) {
+                super::version::Requested::V1_0 => None,
+                // The HTTP refusal of 0.3 speaks of a missing header, which is 1.0 here.
+                super::version::Requested::V0_3 => Some(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
+                    format!("A2A-Version {version} is not supported by lf.a2a.v1.A2AService, which speaks 1.0"),
+                )),
+                other => Some(other.refusal_in(true, false)),
+            };
+            if let Some(error) = error {
                 return Err(self.status(&error));
             }
         }
         let activated =
             super::negotiate_extensions(&headers, &self.core.extensions).map_err(|error| self.status(&error))?;
-        Ok(Call { caller: caller_of(request.extensions().get::<Principal>()), activated })
+        Ok(Call { caller: caller_of(request.extensions().get::<Principal>()), activated, headers })
     }
 
     /// The request's message as the A2A wire type, checked like the HTTP bindings check theirs.
@@ -226,9 +227,8 @@ impl GrpcFace {
     }
 
     /// The URL a payment is for: the method's URL on this server.
-    fn resource<T>(&self, request: &Request<T>) -> String {
-        let headers = request.metadata().clone().into_headers();
-        self.core.resource(&headers, &http::Uri::from_static("/"), request.extensions())
+    fn resource<T>(&self, call: &Call, request: &Request<T>) -> String {
+        self.core.resource(&call.headers, &http::Uri::from_static("/"), request.extensions())
     }
 }
 
@@ -240,7 +240,7 @@ impl A2aService for GrpcFace {
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         counted("SendMessage", async {
             let call = self.begin(&request)?;
-            let resource = self.resource(&request);
+            let resource = self.resource(&call, &request);
             let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
             let response = self.core.send_message(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
             Ok(Self::answer(self.write(response)?, &call.activated))
@@ -256,7 +256,7 @@ impl A2aService for GrpcFace {
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
         counted("SendStreamingMessage", async {
             let call = self.begin(&request)?;
-            let resource = self.resource(&request);
+            let resource = self.resource(&call, &request);
             let params: a2a::SendMessageRequest = self.parse(request.into_inner())?;
             let stream = self.core.send_streaming(params, call.caller, resource).await.map_err(|e| self.status(&e))?;
             Ok(Self::answer(self.stream(stream), &call.activated))
@@ -358,18 +358,17 @@ impl A2aService for GrpcFace {
     ) -> Result<Response<pb::AgentCard>, Status> {
         counted("GetExtendedAgentCard", async {
             let call = self.begin(&request)?;
-            let _params: a2a::GetExtendedAgentCardRequest = self.parse(request.get_ref().clone())?;
-            let headers = request.metadata().clone().into_headers();
+            let (_, extensions, message) = request.into_parts();
+            let _params: a2a::GetExtendedAgentCardRequest = self.parse(message)?;
             // The card's URLs are those of the server the call reached: the same router serves the
             // HTTP bindings there too.
-            let uri = request
-                .extensions()
+            let uri = extensions
                 .get::<axum::extract::OriginalUri>()
                 .map_or_else(|| http::Uri::from_static("/"), |original| original.0.clone());
-            let base_url = crate::card::origin(&headers, &uri);
+            let base_url = crate::card::origin(&call.headers, &uri);
             let card = self
                 .card
-                .extended(request.extensions().get::<Principal>(), &base_url)
+                .extended(extensions.get::<Principal>(), &base_url)
                 .map_err(|(error, _challenges)| self.status(&error))?;
             // The A2A view of Accord's card: the members the proto has (the Lucid ones have no field).
             let card =
