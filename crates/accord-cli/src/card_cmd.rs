@@ -1,5 +1,4 @@
-//! `accord card keygen|sign|verify|lint`, and the signed card that `accord serve --signing-key`
-//! publishes.
+//! `accord card keygen|sign|verify|lint|jwks`.
 //!
 //! Private keys are read from and written to files only: they are never printed, and the files
 //! written are created afresh with mode 0600.
@@ -7,7 +6,6 @@
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use accord_card::{
@@ -15,7 +13,6 @@ use accord_card::{
     card_problems, sign_card, verify_card_json,
 };
 use accord_client::{Client, ClientError};
-use accord_server::{SIGNED_CARD_PATH, SignedCardConfig};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
@@ -134,31 +131,6 @@ pub(crate) struct LintArgs {
     target: String,
 }
 
-/// The signed-card flags of `accord serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct SignedCardArgs {
-    /// Publish a signed card at /.well-known/agent-card.signed.json, signed with this private key
-    /// (a PKCS#8 PEM, as written by `accord card keygen`).
-    #[arg(long, value_name = "KEY", env = "ACCORD_SIGNING_KEY")]
-    signing_key: Option<PathBuf>,
-    /// The signed card's issuer [default: the --host value, e.g. 127.0.0.1].
-    #[arg(long, value_name = "ISSUER", requires = "signing_key")]
-    card_issuer: Option<String>,
-    /// The signed card's agent id [default: the agent's name, accord-demo].
-    #[arg(long, value_name = "ID", requires = "signing_key")]
-    card_agent_id: Option<String>,
-    /// Serve the signed card at /.well-known/agent.json too, instead of the plain card.
-    #[arg(long, requires = "signing_key")]
-    signed_card_at_legacy_path: bool,
-    /// The `kid` of the JWS signature the card routes carry [default: the key's RFC 7638
-    /// thumbprint].
-    #[arg(long, value_name = "KID", requires = "signing_key")]
-    card_kid: Option<String>,
-    /// The `jku` of that JWS signature: the https URL of a JWKS with the public key.
-    #[arg(long, value_name = "URL", requires = "signing_key")]
-    card_jku: Option<String>,
-}
-
 /// `accord card jwks`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct JwksArgs {
@@ -173,67 +145,6 @@ pub(crate) struct JwksArgs {
 /// `accord card jwks`: prints the JWKS.
 pub(crate) fn jwks(args: JwksArgs) -> Result<(), Failure> {
     crate::card_jws::jwks(&args.public_keys, &args.kid)
-}
-
-impl SignedCardArgs {
-    /// The JWS signature of the served card, or `None` without `--signing-key` or with a key
-    /// that has no JWS algorithm (SLH-DSA: then only the envelope is signed, and a warning says
-    /// so).
-    pub(crate) fn load_jws(&self) -> Result<Option<accord_server::JwsCardConfig>, Failure> {
-        let Some(path) = &self.signing_key else { return Ok(None) };
-        let key = read_private_key(path, "--signing-key")?;
-        if accord_card::JwsAlgorithm::for_key(key.algorithm()).is_none() {
-            tracing::warn!(algorithm = %key.algorithm(), "no JWS algorithm for this key: the card routes stay unsigned");
-            return Ok(None);
-        }
-        let mut options = accord_card::JwsSignOptions::new();
-        if let Some(kid) = &self.card_kid {
-            options = options.with_kid(kid);
-        }
-        if let Some(jku) = &self.card_jku {
-            options = options.with_jku(jku);
-        }
-        // Checked now rather than on the first request: a bad kid or jku is a usage error.
-        accord_card::jws::sign_agent_card_signature(&serde_json::json!({"name": "check"}), &key, &options)
-            .map_err(|error| usage(format!("--card-kid / --card-jku: {error}")))?;
-        let config = accord_server::JwsCardConfig::new()
-            .signer(Arc::new(key), options)
-            .map_err(|error| usage(format!("--signing-key: {error}")))?;
-        Ok(Some(config))
-    }
-
-    /// The signed-card configuration these flags ask for, or `None` without `--signing-key`.
-    pub(crate) fn load(&self, host: &str, agent_name: &str) -> Result<Option<SignedCardConfig>, Failure> {
-        let Some(path) = &self.signing_key else { return Ok(None) };
-        let key = read_private_key(path, "--signing-key")?;
-        let algorithm = key.algorithm();
-        let fingerprint = key.public_key().fingerprint().unwrap_or_default().to_owned();
-        let issuer = self.card_issuer.clone().unwrap_or_else(|| default_issuer(host));
-        let agent_id = self.card_agent_id.clone().unwrap_or_else(|| agent_name.to_owned());
-        let config = SignedCardConfig::new(Arc::new(key), issuer.clone(), agent_id.clone()).map_err(|error| {
-            usage(format!(
-                "the signed card cannot name issuer {issuer:?} and agent id {agent_id:?}: {error} \
-                 (set --card-issuer and --card-agent-id)"
-            ))
-        })?;
-        tracing::info!(
-            %issuer,
-            %agent_id,
-            %algorithm,
-            %fingerprint,
-            path = SIGNED_CARD_PATH,
-            legacy_path = self.signed_card_at_legacy_path,
-            "publishing a signed card"
-        );
-        Ok(Some(config.serve_at_legacy_path(self.signed_card_at_legacy_path)))
-    }
-}
-
-/// The issuer when none is given: the listen host as typed, without IPv6 brackets. Loopback and
-/// IP hosts (`127.0.0.1`, `::1`) fit the card's id pattern; a host that does not is refused with
-/// a hint to pass `--card-issuer`.
-fn default_issuer(host: &str) -> String {
-    host.trim().trim_start_matches('[').trim_end_matches(']').to_owned()
 }
 
 /// `accord card keygen`: a fresh key pair in `DIR`.
@@ -481,8 +392,7 @@ fn client_failure(error: ClientError) -> Failure {
 }
 
 fn read_private_key(path: &Path, flag: &str) -> Result<PrivateKey, Failure> {
-    let pem = read_text(path, flag)?;
-    PrivateKey::from_pem(&pem).map_err(|error| usage(format!("{flag} {}: {error}", path.display())))
+    accord::serve::read_private_key(path, flag).map_err(usage)
 }
 
 /// A text file that may hold key material, wiped from memory after use.
@@ -522,13 +432,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn the_default_issuer_is_the_host_without_brackets() {
-        assert_eq!(default_issuer("127.0.0.1"), "127.0.0.1");
-        assert_eq!(default_issuer("[::1]"), "::1");
-        assert_eq!(default_issuer("localhost"), "localhost");
-    }
 
     #[test]
     fn urls_are_told_from_files() {

@@ -1,10 +1,10 @@
-//! An agent with one typed skill, served on a loopback port, then invoked with the client.
+//! An agent with one typed skill, served on a loopback port with [`accord::Serve`], then invoked
+//! with the client.
 //!
 //! Run with: `cargo run -p hello-agent`
 
-use accord_client::{Client, InvokeOptions};
-use accord_engine::{Agent, Skill, SkillError};
-use accord_server::AgentRouterExt;
+use accord::client::{Client, InvokeOptions};
+use accord::{Agent, Serve, Skill, SkillError, StoreSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,17 +32,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }))
         .build()?;
 
-    // Serve it on a free loopback port.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(async move { axum::serve(listener, agent.router()).await });
+    // Serve it with every production feature, on a free loopback port and the in-process store.
+    let running = Serve::new(agent).port(0).store(StoreSpec::Memory).logging(false).bind().await?;
 
     // Discover it and call the skill.
     let client = Client::new();
-    let card = client.fetch_card(&base).await?;
+    let card = client.fetch_card(running.url()).await?;
     let answer = client.invoke(&card, "greet", serde_json::json!({"name": "Ada"}), InvokeOptions::default()).await?;
     let output = answer.output.unwrap_or_default();
     println!("{output}");
     assert_eq!(output["message"], "Hello, Ada!");
+    running.stop().await?;
     Ok(())
 }

@@ -1,48 +1,50 @@
-//! `accord serve`'s authentication flags: the demo bearer token, JWTs against a JWKS, API keys;
-//! turned into the server's [`AuthConfig`] (which the card's security schemes come from).
+//! The authentication flags: an operator's bearer token, JWTs against a JWKS, API keys; turned
+//! into the server's [`AuthConfig`] (which the card's security schemes come from).
 
 use accord_engine::task::AccessToken;
 use accord_server::auth::{ApiKeys, AuthConfig, BearerTokens, JwksSource, JwtConfig, JwtVerifier, parse_algorithms};
 
-/// The authentication flags of `accord serve`.
+/// The authentication flags. Every principal they admit is the agent's operator and holds the
+/// scopes given to [`Serve::operator_scopes`](super::Serve::operator_scopes).
 #[derive(Debug, Clone, clap::Args)]
-pub(crate) struct AuthArgs {
-    /// A bearer token (20 to 256 characters) granted the scope `demo:slow`, which the JSON-RPC
-    /// tasks face requires for the `slow` skill. Without it, `slow` is reachable there by nobody.
-    #[arg(long, env = "ACCORD_DEMO_TOKEN", hide_env_values = true)]
-    pub(crate) demo_token: Option<String>,
+pub struct AuthArgs {
+    /// A bearer token (20 to 256 characters) for the agent's operator: it holds the operator's
+    /// scopes (the demo agent's is `demo:slow`, which its JSON-RPC tasks face requires for the
+    /// `slow` skill). Only its SHA-256 is kept.
+    #[arg(long, visible_alias = "demo-token", env = "ACCORD_BEARER_TOKEN", hide_env_values = true)]
+    pub bearer_token: Option<String>,
     /// Accept bearer JWTs signed by a key of this JWKS: a file path or an https URL (read at
     /// start-up, read again when a token names an unknown key, at most once a minute). Needs
     /// --jwt-issuer and --jwt-audience.
     #[arg(long, env = "ACCORD_JWKS", requires_all = ["jwt_issuer", "jwt_audience"])]
-    pub(crate) jwks: Option<String>,
+    pub jwks: Option<String>,
     /// The `iss` every JWT must carry.
     #[arg(long, env = "ACCORD_JWT_ISSUER", requires = "jwks")]
-    pub(crate) jwt_issuer: Option<String>,
+    pub jwt_issuer: Option<String>,
     /// The `aud` every JWT must carry.
     #[arg(long, env = "ACCORD_JWT_AUDIENCE", requires = "jwks")]
-    pub(crate) jwt_audience: Option<String>,
+    pub jwt_audience: Option<String>,
     /// The accepted JWT algorithms, comma-separated (e.g. `RS256,ES256`; HMAC ones are refused).
     /// Default: those of the JWKS's keys.
     #[arg(long, env = "ACCORD_JWT_ALGORITHMS", requires = "jwks")]
-    pub(crate) jwt_algorithms: Option<String>,
+    pub jwt_algorithms: Option<String>,
     /// An API key callers may send in --api-key-header (repeatable; `sha256:HEX` gives the key by
     /// its SHA-256). Only the hash is kept.
     #[arg(long = "api-key", env = "ACCORD_API_KEYS", value_delimiter = ',', hide_env_values = true)]
-    pub(crate) api_keys: Vec<String>,
+    pub api_keys: Vec<String>,
     /// The header API keys are read from.
     #[arg(long, default_value = accord_server::auth::DEFAULT_API_KEY_HEADER, env = "ACCORD_API_KEY_HEADER")]
-    pub(crate) api_key_header: String,
+    pub api_key_header: String,
 }
 
 impl AuthArgs {
     /// The configuration the flags describe: every principal they admit holds `scopes`.
     /// The error names the flag, never a secret.
-    pub(crate) async fn config(&self, scopes: &[&str]) -> Result<AuthConfig, String> {
+    pub async fn config(&self, scopes: &[String]) -> Result<AuthConfig, String> {
         let mut config = AuthConfig::new();
-        if let Some(token) = &self.demo_token {
-            let token = AccessToken::parse(token).map_err(|error| format!("--demo-token: {error}"))?;
-            config = config.bearer(BearerTokens::new().with(&token, "demo", scopes.iter().copied()));
+        if let Some(token) = &self.bearer_token {
+            let token = AccessToken::parse(token).map_err(|error| format!("--bearer-token: {error}"))?;
+            config = config.bearer(BearerTokens::new().with(&token, "operator", scopes.iter().map(String::as_str)));
         }
         if let (Some(jwks), Some(issuer), Some(audience)) = (&self.jwks, &self.jwt_issuer, &self.jwt_audience) {
             let mut jwt = JwtConfig::new(JwksSource::parse(jwks), issuer, audience);
@@ -60,9 +62,9 @@ impl AuthArgs {
                 let subject = format!("api-key-{}", index + 1);
                 api_keys = match key.strip_prefix("sha256:") {
                     Some(hash) => api_keys
-                        .with_hash(hash, subject, scopes.iter().copied())
+                        .with_hash(hash, subject, scopes.iter().map(String::as_str))
                         .map_err(|error| format!("--api-key: {error}"))?,
-                    None => api_keys.with_key(key, subject, scopes.iter().copied()),
+                    None => api_keys.with_key(key, subject, scopes.iter().map(String::as_str)),
                 };
             }
             config = config.api_keys(api_keys);

@@ -1,16 +1,18 @@
-//! Choosing the task store `accord serve` runs on: `memory`, `sqlite://PATH` (the default, a file
-//! in the working directory) or `postgres://URL` (several `accord serve` processes on one database
-//! form a pool of workers).
+//! Choosing the task store a server runs on: `memory`, `sqlite://PATH` (the default, a file in the
+//! working directory) or `postgres://URL` (several servers on one database form a pool of
+//! workers). The durable stores are cargo features: `sqlite` (default) and `postgres`.
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{MemoryStore, MemoryStoreConfig, StoreError, TaskStore};
+#[cfg(feature = "postgres")]
 use accord_store_postgres::{PostgresStore, PostgresStoreConfig};
-use accord_store_sqlite::{SqliteStore, SqliteStoreConfig, Synchronous};
+#[cfg(feature = "sqlite")]
+use accord_store_sqlite::{SqliteStore, SqliteStoreConfig};
 
-/// The store `accord serve` uses when none is given.
+/// The store used when none is given.
 pub const DEFAULT_STORE: &str = "sqlite://accord.db";
 
 /// Where tasks are kept.
@@ -104,22 +106,46 @@ pub async fn open_store(spec: &StoreSpec, options: &StoreOptions) -> Result<Arc<
     }
     Ok(match spec {
         StoreSpec::Memory => Arc::new(MemoryStore::new(options.memory)),
+        #[cfg(feature = "sqlite")]
         StoreSpec::Sqlite(url) => {
             let mut config = SqliteStoreConfig::from_url(url)?
                 .max_active_tasks(options.durable.max_active_tasks)
                 .retention(options.durable.retention);
             if let Some(sync) = options.sync {
-                config = config.synchronous(sync);
+                config = config.synchronous(match sync {
+                    Synchronous::Normal => accord_store_sqlite::Synchronous::Normal,
+                    Synchronous::Full => accord_store_sqlite::Synchronous::Full,
+                });
             }
             Arc::new(SqliteStore::open(config).await?)
         }
+        #[cfg(feature = "postgres")]
         StoreSpec::Postgres(url) => {
             let config = PostgresStoreConfig::new(url.clone())
                 .max_active_tasks(options.durable.max_active_tasks)
                 .retention(options.durable.retention);
             Arc::new(PostgresStore::connect(config).await?)
         }
+        #[cfg(not(feature = "sqlite"))]
+        StoreSpec::Sqlite(_) => {
+            return Err(StoreError::Unavailable("this build has no SQLite store (the `sqlite` cargo feature)".into()));
+        }
+        #[cfg(not(feature = "postgres"))]
+        StoreSpec::Postgres(_) => {
+            return Err(StoreError::Unavailable(
+                "this build has no PostgreSQL store (the `postgres` cargo feature)".into(),
+            ));
+        }
     })
+}
+
+/// When a SQLite store's commits wait for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Synchronous {
+    /// Survives a killed process (the default).
+    Normal,
+    /// Also survives a loss of power, at about a millisecond per commit.
+    Full,
 }
 
 #[cfg(test)]

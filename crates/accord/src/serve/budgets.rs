@@ -1,4 +1,4 @@
-//! The byte and count budgets `accord serve` holds requests, tasks and answers to: what one
+//! The byte and count budgets a server holds requests, tasks and answers to: what one
 //! caller may make the server keep or send (see `docs/limits.md`, "Budgets"). Each flag sets one
 //! limit of the engine's or the server's configuration; this module only carries them there.
 
@@ -7,7 +7,7 @@ use std::time::Duration;
 use accord_engine::idempotency::IdempotencyConfig;
 use accord_engine::task::{ListLimits, RuntimeConfig, ServiceConfig, TaskLimits};
 
-use crate::store::{DurableLimits, StoreOptions};
+use super::store::{DurableLimits, StoreOptions};
 
 /// The budgets' flags.
 #[derive(Debug, Clone, clap::Args)]

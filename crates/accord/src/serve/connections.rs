@@ -1,36 +1,36 @@
-//! `accord serve`'s connection flags: how many clients, and how slow, the server puts up with.
+//! The connection flags: how many clients, and how slow, the server puts up with.
 
 use std::time::Duration;
 
 use accord_server::serve::ConnectionLimits;
 
 /// Connection limits (docs/limits.md, "Connections").
-#[derive(Debug, clap::Args)]
-pub(crate) struct ConnectionArgs {
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionArgs {
     /// Connections served at once; at the cap, new ones wait in the accept backlog.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..), env = "ACCORD_MAX_CONNECTIONS")]
-    max_connections: u32,
+    pub max_connections: u32,
     /// Requests handled at once (a stream counts until its response starts); beyond, 503 with
     /// Retry-After.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), env = "ACCORD_MAX_IN_FLIGHT")]
-    max_in_flight: u32,
+    pub max_in_flight: u32,
     /// Seconds a client has to send a request head once it has begun; then the connection closes.
     #[arg(long, default_value_t = 10.0, value_parser = super::positive_seconds, env = "ACCORD_HEADER_TIMEOUT")]
-    header_timeout: f64,
+    pub header_timeout: f64,
     /// Seconds a connection may stay open with no request; then it closes.
     #[arg(long, default_value_t = 60.0, value_parser = super::positive_seconds, env = "ACCORD_IDLE_TIMEOUT")]
-    idle_timeout: f64,
+    pub idle_timeout: f64,
     /// Seconds a client has to send a request body after its head; then the connection closes.
     #[arg(long, default_value_t = 30.0, value_parser = super::positive_seconds, env = "ACCORD_BODY_TIMEOUT")]
-    body_timeout: f64,
+    pub body_timeout: f64,
     /// Seconds a response may wait for its client to read; then the connection closes.
     #[arg(long, default_value_t = 30.0, value_parser = super::positive_seconds, env = "ACCORD_WRITE_TIMEOUT")]
-    write_timeout: f64,
+    pub write_timeout: f64,
 }
 
 impl ConnectionArgs {
     /// The limits these flags set.
-    pub(crate) fn limits(&self) -> ConnectionLimits {
+    pub fn limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             max_connections: self.max_connections as usize,
             max_in_flight: self.max_in_flight as usize,
@@ -48,12 +48,15 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::{Cli, Command};
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        connections: ConnectionArgs,
+    }
 
     fn limits(args: &[&str]) -> Result<ConnectionLimits, clap::Error> {
-        let cli = Cli::try_parse_from(["accord", "serve"].iter().chain(args))?;
-        let Command::Serve { connections, .. } = cli.command else { panic!("serve") };
-        Ok(connections.limits())
+        Ok(Flags::try_parse_from(["serve"].iter().chain(args))?.connections.limits())
     }
 
     #[test]

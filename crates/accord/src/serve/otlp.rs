@@ -1,4 +1,4 @@
-//! OpenTelemetry export of `accord serve`'s spans (feature `otlp`): OTLP over HTTP/protobuf to
+//! OpenTelemetry export of the server's spans (feature `otlp`): OTLP over HTTP/protobuf to
 //! `<endpoint>/v1/traces`, batched on the exporter's own thread.
 
 use opentelemetry::trace::TracerProvider as _;
@@ -15,7 +15,7 @@ impl Exporter {
     /// An exporter to the collector at `endpoint` (the OTLP base URL, as in
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`: spans go to `/v1/traces` under it).
     pub(crate) fn new(endpoint: &str) -> Result<Self, String> {
-        let base = reqwest::Url::parse(endpoint)
+        let base = url::Url::parse(endpoint)
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
             .ok_or_else(|| format!("--otlp-endpoint {endpoint:?} is not an http(s) URL"))?;

@@ -1,4 +1,4 @@
-//! `accord serve`'s observability flags: `/metrics` (on by default, or on a listener of its own),
+//! The observability flags: `/metrics` (on by default, or on a listener of its own),
 //! the log format, and (with the `otlp` feature) OpenTelemetry export of the spans.
 
 use std::net::SocketAddr;
@@ -9,7 +9,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// How logs are written to standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LogFormat {
+pub enum LogFormat {
     /// One human-readable line per event.
     Text,
     /// One JSON object per line, with the fields of the event and of its spans.
@@ -17,32 +17,32 @@ pub(crate) enum LogFormat {
 }
 
 /// Metrics, logs and traces.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ObserveArgs {
+#[derive(Debug, Clone, clap::Args)]
+pub struct ObserveArgs {
     /// Do not serve `/metrics` (by default it is served on the agent's listener, outside its
     /// authentication, like `/health`).
     #[arg(long, env = "ACCORD_NO_METRICS")]
-    no_metrics: bool,
+    pub no_metrics: bool,
     /// Serve `/metrics` on this address only (e.g. `127.0.0.1:9464`), away from the agent's
     /// listener, so that it can stay private while the agent is public.
     #[arg(long, env = "ACCORD_METRICS_ADDR", conflicts_with = "no_metrics")]
-    metrics_addr: Option<SocketAddr>,
+    pub metrics_addr: Option<SocketAddr>,
     /// How logs are written to standard error: `text` or `json` (one object per line). What is
     /// logged is set with `ACCORD_LOG` (default `info`; `accord::request=debug` adds a line per
     /// request).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "ACCORD_LOG_FORMAT")]
-    log_format: LogFormat,
+    pub log_format: LogFormat,
     /// Export spans with OpenTelemetry (OTLP over HTTP/protobuf) to this collector, e.g.
     /// `http://127.0.0.1:4318` (spans go to `/v1/traces` under it). Needs an `accord` built with
     /// the `otlp` feature; there `OTEL_EXPORTER_OTLP_ENDPOINT` sets it too.
     #[cfg_attr(feature = "otlp", arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT"))]
     #[cfg_attr(not(feature = "otlp"), arg(long))]
-    otlp_endpoint: Option<String>,
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Where `/metrics` is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MetricsAt {
+pub enum MetricsAt {
     /// Not at all.
     Off,
     /// On the agent's listener.
@@ -52,14 +52,14 @@ pub(crate) enum MetricsAt {
 }
 
 /// What must live as long as the server: the span exporter, flushed when dropped.
-pub(crate) struct Telemetry {
+pub struct Telemetry {
     #[cfg(feature = "otlp")]
-    otlp: Option<crate::otlp::Exporter>,
+    otlp: Option<super::otlp::Exporter>,
 }
 
 impl Telemetry {
     /// Sends the spans still buffered (at shutdown).
-    pub(crate) fn shutdown(self) {
+    pub fn shutdown(self) {
         #[cfg(feature = "otlp")]
         if let Some(otlp) = self.otlp {
             otlp.shutdown();
@@ -69,7 +69,7 @@ impl Telemetry {
 
 impl ObserveArgs {
     /// Where `/metrics` is served.
-    pub(crate) fn metrics_at(&self) -> MetricsAt {
+    pub fn metrics_at(&self) -> MetricsAt {
         match (self.no_metrics, self.metrics_addr) {
             (true, _) => MetricsAt::Off,
             (false, Some(address)) => MetricsAt::Own(address),
@@ -77,9 +77,11 @@ impl ObserveArgs {
         }
     }
 
-    /// Installs the process's log (and span) subscriber as the flags say. Errors are the
-    /// flags' mistakes, worded for the user.
-    pub(crate) fn init(&self) -> Result<Telemetry, String> {
+    /// Installs the process's log (and span) subscriber as the flags say, unless the application
+    /// installed a global subscriber of its own first (then that one stays, and `--log-format`
+    /// and `--otlp-endpoint` are the application's business). Errors are the flags' mistakes,
+    /// worded for the user.
+    pub fn init(&self) -> Result<Telemetry, String> {
         let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
         let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
@@ -90,21 +92,21 @@ impl ObserveArgs {
         #[cfg(feature = "otlp")]
         {
             let otlp = match self.otlp_endpoint.as_deref().map(str::trim).filter(|endpoint| !endpoint.is_empty()) {
-                Some(endpoint) => Some(crate::otlp::Exporter::new(endpoint)?),
+                Some(endpoint) => Some(super::otlp::Exporter::new(endpoint)?),
                 None => None,
             };
-            let layer = otlp.as_ref().map(crate::otlp::Exporter::layer);
-            tracing_subscriber::registry().with(filter).with(fmt).with(layer).init();
+            let layer = otlp.as_ref().map(super::otlp::Exporter::layer);
+            let _ = tracing_subscriber::registry().with(filter).with(fmt).with(layer).try_init();
             Ok(Telemetry { otlp })
         }
         #[cfg(not(feature = "otlp"))]
         {
             if self.otlp_endpoint.is_some() {
                 return Err("--otlp-endpoint needs an accord built with the `otlp` feature \
-                            (cargo install accord-cli --features otlp)"
+                            (the `otlp` cargo feature of accord or accord-cli)"
                     .into());
             }
-            tracing_subscriber::registry().with(filter).with(fmt).init();
+            let _ = tracing_subscriber::registry().with(filter).with(fmt).try_init();
             Ok(Telemetry {})
         }
     }

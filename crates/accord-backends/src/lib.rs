@@ -1,0 +1,53 @@
+//! Skills whose code lives outside Rust, and the agent file that names them.
+//!
+//! To the engine these are ordinary skills: the same schemas, prices, cancellation and task log.
+//! A backend's failure is a skill failure (a failed run), never a server failure; a backend that
+//! refuses the request (an HTTP 4xx, a `{"rejected": …}` answer) rejects the run, which is the
+//! caller's mistake.
+//!
+//! - [`HttpBackend`]: POSTs the input JSON to an endpoint; a JSON answer, or an NDJSON or
+//!   server-sent-event stream of deltas ending in an output.
+//! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON on stdout.
+//! - [`AgentFile`]: the TOML file (`docs/agent-file.md`) that describes an agent and wires each
+//!   of its skills to a backend.
+//!
+//! The backends' wire contract — request body, headers, answers, streams, limits, and what a
+//! caller sees on each failure — is `docs/backends.md`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let file = accord_backends::AgentFile::load("shop.toml")?;
+//! let agent = file.build_agent()?;
+//! # let _ = agent; Ok(()) }
+//! ```
+
+mod command;
+mod contract;
+pub mod file;
+mod http;
+mod secret;
+
+pub use command::{CommandBackend, CommandConfig};
+pub use file::{AgentFile, Backend, FileError, FileErrors, SkillSpec};
+pub use http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+pub use secret::Secret;
+
+/// A backend that cannot be made from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendError {
+    reason: String,
+}
+
+impl BackendError {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
+        Self { reason: reason.into() }
+    }
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for BackendError {}

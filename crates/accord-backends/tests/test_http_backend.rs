@@ -1,0 +1,476 @@
+//! The HTTP backend against a real HTTP server in the test: an agent built from an agent file,
+//! run through the engine as a face would run it (invoke, stream, tasks).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use accord_backends::AgentFile;
+use accord_engine::task::{
+    AccessToken, Caller, MemoryStore, MemoryStoreConfig, RuntimeConfig, SendInput, SendRequest, ServiceConfig,
+    TaskRuntime, TaskService, Wait,
+};
+use accord_engine::{Agent, EndStatus, Message, Part, Role, RunError, RunEvent, TaskState};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const TOKEN: &str = "tok-5ecret-5ecret-5ecret";
+
+/// The headers a backend received, as JSON (only Accord's and the authorization).
+fn seen_headers(headers: &HeaderMap) -> Value {
+    let mut seen = serde_json::Map::new();
+    for (name, value) in headers {
+        if name.as_str().starts_with("accord-") || name == header::AUTHORIZATION || name == header::CONTENT_TYPE {
+            seen.insert(name.as_str().to_owned(), json!(value.to_str().unwrap_or("?")));
+        }
+    }
+    Value::Object(seen)
+}
+
+fn ndjson(lines: Vec<String>) -> Response {
+    let stream = futures_util::stream::iter(lines.into_iter().map(Ok::<_, std::io::Error>));
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(stream)).into_response()
+}
+
+#[derive(Default)]
+struct Load {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+fn backend(load: Arc<Load>) -> Router {
+    Router::new()
+        .route(
+            "/quote",
+            post(|headers: HeaderMap, body: axum::Json<Value>| async move {
+                axum::Json(json!({"price": 42, "item": body.0["item"], "headers": seen_headers(&headers)}))
+            }),
+        )
+        .route(
+            "/ndjson",
+            post(|| async {
+                ndjson(vec![
+                    "{\"delta\": \"Hel\"}\n".into(),
+                    "{\"delta\": \"lo\", \"mime\": \"text/plain\"}\n\n".into(),
+                    "{\"output\": {\"text\": \"Hello\"}, \"usage\": {\"calls\": 1}}\n".into(),
+                ])
+            }),
+        )
+        .route(
+            "/sse",
+            post(|| async {
+                let body = ": hello\n\nevent: delta\ndata: {\"delta\": \"a\"}\n\ndata: {\"delta\":\ndata: \"b\"}\n\ndata: {\"output\": \"ab\"}\n\n";
+                ([(header::CONTENT_TYPE, "text/event-stream")], body)
+            }),
+        )
+        .route(
+            "/ask",
+            post(|headers: HeaderMap, body: axum::Json<Value>| async move {
+                let body = body.0;
+                match body.get("history") {
+                    None => axum::Json(json!({"input_required": {"message": "What size?"}})),
+                    Some(history) => {
+                        let answer = history.as_array().and_then(|h| h.last()).cloned().unwrap_or(Value::Null);
+                        axum::Json(json!({
+                            "item": body["input"]["item"],
+                            "size": answer["parts"][0]["text"],
+                            "turns": history.as_array().map_or(0, Vec::len),
+                            "roles": history.as_array().map(|h| h.iter().map(|m| m["role"].clone()).collect::<Vec<_>>()),
+                            "follow_up": headers.get("accord-follow-up").map(|v| v.to_str().unwrap_or("?")),
+                        }))
+                    }
+                }
+            }),
+        )
+        .route(
+            "/missing",
+            post(|| async { (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": "no such item"}}))) }),
+        )
+        .route(
+            "/boom",
+            post(|| async {
+                (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "stack trace with internal detail"})))
+            }),
+        )
+        .route("/unauthorized", post(|| async { StatusCode::UNAUTHORIZED }))
+        .route(
+            "/slow",
+            post(|| async {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                axum::Json(json!({}))
+            }),
+        )
+        .route(
+            "/slow-stream",
+            post(|| async {
+                let first = futures_util::stream::iter([Ok::<_, std::io::Error>("{\"delta\": \"a\"}\n".to_owned())]);
+                let stall = futures_util::stream::once(async {
+                    tokio::time::sleep(Duration::from_secs(20)).await;
+                    Ok("{\"output\": 1}\n".to_owned())
+                });
+                ([(header::CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(first.chain(stall)))
+            }),
+        )
+        .route("/garbage", post(|| async { ([(header::CONTENT_TYPE, "text/html")], "<html>oops</html>") }))
+        .route(
+            "/unterminated",
+            post(|| async { ndjson(vec!["{\"delta\": \"a\"}\n".into()]) }),
+        )
+        .route(
+            "/huge",
+            post(|| async {
+                // Far more than any cap: 1 GiB of one JSON string, never finished.
+                let chunk = "x".repeat(64 << 10);
+                let stream = futures_util::stream::iter(0..16_384).map(move |_| Ok::<_, std::io::Error>(chunk.clone()));
+                let start = futures_util::stream::iter([Ok::<_, std::io::Error>("\"".to_owned())]);
+                ([(header::CONTENT_TYPE, "application/json")], Body::from_stream(start.chain(stream)))
+            }),
+        )
+        .route(
+            "/huge-stream",
+            post(|| async {
+                let line = format!("{{\"delta\": \"{}\"}}\n", "y".repeat(1000));
+                let stream = futures_util::stream::iter(0..1_000_000).map(move |_| Ok::<_, std::io::Error>(line.clone()));
+                ([(header::CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(stream))
+            }),
+        )
+        .route(
+            "/held",
+            post(move || {
+                let load = Arc::clone(&load);
+                async move {
+                    let now = load.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    load.most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    load.now.fetch_sub(1, Ordering::SeqCst);
+                    axum::Json(json!({"ok": true}))
+                }
+            }),
+        )
+}
+
+async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}
+
+/// An agent with one HTTP skill per `(id, path, extra options)`, from an agent file whose URLs
+/// use `${PORT}` and whose headers use `${SHOP_TOKEN}`.
+fn agent(port: u16, skills: &[(&str, &str, &str)]) -> (AgentFile, Agent) {
+    let mut text = String::from("[agent]\nname = \"http-test\"\n");
+    for (id, path, extra) in skills {
+        text.push_str(&format!(
+            "\n[[skill]]\nid = \"{id}\"\nhttp = {{ url = \"http://127.0.0.1:${{PORT}}{path}\"{extra} }}\n"
+        ));
+    }
+    let env: HashMap<&str, String> = HashMap::from([("PORT", port.to_string()), ("SHOP_TOKEN", TOKEN.to_owned())]);
+    let file = AgentFile::parse_with_env(&text, "http-test.toml", ".", &|name| env.get(name).cloned())
+        .unwrap_or_else(|errors| panic!("{errors}"));
+    let agent = file.build_agent().expect("agent");
+    (file, agent)
+}
+
+async fn invoke(agent: &Agent, skill: &str, input: Value) -> Result<Value, RunError> {
+    let valid = agent.skill(skill).expect("skill").validate_input(input).expect("valid input");
+    agent.invoke(valid).await.map(|invocation| invocation.completion.output)
+}
+
+fn failure(result: Result<Value, RunError>) -> accord_engine::SkillError {
+    match result {
+        Err(RunError::Failed(error)) => error,
+        other => panic!("expected a failed run, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_json_answer_is_the_output_and_accord_headers_are_sent() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("quote", "/quote", ", headers = { Authorization = \"Bearer ${SHOP_TOKEN}\" }")]);
+    let output = invoke(&agent, "quote", json!({"item": "shirt"})).await.expect("output");
+    assert_eq!(output["price"], 42);
+    assert_eq!(output["item"], "shirt");
+    let headers = &output["headers"];
+    assert_eq!(headers["accord-skill"], "quote");
+    assert_eq!(headers["content-type"], "application/json");
+    assert!(headers["accord-run-id"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(headers["authorization"], format!("Bearer {TOKEN}"));
+    // A direct invocation is no task.
+    assert!(headers.get("accord-task-id").is_none());
+}
+
+#[tokio::test]
+async fn a_task_sends_its_ids_and_never_its_access_token() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("quote", "/quote", "")]);
+    let service = service(agent);
+    let token = AccessToken::generate();
+    let caller = Caller::owner(token.owner());
+    let message = Message::new(Role::User, vec![Part::Data(json!({"item": "hat"}))]);
+    let request = SendRequest::new(caller, SendInput::FromMessage).skill("quote").message(message).new_context();
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+    assert_eq!(task.state, TaskState::Completed, "{task:?}");
+    let output = task.result.expect("result").output;
+    let headers = &output["headers"];
+    assert_eq!(headers["accord-task-id"], task.id.as_str());
+    assert_eq!(headers["accord-context-id"].as_str(), task.context_id.as_deref());
+    assert_eq!(headers["accord-run-id"], task.id.as_str());
+    assert!(!output.to_string().contains(token.expose()), "{output}");
+}
+
+fn service(agent: Agent) -> TaskService {
+    let store = Arc::new(MemoryStore::new(MemoryStoreConfig::default()));
+    TaskService::new(TaskRuntime::new(agent, store, RuntimeConfig::default()), ServiceConfig::default())
+}
+
+async fn streamed(agent: &Agent, skill: &str) -> (Vec<RunEvent>, accord_engine::RunEnd) {
+    let valid = agent.skill(skill).expect("skill").validate_input(json!({})).expect("valid");
+    let frames: Vec<_> = agent.stream(valid).expect("stream").collect().await;
+    let mut events: Vec<RunEvent> = frames.into_iter().map(|frame| frame.event).collect();
+    match events.pop() {
+        Some(RunEvent::End(end)) => (events, *end),
+        other => panic!("the stream did not end: {other:?}"),
+    }
+}
+
+fn deltas(events: &[RunEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            RunEvent::Delta { delta, .. } => Some(delta.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn ndjson_and_sse_answers_stream_deltas_then_the_output() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("nd", "/ndjson", ""), ("sse", "/sse", "")]);
+
+    let (events, end) = streamed(&agent, "nd").await;
+    assert_eq!(deltas(&events), ["Hel", "lo"]);
+    assert!(
+        events.iter().any(|event| matches!(event, RunEvent::Delta { mime: Some(mime), .. } if mime == "text/plain"))
+    );
+    assert_eq!(end.status, EndStatus::Succeeded);
+    let completion = end.completion.expect("completion");
+    assert_eq!(completion.output, json!({"text": "Hello"}));
+    assert_eq!(completion.usage, Some(json!({"calls": 1})));
+
+    let (events, end) = streamed(&agent, "sse").await;
+    assert_eq!(deltas(&events), ["a", "b"]);
+    assert_eq!(end.completion.expect("completion").output, json!("ab"));
+
+    // Invoked rather than streamed, the same backend gives the output alone.
+    assert_eq!(invoke(&agent, "nd", json!({})).await.expect("output"), json!({"text": "Hello"}));
+}
+
+#[tokio::test]
+async fn an_input_required_answer_pauses_the_task_and_the_follow_up_brings_the_history() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("ask", "/ask", "")]);
+    let service = service(agent);
+    let caller = Caller::owner(AccessToken::generate().owner());
+    let first = Message::new(Role::User, vec![Part::Data(json!({"item": "shirt"}))]);
+    let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(first);
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+    assert_eq!(task.state, TaskState::InputRequired, "{task:?}");
+    assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("What size?"));
+
+    let answer = Message::new(Role::User, vec![Part::Text("XL".into())]);
+    let request = SendRequest::new(caller, SendInput::FromMessage).follow_up(task.id.clone()).message(answer);
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("follow-up");
+    assert_eq!(task.state, TaskState::Completed, "{task:?}");
+    let output = task.result.expect("result").output;
+    // The envelope: the task's original input, and its history (the caller's first message, the
+    // agent's question, the caller's answer).
+    assert_eq!(output["item"], "shirt");
+    assert_eq!(output["size"], "XL");
+    assert_eq!(output["turns"], 3);
+    assert_eq!(output["roles"], json!(["user", "agent", "user"]));
+    assert_eq!(output["follow_up"], "true");
+
+    // Invoked directly, the question is an incomplete run, not a failure.
+    match invoke(&service.agent().clone(), "ask", json!({"item": "x"})).await {
+        Err(RunError::Incomplete { status: EndStatus::InputRequired, message }) => {
+            assert_eq!(message.map(|m| m.text()).as_deref(), Some("What size?"));
+        }
+        other => panic!("expected input required, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_4xx_rejects_the_run_and_a_5xx_fails_it() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("missing", "/missing", ""), ("boom", "/boom", "")]);
+    match invoke(&agent, "missing", json!({})).await {
+        Err(RunError::Incomplete { status: EndStatus::Rejected, message }) => {
+            assert_eq!(message.map(|m| m.text()).as_deref(), Some("no such item"));
+        }
+        other => panic!("expected a rejected run, got {other:?}"),
+    }
+    let error = failure(invoke(&agent, "boom", json!({})).await);
+    assert_eq!(error.code, "backend_error");
+    assert!(error.message.contains("500"), "{error}");
+    // The backend's own error body stays with the backend.
+    assert!(!error.message.contains("internal detail"), "{error}");
+
+    // As tasks: rejected and failed.
+    let service = service(agent);
+    let caller = Caller::owner(AccessToken::generate().owner());
+    for (skill, state) in [("missing", TaskState::Rejected), ("boom", TaskState::Failed)] {
+        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill(skill);
+        let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+        assert_eq!(task.state, state, "{task:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_a_refused_connection_garbage_and_an_endless_stream_fail_the_run() {
+    let port = serve(backend(Arc::default())).await.port();
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        listener.local_addr().expect("address").port()
+    };
+    let (_, agent) = agent(
+        port,
+        &[
+            ("slow", "/slow", ", timeout = 0.3"),
+            ("slow-stream", "/slow-stream", ", timeout = 0.3"),
+            ("garbage", "/garbage", ""),
+            ("unterminated", "/unterminated", ""),
+        ],
+    );
+    let error = failure(invoke(&agent, "slow", json!({})).await);
+    assert_eq!((error.code.as_str(), error.retryable), ("backend_timeout", Some(true)), "{error}");
+    // A stream times out between events.
+    let error = failure(invoke(&agent, "slow-stream", json!({})).await);
+    assert_eq!(error.code, "backend_timeout", "{error}");
+    assert_eq!(failure(invoke(&agent, "garbage", json!({})).await).code, "backend_invalid_answer");
+    let error = failure(invoke(&agent, "unterminated", json!({})).await);
+    assert_eq!(error.code, "backend_invalid_answer");
+    assert!(error.message.contains("without an `output`"), "{error}");
+
+    let (_, agent) = self::agent(closed, &[("refused", "/x?key=${SHOP_TOKEN}", "")]);
+    let error = failure(invoke(&agent, "refused", json!({})).await);
+    assert_eq!((error.code.as_str(), error.retryable), ("backend_unavailable", Some(true)), "{error}");
+    assert!(!error.message.contains(TOKEN) && !error.message.contains("127.0.0.1"), "{error}");
+}
+
+#[tokio::test]
+async fn an_answer_beyond_the_cap_fails_without_being_read_whole() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(
+        port,
+        &[
+            ("huge", "/huge", ", max_answer_bytes = 65536"),
+            ("huge-stream", "/huge-stream", ", max_answer_bytes = 65536"),
+        ],
+    );
+    let started = std::time::Instant::now();
+    let error = failure(invoke(&agent, "huge", json!({})).await);
+    assert_eq!(error.code, "backend_answer_too_large", "{error}");
+    let (events, end) = streamed(&agent, "huge-stream").await;
+    assert_eq!(end.status, EndStatus::Failed);
+    assert_eq!(end.error.expect("error").code, "backend_answer_too_large");
+    // 64 KiB of 1 KiB deltas: the run stopped at the cap, not at the end of a 1 GB stream.
+    assert!(deltas(&events).len() < 70, "{}", events.len());
+    // Not a timing claim: reading 1 GiB through the default cap would take far longer than this
+    // generous bound on a loaded machine.
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn the_default_cap_is_16_mib() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (file, agent) = agent(port, &[("huge", "/huge", "")]);
+    match file.skills()[0].backend() {
+        accord_backends::Backend::Http(config) => assert!(format!("{config:?}").contains("16777216")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(failure(invoke(&agent, "huge", json!({})).await).code, "backend_answer_too_large");
+}
+
+#[tokio::test]
+async fn cancelling_the_run_closes_the_connection_to_the_backend() {
+    // A raw server: it tells when a request arrived and when its connection closed.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (arrived_tx, arrived) = tokio::sync::oneshot::channel();
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        let mut buffer = [0u8; 4096];
+        let _ = socket.read(&mut buffer).await;
+        let _ = arrived_tx.send(());
+        // Never answers; reads until the client goes away.
+        loop {
+            match socket.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = closed_tx.send(());
+        let _ = socket.shutdown().await;
+    });
+    let (_, agent) = agent(port, &[("hang", "/hang", ", timeout = 60")]);
+    let valid = agent.skill("hang").expect("skill").validate_input(json!({})).expect("valid");
+    let stream = agent.stream(valid).expect("stream");
+    tokio::time::timeout(Duration::from_secs(10), arrived).await.expect("request arrived").expect("arrived");
+    drop(stream); // the caller goes away: the run is cancelled
+    tokio::time::timeout(Duration::from_secs(10), closed).await.expect("connection closed").expect("closed");
+}
+
+#[tokio::test]
+async fn the_concurrency_limit_holds_runs_back() {
+    let load = Arc::new(Load::default());
+    let port = serve(backend(Arc::clone(&load))).await.port();
+    let (_, agent) = agent(port, &[("held", "/held", ", concurrency = 2")]);
+    let runs = (0..6).map(|_| invoke(&agent, "held", json!({})));
+    for result in futures_util::future::join_all(runs).await {
+        assert_eq!(result.expect("output"), json!({"ok": true}));
+    }
+    assert_eq!(load.most.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_configured_secret_never_shows_in_errors_or_debug_output() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (file, agent) = agent(
+        port,
+        &[
+            ("unauthorized", "/unauthorized", ", headers = { Authorization = \"Bearer ${SHOP_TOKEN}\" }"),
+            ("boom", "/boom?key=${SHOP_TOKEN}", ", headers = { X-Api-Key = \"${SHOP_TOKEN}\" }"),
+        ],
+    );
+    let error = failure(invoke(&agent, "unauthorized", json!({})).await);
+    assert_eq!(error.code, "backend_unauthorized");
+    let boom = failure(invoke(&agent, "boom", json!({})).await);
+    for shown in [
+        format!("{error:?} {error}"),
+        format!("{boom:?} {boom}"),
+        format!("{file:?}"),
+        format!("{agent:?}"),
+        format!("{:?}", file.skills()),
+    ] {
+        assert!(!shown.contains(TOKEN), "{shown}");
+    }
+    assert!(format!("{file:?}").contains("authorization"), "header names still show");
+
+    // A file that cannot load does not repeat the secret either.
+    let text = "[agent]\nname = \"x\"\n[[skill]]\nid = \"a\"\nhttp = { url = \"http://h/${SHOP_TOKEN}\", headers = { X = \"${SHOP_TOKEN}\\u0001\" } }\n";
+    let errors = AgentFile::parse_with_env(text, "x.toml", ".", &|_| Some(TOKEN.to_owned())).expect_err("bad header");
+    assert!(!errors.to_string().contains(TOKEN) && !format!("{errors:?}").contains(TOKEN), "{errors}");
+    assert!(errors.to_string().contains("skill[0].http.headers.X"), "{errors}");
+}

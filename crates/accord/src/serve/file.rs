@@ -1,0 +1,138 @@
+//! The `[serve]` table of an agent file: the same settings as the flags, under their long names
+//! without `--` (`store = "sqlite://shop.db"`, `grpc-port = 0`, `webhook-allow = ["loopback"]`).
+//!
+//! A flag given on the command line, or its `ACCORD_*` variable, overrides the file; the file
+//! overrides the defaults. This module turns the table into the flags it stands for, leaving out
+//! those the command line or the environment already set, so that one parse applies everything
+//! with clap's own checks and messages.
+
+use std::ffi::OsString;
+
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Command};
+
+/// The flags `table` stands for, for the `command` whose parse of the real command line is
+/// `matches`. Keys that are not a long flag of `command`, `skip`ped keys, and values of a shape no
+/// flag takes are problems, each named by `file` and `[serve].<key>`; all are returned at once.
+pub fn flags_from_table(
+    command: &Command,
+    matches: &ArgMatches,
+    table: &toml::Table,
+    file: &str,
+    skip: &[&str],
+) -> Result<Vec<OsString>, Vec<String>> {
+    let mut flags = Vec::new();
+    let mut problems = Vec::new();
+    for (key, value) in table {
+        let arg = command.get_arguments().find(|arg| arg.get_long() == Some(key.as_str()));
+        let Some(arg) = arg.filter(|_| !skip.contains(&key.as_str())) else {
+            problems.push(format!("{file}: [serve].{key}: not a setting of the server (flags are named without --)"));
+            continue;
+        };
+        let id = arg.get_id().as_str();
+        let overridden = matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable));
+        let takes_no_value = matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse);
+        let takes_list = matches!(arg.get_action(), ArgAction::Append) || arg.get_value_delimiter().is_some();
+        // Each value as the flag carries it; an empty text is a switch given without a value.
+        let values: Option<Vec<String>> = match value {
+            toml::Value::Array(items) if takes_list => items.iter().map(scalar).collect(),
+            toml::Value::Boolean(true) if takes_no_value => Some(vec![String::new()]),
+            toml::Value::Boolean(false) if takes_no_value => Some(Vec::new()),
+            toml::Value::Array(_) => None,
+            _ if takes_no_value => None,
+            other => scalar(other).map(|text| vec![text]),
+        };
+        let shaped = values.is_some();
+        if !shaped {
+            let wanted = match (takes_no_value, takes_list) {
+                (true, _) => "true or false",
+                (false, true) => "a string, a number or a list of them",
+                (false, false) => "a string or a number",
+            };
+            problems.push(format!("{file}: [serve].{key}: expected {wanted}"));
+            continue;
+        }
+        if overridden {
+            continue;
+        }
+        for text in values.unwrap_or_default() {
+            flags.push(OsString::from(if text.is_empty() && takes_no_value {
+                format!("--{key}")
+            } else {
+                format!("--{key}={text}")
+            }));
+        }
+    }
+    if problems.is_empty() { Ok(flags) } else { Err(problems) }
+}
+
+/// A scalar's text as a flag would carry it.
+fn scalar(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(text) => Some(text.clone()),
+        toml::Value::Integer(number) => Some(number.to_string()),
+        toml::Value::Float(number) => Some(number.to_string()),
+        toml::Value::Boolean(set) => Some(set.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+
+    use super::*;
+    use crate::serve::{ServeArgs, ServeOnly};
+
+    fn parse(argv: &[&str], file: &str) -> Result<ServeArgs, Vec<String>> {
+        let command = ServeOnly::command().mut_args(|arg| arg.env(None::<&str>));
+        let matches = command.clone().try_get_matches_from(argv).map_err(|error| vec![error.to_string()])?;
+        let table: toml::Table = file.parse().map_err(|error: toml::de::Error| vec![error.to_string()])?;
+        let flags = flags_from_table(&command, &matches, &table, "agent.toml", &[])?;
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).chain(flags).collect();
+        let matches = command.try_get_matches_from(argv).map_err(|error| vec![error.to_string()])?;
+        ServeArgs::from_arg_matches(&matches).map_err(|error| vec![error.to_string()])
+    }
+
+    #[test]
+    fn the_file_sets_what_the_command_line_leaves_alone() {
+        let file = r#"
+            store = "memory"
+            port = 9000
+            grpc-port = 0
+            no-landing = true
+            anonymous-list = false
+            webhook-allow = ["loopback", "10.0.0.0/8"]
+            lease-ttl = 2.5
+        "#;
+        let args = parse(&["serve", "--port", "7000"], file).expect("valid");
+        assert_eq!(args.store, crate::StoreSpec::Memory);
+        assert_eq!(args.port, 7000, "the command line wins");
+        assert_eq!(args.grpc_port, Some(0));
+        assert!(args.no_landing && !args.anonymous_list);
+        assert_eq!(args.push.webhook_allow, ["loopback", "10.0.0.0/8"]);
+        assert!((args.workers.lease_ttl - 2.5).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn every_mistake_of_the_table_is_named() {
+        let file = r#"
+            stroe = "memory"
+            no-landing = "yes"
+            port = [1, 2]
+            host = { a = 1 }
+        "#;
+        let problems = parse(&["serve"], file).expect_err("refused");
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("[serve].stroe: not a setting")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("[serve].no-landing: expected true or false")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("[serve].port: expected a string")), "{problems:?}");
+        assert!(problems.iter().all(|p| p.starts_with("agent.toml: ")), "{problems:?}");
+    }
+
+    #[test]
+    fn a_value_clap_refuses_is_refused() {
+        let problems = parse(&["serve"], "port = 99999999").expect_err("refused");
+        assert!(problems[0].contains("--port"), "{problems:?}");
+    }
+}
