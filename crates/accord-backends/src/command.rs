@@ -280,6 +280,17 @@ impl Inner {
         if let Some(cwd) = &config.cwd {
             command.current_dir(cwd);
         }
+        // The run's ids, as the HTTP backend's `Accord-*` headers carry them.
+        command.env("ACCORD_SKILL", run.skill()).env("ACCORD_RUN_ID", run.run_id());
+        if let Some(task) = run.task() {
+            command.env("ACCORD_TASK_ID", task.id.as_str());
+            if let Some(context) = &task.context_id {
+                command.env("ACCORD_CONTEXT_ID", context);
+            }
+        }
+        if let Some(owner) = run.owner() {
+            command.env("ACCORD_OWNER", owner);
+        }
         // Its own process group, so that a signal reaches what it started (`sh -c`'s children).
         #[cfg(unix)]
         command.process_group(0);

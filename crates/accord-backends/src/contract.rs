@@ -21,16 +21,24 @@ pub(crate) fn cancelled() -> SkillError {
 /// its backend receives the input itself.
 pub(crate) fn envelope(run: &Run) -> Option<Value> {
     let task = run.task()?;
+    // The payment exchange of a paid A2A task (the x402 extension's messages) is the server's,
+    // not the skill's: the backend sees neither it nor, for it, a resumed run.
+    let conversation: Vec<&Message> = task.history.iter().filter(|message| !is_payment_turn(message)).collect();
     // A new task's history holds only the caller's message; the agent speaks in it only once
     // the task asked for something and was answered.
-    if !task.history.iter().any(|message| message.role == Role::Agent) {
+    if !conversation.iter().any(|message| message.role == Role::Agent) {
         return None;
     }
-    let history = serde_json::to_value(&task.history).unwrap_or(Value::Array(Vec::new()));
+    let history = serde_json::to_value(&conversation).unwrap_or(Value::Array(Vec::new()));
     let mut body = Map::new();
     body.insert("input".into(), run.input().clone());
     body.insert("history".into(), history);
     Some(Value::Object(body))
+}
+
+/// A message of the x402 extension's payment exchange (`x402.payment.status` in its metadata).
+fn is_payment_turn(message: &Message) -> bool {
+    message.metadata.as_ref().is_some_and(|metadata| metadata.contains_key("x402.payment.status"))
 }
 
 /// What a backend's request body is for `run`: the input, or the envelope of a resumed task.

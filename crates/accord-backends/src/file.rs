@@ -634,11 +634,15 @@ impl Reader<'_> {
                         self.error(path, format!("expected a table ([[skill]]), found {}", kind(item)));
                         continue;
                     };
-                    if let Some(spec) = self.skill(table, &path) {
-                        if !seen.insert(spec.id.clone()) {
-                            self.error(format!("{path}.id"), format!("skill id {:?} is used twice", spec.id));
-                            continue;
+                    // A repeated id is a problem whatever else is wrong with either skill.
+                    let repeated = match table.get("id") {
+                        Some(Value::String(id)) if !seen.insert(id.clone()) => {
+                            self.error(format!("{path}.id"), format!("skill id {id:?} is used twice"));
+                            true
                         }
+                        _ => false,
+                    };
+                    if let Some(spec) = self.skill(table, &path).filter(|_| !repeated) {
                         specs.push(spec);
                     }
                 }

@@ -237,6 +237,9 @@ impl Inner {
                 put("accord-context-id", context);
             }
         }
+        if let Some(owner) = run.owner() {
+            put("accord-owner", owner);
+        }
         if follow_up {
             put("accord-follow-up", "true");
         }

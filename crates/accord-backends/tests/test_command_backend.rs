@@ -253,7 +253,10 @@ async fn the_child_sees_only_path_the_allowed_variables_and_the_ones_set() {
     assert_eq!(output["HOME"], Value::Null);
     // Python may add a variable or two of its own (LC_CTYPE); nothing of Accord's beyond these.
     let keys: Vec<&str> = output["keys"].as_array().expect("keys").iter().filter_map(Value::as_str).collect();
-    assert!(keys.iter().all(|key| ["ALLOWED", "SET", "PATH", "LC_CTYPE"].contains(key)), "{keys:?}");
+    // The run's ids are Accord's own; a direct invocation has no task, so no task id nor owner.
+    let own = ["ALLOWED", "SET", "PATH", "LC_CTYPE", "ACCORD_SKILL", "ACCORD_RUN_ID"];
+    assert!(keys.iter().all(|key| own.contains(key)), "{keys:?}");
+    assert!(keys.contains(&"ACCORD_RUN_ID") && keys.contains(&"ACCORD_SKILL"), "{keys:?}");
 }
 
 #[tokio::test]
@@ -262,9 +265,10 @@ async fn a_resumed_task_gets_the_envelope_on_stdin() {
     write(
         dir.path(),
         "ask.py",
-        "import json, sys\nbody = json.load(sys.stdin)\n\
+        "import json, os, sys\nbody = json.load(sys.stdin)\n\
          if 'history' not in body:\n    print(json.dumps({'input_required': {'message': 'Which colour?'}}))\n\
-         else:\n    print(json.dumps({'item': body['input']['item'], 'colour': body['history'][-1]['parts'][0]['text']}))\n",
+         else:\n    print(json.dumps({'item': body['input']['item'], 'colour': body['history'][-1]['parts'][0]['text'], \
+         'ids': [os.environ.get(k) for k in ['ACCORD_TASK_ID', 'ACCORD_OWNER', 'ACCORD_SKILL']]}))\n",
     );
     let agent = agent(
         dir.path(),
@@ -272,7 +276,8 @@ async fn a_resumed_task_gets_the_envelope_on_stdin() {
     );
     let store = Arc::new(MemoryStore::new(MemoryStoreConfig::default()));
     let service = TaskService::new(TaskRuntime::new(agent, store, RuntimeConfig::default()), ServiceConfig::default());
-    let caller = Caller::owner(AccessToken::generate().owner());
+    let token = AccessToken::generate();
+    let caller = Caller::owner(token.owner());
     let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({"item": "scarf"})])).skill("ask");
     let task = service.send(request, Wait::Settled(Duration::from_secs(20))).await.expect("task");
     assert_eq!(task.state, TaskState::InputRequired, "{task:?}");
@@ -280,7 +285,8 @@ async fn a_resumed_task_gets_the_envelope_on_stdin() {
     let request = SendRequest::new(caller, SendInput::FromMessage).follow_up(task.id.clone()).message(answer);
     let task = service.send(request, Wait::Settled(Duration::from_secs(20))).await.expect("follow-up");
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
-    assert_eq!(task.result.expect("result").output, json!({"item": "scarf", "colour": "red"}));
+    let ids = json!([task.id.as_str(), token.owner().pseudonym(), "ask"]);
+    assert_eq!(task.result.expect("result").output, json!({"item": "scarf", "colour": "red", "ids": ids}));
 }
 
 #[tokio::test]

@@ -207,6 +207,7 @@ async fn a_json_answer_is_the_output_and_accord_headers_are_sent() {
     assert_eq!(headers["authorization"], format!("Bearer {TOKEN}"));
     // A direct invocation is no task.
     assert!(headers.get("accord-task-id").is_none());
+    assert!(headers.get("accord-owner").is_none());
 }
 
 #[tokio::test]
@@ -225,6 +226,10 @@ async fn a_task_sends_its_ids_and_never_its_access_token() {
     assert_eq!(headers["accord-task-id"], task.id.as_str());
     assert_eq!(headers["accord-context-id"].as_str(), task.context_id.as_deref());
     assert_eq!(headers["accord-run-id"], task.id.as_str());
+    // The owner as a pseudonym: stable for the caller, neither its token nor the stored hash.
+    assert_eq!(headers["accord-owner"], token.owner().pseudonym());
+    assert_eq!(headers["accord-owner"].as_str().map(str::len), Some(64));
+    assert_ne!(headers["accord-owner"], token.owner().to_hex());
     assert!(!output.to_string().contains(token.expose()), "{output}");
 }
 

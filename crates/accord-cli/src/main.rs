@@ -41,9 +41,14 @@ enum AgentKind {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an agent over HTTP: the demo agent (skills: echo, summarize, slow, ticks, confirm) or the
-    /// conformance agent.
+    /// Run an agent over HTTP: the one an agent file describes (`--config`), the demo agent
+    /// (skills: echo, summarize, slow, ticks, confirm) or the conformance agent.
     Serve {
+        /// Serve the agent this file describes (TOML; see docs/agent-file.md): its skills are HTTP
+        /// endpoints or commands, and its `[serve]` and `[payments]` tables set flags (a flag or
+        /// `ACCORD_*` variable given here wins).
+        #[arg(long, env = "ACCORD_CONFIG", conflicts_with_all = ["agent", "demo_prices"])]
+        config: Option<std::path::PathBuf>,
         /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by
         /// each message's messageId prefix (see the README).
         #[arg(long, value_enum, default_value_t = AgentKind::Demo, env = "ACCORD_AGENT")]
@@ -51,7 +56,7 @@ enum Command {
         /// Price the demo agent's skills (summarize: 1000 per invoke, per stream and per task; slow:
         /// 500 each) and collect with the local development rail, which accepts vouchers signed by any
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
-        #[arg(long, env = "ACCORD_DEMO_PRICES")]
+        #[arg(long, env = "ACCORD_DEMO_PRICES", conflicts_with = "pay_rail")]
         demo_prices: bool,
         #[command(flatten)]
         args: Box<ServeArgs>,
@@ -324,9 +329,78 @@ fn usage(message: impl Into<String>) -> Failure {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Serve { agent, demo_prices, args } => serve(agent, demo_prices, *args).await,
+    let cli = match parse_command_line() {
+        Ok(cli) => cli,
+        Err(failure) => return report(Err(failure)),
+    };
+    let result = match cli {
+        Parsed::AgentFile(file, args) => serve_file(&file, *args).await,
+        Parsed::Cli(cli) => run(cli.command).await,
+    };
+    report(result)
+}
+
+/// The command line, with an agent file's settings under it when `serve --config` names one.
+enum Parsed {
+    Cli(Cli),
+    AgentFile(Box<accord::backends::AgentFile>, Box<ServeArgs>),
+}
+
+/// Parses the command line (printing help, or the mistake, and exiting as clap does). For
+/// `serve --config FILE`, reads the file and parses again with the flags its `[serve]` and
+/// `[payments]` tables stand for after the real ones, which thus win.
+fn parse_command_line() -> Result<Parsed, Failure> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let Command::Serve { config: Some(path), .. } = &cli.command else {
+        return Ok(Parsed::Cli(cli));
+    };
+    let name = path.display().to_string();
+    let file = accord::backends::AgentFile::load(path).map_err(|errors| usage(errors.to_string()))?;
+    let (Some(serve_command), Some(("serve", serve_matches))) =
+        (command.find_subcommand("serve"), matches.subcommand())
+    else {
+        return Ok(Parsed::Cli(cli));
+    };
+    let skip = ["config", "agent", "demo-prices", "help"];
+    let extra = accord::serve::agent_file_flags(
+        serve_command,
+        serve_matches,
+        file.serve_table(),
+        file.payments_table(),
+        &name,
+        &skip,
+    )
+    .map_err(|problems| usage(problems.join("\n")))?;
+    let argv = std::env::args_os().chain(extra);
+    let cli = Cli::try_parse_from(argv).map_err(|error| {
+        // The mistake is in the file's tables (the command line alone parsed).
+        let message = error.kind().to_string();
+        let detail = error.to_string();
+        let detail = detail.lines().next().unwrap_or(&message).trim_start_matches("error: ");
+        usage(format!("{name}: [serve]/[payments]: {detail}"))
+    })?;
+    match cli.command {
+        Command::Serve { args, .. } => Ok(Parsed::AgentFile(Box::new(file), args)),
+        _ => Err(usage("serve --config: the command line changed between two reads")),
+    }
+}
+
+fn report(result: Result<(), Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Serve { agent, demo_prices, args, .. } => serve(agent, demo_prices, *args).await,
         Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
         Command::Card { command: CardCommand::Keygen(args) } => card_cmd::keygen(args),
@@ -343,14 +417,13 @@ async fn main() -> ExitCode {
         Command::Push { command } => {
             accord_cli::push_cmd::run(command).await.map_err(|message| Failure { code: EXIT_FAILED, message })
         }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            eprintln!("error: {}", failure.message);
-            ExitCode::from(failure.code)
-        }
     }
+}
+
+/// `accord serve --config FILE`: the agent the file describes, through the same
+/// [`accord::Serve`] call.
+async fn serve_file(file: &accord::backends::AgentFile, args: ServeArgs) -> Result<(), Failure> {
+    accord::Serve::from_agent_file(file, args)?.run().await.map_err(Failure::from)
 }
 
 /// `accord serve`: the demo or conformance agent through the same [`accord::Serve`] call a
@@ -704,7 +777,7 @@ mod tests {
         let cli =
             Cli::try_parse_from(["accord", "serve", "--agent", "conformance", "--store", "memory", "--port", "0"])
                 .expect("valid flags");
-        let Command::Serve { agent, demo_prices, args } = cli.command else { panic!("serve") };
+        let Command::Serve { agent, demo_prices, args, .. } = cli.command else { panic!("serve") };
         assert_eq!((agent, demo_prices, args.port), (AgentKind::Conformance, false, 0));
         assert_eq!(args.store, accord::StoreSpec::Memory);
         assert!(Cli::try_parse_from(["accord", "serve", "--memory-tasks", "0"]).is_err());

@@ -216,6 +216,7 @@ impl Agent {
             cancel,
             sink: None,
             task: None,
+            owner: None,
         };
         let run_id = run.run_id.to_string();
         let completion = self.execute(&valid.skill, handler, run).await?;
@@ -240,6 +241,7 @@ impl Agent {
             cancel: cancel.clone(),
             sink: Some(Arc::clone(&sink)),
             task: None,
+            owner: None,
         };
         let agent = self.clone();
         let skill = valid.skill;
@@ -273,6 +275,7 @@ impl Agent {
         &self,
         valid: ValidInput,
         task: crate::model::Task,
+        owner: &crate::task::OwnerHash,
         cancel: CancellationToken,
         sink: Option<Arc<EventSink>>,
     ) -> Result<Completion, RunError> {
@@ -285,6 +288,7 @@ impl Agent {
             cancel,
             sink,
             task: Some(Arc::new(task)),
+            owner: Some(owner.pseudonym().into()),
         };
         self.execute(&valid.skill, handler, run).await
     }

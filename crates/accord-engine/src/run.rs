@@ -28,6 +28,7 @@ pub struct Run {
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Option<Arc<EventSink>>,
     pub(crate) task: Option<Arc<crate::model::Task>>,
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -61,6 +62,13 @@ impl Run {
     /// stream.
     pub fn task(&self) -> Option<&crate::model::Task> {
         self.task.as_deref()
+    }
+
+    /// The owner of the task this run executes, as a pseudonym (64 hex digits; see
+    /// [`OwnerHash::pseudonym`](crate::task::OwnerHash::pseudonym)): the same for every task of one
+    /// caller, never its token. `None` for a direct invocation or stream, which have no owner.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     /// The message this run answers: the latest message from the caller in the task's history

@@ -27,6 +27,11 @@ pub use accord_card as card;
 /// Payment rails: x402, MPP and the local development rail (`accord-payments`).
 pub use accord_payments as payments;
 
+/// Skills whose code lives outside Rust (an HTTP endpoint, a command) and the TOML agent file
+/// that names them (`accord-backends`).
+#[cfg(feature = "backends")]
+pub use accord_backends as backends;
+
 /// The client: discover agents and call them over every dialect and binding (`accord-client`).
 #[cfg(feature = "client")]
 pub use accord_client as client;

@@ -806,7 +806,8 @@ fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: Va
         owner = %crate::observe::owner_tag(owner),
     );
     span.follows_from(tracing::Span::current());
-    tokio::spawn(tracing::Instrument::instrument(execute(Arc::clone(inner), task, valid, cancel, run), span));
+    let owner = *owner;
+    tokio::spawn(tracing::Instrument::instrument(execute(Arc::clone(inner), task, owner, valid, cancel, run), span));
 }
 
 /// Renews a lease every third of its life until `stop` fires or the lease is refused; on refusal
@@ -841,7 +842,14 @@ async fn heartbeat_loop(
 }
 
 /// Runs an activated task to its end and records the outcome, fenced by this worker's id.
-async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel: CancellationToken, run_number: u64) {
+async fn execute(
+    inner: Arc<RuntimeInner>,
+    task: Task,
+    owner: OwnerHash,
+    valid: ValidInput,
+    cancel: CancellationToken,
+    run_number: u64,
+) {
     let id = task.id.clone();
     let worker = inner.config.worker_id.clone();
     let stop_heartbeat = CancellationToken::new();
@@ -857,7 +865,7 @@ async fn execute(inner: Arc<RuntimeInner>, task: Task, valid: ValidInput, cancel
     // The status message the run starts under (set at activation, else none) stays on the
     // message it closes with.
     let started_under = task.status_message.clone();
-    let run = inner.agent.run_for_task(valid, task, cancel.clone(), Some(sink));
+    let run = inner.agent.run_for_task(valid, task, &owner, cancel.clone(), Some(sink));
     // A handler whose artifacts go beyond the budget is stopped at once, like a timed-out one.
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(inner.config.max_run, run) => Some(outcome),

@@ -130,6 +130,16 @@ impl OwnerHash {
         digest.update(self.0);
         OwnerHash(digest.finalize().into())
     }
+
+    /// A stable name for this owner to hand to code outside the engine (a skill backend, say):
+    /// 64 hex digits of a domain-separated SHA-256 of the hash. The same owner always gets the
+    /// same pseudonym; it is neither the token nor the hash the store keeps.
+    pub fn pseudonym(&self) -> String {
+        let mut digest = Sha256::new();
+        digest.update(b"accord:pseudonym\0");
+        digest.update(self.0);
+        hex(&digest.finalize())
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -1,5 +1,6 @@
-//! The `[serve]` table of an agent file: the same settings as the flags, under their long names
-//! without `--` (`store = "sqlite://shop.db"`, `grpc-port = 0`, `webhook-allow = ["loopback"]`).
+//! The `[serve]` and `[payments]` tables of an agent file: the same settings as the flags, under
+//! their long names without `--` (`store = "sqlite://shop.db"`, `grpc-port = 0`,
+//! `webhook-allow = ["loopback"]`; `pay-rail = "x402"` under `[payments]`).
 //!
 //! A flag given on the command line, or its `ACCORD_*` variable, overrides the file; the file
 //! overrides the defaults. This module turns the table into the flags it stands for, leaving out
@@ -11,22 +12,54 @@ use std::ffi::OsString;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Command};
 
-/// The flags `table` stands for, for the `command` whose parse of the real command line is
-/// `matches`. Keys that are not a long flag of `command`, `skip`ped keys, and values of a shape no
-/// flag takes are problems, each named by `file` and `[serve].<key>`; all are returned at once.
+/// The flags an agent file's `[serve]` and `[payments]` tables stand for, for the `command`
+/// (`accord serve`, or a program of your own that flattens [`ServeArgs`](super::ServeArgs))
+/// whose parse of the real command line is `matches`. `[payments]` holds the payment flags
+/// ([`PaymentArgs::FLAGS`](super::PaymentArgs::FLAGS)) and `[serve]` every other flag of the
+/// command but those in `skip`. Flags the command line or the environment set are left out, so
+/// that they win. Every problem is returned at once, one line each, named by `file` and key.
+pub fn agent_file_flags(
+    command: &Command,
+    matches: &ArgMatches,
+    serve: Option<&toml::Table>,
+    payments: Option<&toml::Table>,
+    file: &str,
+    skip: &[&str],
+) -> Result<Vec<OsString>, Vec<String>> {
+    let payment_flag = |key: &str| super::PaymentArgs::FLAGS.contains(&key);
+    let empty = toml::Table::new();
+    let serve = flags_from_table(command, matches, serve.unwrap_or(&empty), file, "serve", &|key| {
+        !skip.contains(&key) && !payment_flag(key)
+    });
+    let payments = flags_from_table(command, matches, payments.unwrap_or(&empty), file, "payments", &payment_flag);
+    match (serve, payments) {
+        (Ok(mut serve), Ok(payments)) => {
+            serve.extend(payments);
+            Ok(serve)
+        }
+        (serve, payments) => Err(serve.err().into_iter().chain(payments.err()).flatten().collect()),
+    }
+}
+
+/// The flags `table` (the agent file's `[section]`) stands for, for the `command` whose parse of
+/// the real command line is `matches`. Keys that are not a long flag of `command` or that
+/// `accept` refuses, and values of a shape no flag takes, are problems, each named by `file` and
+/// `[section].<key>`; all are returned at once.
 pub fn flags_from_table(
     command: &Command,
     matches: &ArgMatches,
     table: &toml::Table,
     file: &str,
-    skip: &[&str],
+    section: &str,
+    accept: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<OsString>, Vec<String>> {
     let mut flags = Vec::new();
     let mut problems = Vec::new();
     for (key, value) in table {
         let arg = command.get_arguments().find(|arg| arg.get_long() == Some(key.as_str()));
-        let Some(arg) = arg.filter(|_| !skip.contains(&key.as_str())) else {
-            problems.push(format!("{file}: [serve].{key}: not a setting of the server (flags are named without --)"));
+        let Some(arg) = arg.filter(|_| accept(key)) else {
+            let what = if section == "payments" { "a payment setting" } else { "a setting of the server" };
+            problems.push(format!("{file}: [{section}].{key}: not {what} (flags are named without --)"));
             continue;
         };
         let id = arg.get_id().as_str();
@@ -49,7 +82,7 @@ pub fn flags_from_table(
                 (false, true) => "a string, a number or a list of them",
                 (false, false) => "a string or a number",
             };
-            problems.push(format!("{file}: [serve].{key}: expected {wanted}"));
+            problems.push(format!("{file}: [{section}].{key}: expected {wanted}"));
             continue;
         }
         if overridden {
@@ -88,7 +121,14 @@ mod tests {
         let command = ServeOnly::command().mut_args(|arg| arg.env(None::<&str>));
         let matches = command.clone().try_get_matches_from(argv).map_err(|error| vec![error.to_string()])?;
         let table: toml::Table = file.parse().map_err(|error: toml::de::Error| vec![error.to_string()])?;
-        let flags = flags_from_table(&command, &matches, &table, "agent.toml", &[])?;
+        let flags = agent_file_flags(
+            &command,
+            &matches,
+            table.get("serve").and_then(toml::Value::as_table),
+            table.get("payments").and_then(toml::Value::as_table),
+            "agent.toml",
+            &[],
+        )?;
         let argv: Vec<OsString> = argv.iter().map(OsString::from).chain(flags).collect();
         let matches = command.try_get_matches_from(argv).map_err(|error| vec![error.to_string()])?;
         ServeArgs::from_arg_matches(&matches).map_err(|error| vec![error.to_string()])
@@ -97,6 +137,7 @@ mod tests {
     #[test]
     fn the_file_sets_what_the_command_line_leaves_alone() {
         let file = r#"
+            [serve]
             store = "memory"
             port = 9000
             grpc-port = 0
@@ -104,6 +145,9 @@ mod tests {
             anonymous-list = false
             webhook-allow = ["loopback", "10.0.0.0/8"]
             lease-ttl = 2.5
+            [payments]
+            pay-rail = "local"
+            pay-admission-ttl = "90s"
         "#;
         let args = parse(&["serve", "--port", "7000"], file).expect("valid");
         assert_eq!(args.store, crate::StoreSpec::Memory);
@@ -112,18 +156,26 @@ mod tests {
         assert!(args.no_landing && !args.anonymous_list);
         assert_eq!(args.push.webhook_allow, ["loopback", "10.0.0.0/8"]);
         assert!((args.workers.lease_ttl - 2.5).abs() < f64::EPSILON);
+        assert_eq!(args.payments.pay_rail, Some(crate::serve::RailKind::Local));
+        assert_eq!(args.payments.pay_admission_ttl, std::time::Duration::from_secs(90));
     }
 
     #[test]
     fn every_mistake_of_the_table_is_named() {
         let file = r#"
+            [serve]
             stroe = "memory"
             no-landing = "yes"
             port = [1, 2]
             host = { a = 1 }
+            pay-rail = "x402"
+            [payments]
+            port = 1
         "#;
         let problems = parse(&["serve"], file).expect_err("refused");
-        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("[serve].pay-rail: not a setting")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("[payments].port: not a payment setting")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("[serve].stroe: not a setting")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("[serve].no-landing: expected true or false")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("[serve].port: expected a string")), "{problems:?}");
@@ -132,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_value_clap_refuses_is_refused() {
-        let problems = parse(&["serve"], "port = 99999999").expect_err("refused");
+        let problems = parse(&["serve"], "[serve]\nport = 99999999").expect_err("refused");
         assert!(problems[0].contains("--port"), "{problems:?}");
     }
 }

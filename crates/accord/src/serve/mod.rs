@@ -44,6 +44,7 @@ mod file;
 mod observe;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod pay;
 mod push;
 mod store;
 
@@ -67,8 +68,9 @@ pub use self::auth::AuthArgs;
 pub use self::budgets::{BudgetArgs, parse_bytes, parse_duration};
 pub use self::card::{SignedCardArgs, read_private_key};
 pub use self::connections::ConnectionArgs;
-pub use self::file::flags_from_table;
+pub use self::file::{agent_file_flags, flags_from_table};
 pub use self::observe::{LogFormat, MetricsAt, ObserveArgs, Telemetry};
+pub use self::pay::{PaymentArgs, RailKind};
 pub use self::push::{DEFAULT_PUSH_KEY_FILE, PushArgs, load_or_make_key};
 pub use self::store::{DEFAULT_STORE, DurableLimits, StoreOptions, StoreSpec, Synchronous, open_store};
 
@@ -128,6 +130,9 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub push: PushArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub payments: PaymentArgs,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub connections: ConnectionArgs,
@@ -413,6 +418,21 @@ impl Serve {
         }
     }
 
+    /// Serves the agent an agent file describes (`docs/agent-file.md`): its skills wired to their
+    /// backends, labelled with its name, each skill's `scope` required on the JSON-RPC tasks
+    /// face. The file's `[serve]` and `[payments]` tables are flags: merge them into `args` first
+    /// with [`agent_file_flags`] (as `accord serve --config` does). A file whose agent cannot
+    /// be built is a usage error listing every problem, one per line.
+    #[cfg(feature = "backends")]
+    pub fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
+        let agent = file.build_agent().map_err(|errors| ServeError::usage(errors.to_string()))?;
+        let mut serve = Self::with_args(agent, args).label(file.name());
+        for (skill, scope) in file.scopes() {
+            serve = serve.skill_scope(skill, scope);
+        }
+        Ok(serve)
+    }
+
     /// The settings, to read or change.
     pub fn args_mut(&mut self) -> &mut ServeArgs {
         &mut self.args
@@ -588,9 +608,29 @@ impl Serve {
         config.task_service = args.budgets.service(config.task_service);
         config.push = args.push.settings().map_err(ServeError::usage)?;
         config.task_service.push_key = args.push.key(durability == Durability::Durable).map_err(ServeError::usage)?;
-        if let Some(payments) = payments {
-            payments.check(&agent).map_err(ServeError::failed)?;
-            config = config.payments(payments);
+        // Payments set by the program win over the flags; a priced skill needs one or the other.
+        let mut notes = notes;
+        let payments = match payments {
+            Some(payments) => Some(payments),
+            None => {
+                let from_flags = args.payments.payments().map_err(ServeError::usage)?;
+                notes.extend(from_flags.as_ref().and(args.payments.describe()));
+                from_flags
+            }
+        };
+        match payments {
+            Some(payments) => {
+                payments.check(&agent).map_err(ServeError::usage)?;
+                config = config.payments(payments);
+            }
+            None => {
+                if let Some(skill) = agent.skills().iter().find(|skill| skill.pricing().is_priced()) {
+                    return Err(ServeError::usage(format!(
+                        "skill {:?} is priced, but no payment rail collects its price: set --pay-rail (x402, mpp or local)",
+                        skill.key()
+                    )));
+                }
+            }
         }
         if let Some(signed_card) = signed_card {
             config = config.signed_card(signed_card);

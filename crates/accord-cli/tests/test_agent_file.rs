@@ -1,0 +1,511 @@
+//! `accord serve --config FILE` as a process: the README's minimal agent file (an HTTP skill and
+//! a command skill) served on the official A2A face and the Lucid face; the file's `[serve]` table
+//! under the command line; a bad file refused with every problem listed; and an x402 rail from
+//! the file collecting through the workspace's own facilitator process, on both faces.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
+const TOKEN: &str = "agent-file-owner-token-0123456789";
+const X402_EXTENSION: &str = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2";
+
+/// The README's minimal file, as written.
+const MINIMAL: &str = r#"[agent]
+name = "shop"
+description = "A shop's services behind A2A"
+
+[[skill]]
+id = "quote"
+description = "Price quote for an item"
+input_schema = { type = "object", properties = { item = { type = "string" } }, required = ["item"] }
+http = { url = "http://127.0.0.1:${QUOTE_PORT}/quote" }
+
+[[skill]]
+id = "count"
+description = "Counts the words of a text"
+command = ["python3", "count.py"]
+"#;
+
+const COUNT_PY: &str = "import json, sys\n\
+    body = json.load(sys.stdin)\n\
+    print(json.dumps({'words': len(str(body.get('text', '')).split())}))\n";
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("accord-agent-file-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// The headers each call of the quote backend carried, in order.
+type Seen = Arc<Mutex<Vec<BTreeMap<String, String>>>>;
+
+/// The quote service: answers `{"item", "price"}` and remembers the `accord-*` headers.
+async fn quote_backend() -> (u16, Seen) {
+    let seen: Seen = Arc::default();
+    let recorded = Arc::clone(&seen);
+    let app = axum::Router::new().route(
+        "/quote",
+        axum::routing::post(move |headers: HeaderMap, Json(body): Json<Value>| {
+            let recorded = Arc::clone(&recorded);
+            async move {
+                let accord: BTreeMap<String, String> = headers
+                    .iter()
+                    .filter(|(name, _)| name.as_str().starts_with("accord-"))
+                    .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or("").to_owned()))
+                    .collect();
+                recorded.lock().expect("lock").push(accord);
+                Json(json!({"item": body["item"], "price": 42}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (port, seen)
+}
+
+/// `accord serve --config` running, killed on drop.
+struct Served {
+    child: Child,
+    lines: Vec<String>,
+    url: String,
+}
+
+impl Served {
+    /// Starts `accord serve --port 0 --config <dir>/agent.toml` with `args` and `env`, and reads
+    /// its summary up to the task store line.
+    fn start(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Self {
+        let mut child = Command::new(ACCORD)
+            .args(["serve", "--port", "0", "--config", "agent.toml"])
+            .args(args)
+            .current_dir(dir)
+            .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+            .env("ACCORD_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start accord serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, receive) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        let mut lines: Vec<String> = Vec::new();
+        while !lines.last().is_some_and(|line| line.starts_with("task store: ")) {
+            lines.push(receive.recv_timeout(Duration::from_secs(30)).expect("the summary is printed"));
+        }
+        // Notes follow the store line; give them a moment.
+        while let Ok(line) = receive.recv_timeout(Duration::from_millis(300)) {
+            lines.push(line);
+        }
+        let url = lines[0].rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
+        assert!(lines[0].starts_with("Accord shop agent listening on "), "{lines:?}");
+        Self { child, lines, url }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `accord serve --config <dir>/agent.toml` expected to refuse to start: its output. A server
+/// that starts after all is killed after 30 s, and its output shows it.
+fn refused(dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--config", "agent.toml"])
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .env("ACCORD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run accord serve");
+    for _ in 0..300 {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("output")
+}
+
+fn message(skill: &str, data: Value) -> Value {
+    json!({"messageId": format!("m-{skill}-{}", rand_suffix()), "role": "ROLE_USER",
+           "parts": [{"data": data}], "metadata": {"skillId": skill}})
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+/// An A2A 1.0 JSON-RPC call with the owner's token: the result, or the error object.
+async fn rpc(url: &str, method: &str, params: Value, headers: &[(&str, &str)]) -> Result<Value, Value> {
+    let mut request = reqwest::Client::new()
+        .post(format!("{url}/a2a/jsonrpc"))
+        .header("a2a-version", "1.0")
+        .bearer_auth(TOKEN)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer: Value = request.send().await.expect("json-rpc").json().await.expect("json");
+    match answer.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(answer["result"].clone()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_minimal_file_serves_an_http_and_a_command_skill_on_every_face() {
+    let dir = scratch("minimal");
+    std::fs::write(dir.join("agent.toml"), MINIMAL).expect("agent file");
+    std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
+    let (port, seen) = quote_backend().await;
+    let store = format!("sqlite://{}", dir.join("tasks.db").display());
+    // The caller authenticates, so that its tasks have an owner of their own.
+    let served =
+        Served::start(&dir, &["--store", &store, "--bearer-token", TOKEN], &[("QUOTE_PORT", port.to_string())]);
+    let url = served.url.clone();
+
+    // The card lists both skills with the file's descriptions.
+    let card: Value =
+        reqwest::get(format!("{url}/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    assert_eq!(card["name"], "shop");
+    let skills: Vec<&str> =
+        card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(skills, ["quote", "count"]);
+    assert!(!card.to_string().contains(&port.to_string()), "the backend's address is not on the card");
+
+    // A2A SendMessage: the data part is the input; the backend's JSON answer is the artifact.
+    let sent = rpc(&url, "SendMessage", json!({"message": message("quote", json!({"item": "tea"}))}), &[]).await;
+    let task = &sent.expect("a task")["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"], json!({"item": "tea", "price": 42}));
+    let headers = seen.lock().expect("lock").last().cloned().expect("the backend was called");
+    assert_eq!(headers["accord-task-id"], task["id"].as_str().expect("id"));
+    assert_eq!(headers["accord-context-id"], task["contextId"].as_str().expect("context"));
+    let owner = headers["accord-owner"].clone();
+    assert_eq!(owner.len(), 64, "{headers:?}");
+    assert!(!headers.values().any(|value| value.contains(TOKEN)), "no token reaches the backend: {headers:?}");
+
+    let sent = rpc(&url, "SendMessage", json!({"message": message("count", json!({"text": "one two three"}))}), &[]);
+    let task = &sent.await.expect("a task")["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"], json!({"words": 3}));
+
+    // The input schema holds before the backend is called.
+    let calls = seen.lock().expect("lock").len();
+    let bad = rpc(&url, "SendMessage", json!({"message": message("quote", json!({"name": "tea"}))}), &[]).await;
+    assert_eq!(bad.expect_err("invalid input")["code"], -32602);
+    assert_eq!(seen.lock().expect("lock").len(), calls, "an invalid input never reaches the backend");
+
+    // Lucid: a direct invocation, and a task.
+    let client = reqwest::Client::new();
+    let invoked: Value = client
+        .post(format!("{url}/entrypoints/quote/invoke"))
+        .json(&json!({"input": {"item": "coffee"}}))
+        .send()
+        .await
+        .expect("invoke")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(invoked["output"], json!({"item": "coffee", "price": 42}), "{invoked}");
+    assert!(seen.lock().expect("lock").last().is_some_and(|headers| !headers.contains_key("accord-owner")));
+
+    let created: Value = client
+        .post(format!("{url}/tasks"))
+        .header("task-access-token", TOKEN)
+        .json(&json!({"skillId": "count", "message": {"role": "user", "content": {"text": "{\"text\": \"a b c d\"}"}}}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let id = created["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    let mut task = Value::Null;
+    for _ in 0..100 {
+        task = client
+            .get(format!("{url}/tasks/{id}"))
+            .header("task-access-token", TOKEN)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if task["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(task["result"]["output"], json!({"words": 4}), "{task}");
+
+    // The same caller is the same owner to the backend, on every task.
+    rpc(&url, "SendMessage", json!({"message": message("quote", json!({"item": "milk"}))}), &[]).await.expect("task");
+    assert_eq!(seen.lock().expect("lock").last().expect("called")["accord-owner"], owner);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_serve_table_sets_flags_and_the_command_line_wins() {
+    let dir = scratch("serve-table");
+    let store = dir.join("tasks.db");
+    let file =
+        format!("{MINIMAL}\n[serve]\nstore = \"memory\"\nno-landing = true\nbearer-token = \"${{SHOP_OPERATOR}}\"\n",);
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
+    let store_flag = format!("sqlite://{}", store.display());
+    let env = [("QUOTE_PORT", "9".to_owned()), ("SHOP_OPERATOR", "operator-secret-0123456789".to_owned())];
+    let served = Served::start(&dir, &["--store", &store_flag], &env);
+    let summary = served.lines.join("\n");
+    assert!(summary.contains("task store: sqlite"), "the command line wins over the file: {summary}");
+    assert!(store.exists(), "the SQLite file was made");
+    assert!(!summary.contains("operator-secret"), "a secret from the file is not printed: {summary}");
+    let landing = reqwest::get(format!("{}/", served.url)).await.expect("landing");
+    assert_eq!(landing.status(), 404, "no-landing from the file");
+    // The operator token from the file is the only credential admitted on the A2A face.
+    let denied = rpc(&served.url, "ListTasks", json!({}), &[]).await;
+    assert!(denied.is_err(), "the file's bearer token is required: {denied:?}");
+    let allowed = reqwest::Client::new()
+        .post(format!("{}/a2a/jsonrpc", served.url))
+        .header("a2a-version", "1.0")
+        .bearer_auth("operator-secret-0123456789")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .expect("list");
+    let allowed: Value = allowed.json().await.expect("json");
+    assert!(allowed["result"]["tasks"].is_array(), "{allowed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_file_stops_the_start_with_every_problem_named() {
+    let dir = scratch("bad");
+    let file = r#"[agent]
+name = "shop"
+colour = "red"
+
+[[skill]]
+id = "quote"
+input_schema = { type = "nonsense" }
+http = { url = "http://127.0.0.1:${NOT_SET_ANYWHERE}/quote", headers = { Authorization = "Bearer hunter2-secret" } }
+
+[[skill]]
+id = "quote"
+command = ["python3", "x.py"]
+
+[[skill]]
+id = "-bad-id"
+command = ["python3", "x.py"]
+
+[[skill]]
+id = "missing"
+command = ["no-such-program-anywhere"]
+
+[serve]
+stroe = "memory"
+"#;
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let output = refused(&dir, &[]);
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "agent.toml: agent.colour: unknown key",
+        "skill[0].input_schema: not a valid JSON Schema",
+        "NOT_SET_ANYWHERE is not set",
+        "skill[1].id: skill id \"quote\" is used twice",
+        "program \"no-such-program-anywhere\" is not found",
+        "skill[2].id: must be",
+    ] {
+        assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
+    }
+    assert!(!stderr.contains("hunter2"), "a header value is never printed:\n{stderr}");
+
+    // A good file whose `[serve]` table is wrong: the table's problem, named by file and key.
+    std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
+    std::fs::write(dir.join("agent.toml"), format!("{MINIMAL}\n[serve]\nstroe = \"memory\"\nport = \"x\"\n"))
+        .expect("agent file");
+    let output = refused(&dir, &[("QUOTE_PORT", "9")]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agent.toml: [serve].stroe: not a setting of the server"), "{stderr}");
+
+    let output = {
+        std::fs::write(dir.join("agent.toml"), format!("{MINIMAL}\n[serve]\ngrpc-port = \"x\"\n")).expect("agent file");
+        refused(&dir, &[("QUOTE_PORT", "9")])
+    };
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agent.toml: [serve]/[payments]:") && stderr.contains("--grpc-port"), "{stderr}");
+
+    // A price that no rail collects.
+    let priced =
+        MINIMAL.replace("description = \"Price quote for an item\"", "description = \"Quote\"\nprice = \"10\"");
+    std::fs::write(dir.join("agent.toml"), format!("{priced}\n[serve]\nstore = \"memory\"\n")).expect("agent file");
+    let output = refused(&dir, &[("QUOTE_PORT", "9")]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("skill \"quote\" is priced, but no payment rail collects its price"), "{stderr}");
+
+    // `--config` is for one agent: not with the demo's flags.
+    let output = Command::new(ACCORD)
+        .args(["serve", "--config", "agent.toml", "--agent", "conformance"])
+        .current_dir(&dir)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
+    let missing = Command::new(ACCORD).args(["serve", "--config", "missing.toml"]).current_dir(&dir).output();
+    let missing = missing.expect("run");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("missing.toml"), "{missing:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The workspace's facilitator binary, beside `accord`; built when this test runs alone.
+fn facilitator_binary() -> PathBuf {
+    let accord = Path::new(ACCORD);
+    let binary = accord.with_file_name(format!("accord-facilitator{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "accord-facilitator", "--bin", "accord-facilitator"])
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building accord-facilitator");
+    }
+    binary
+}
+
+/// The facilitator process, killed on drop.
+struct Facilitator {
+    child: Child,
+    url: String,
+}
+
+impl Facilitator {
+    fn spawn() -> Self {
+        let mut child = Command::new(facilitator_binary())
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn accord-facilitator");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+        let url = line.trim().strip_prefix("accord-facilitator listening on ").expect("its address").to_owned();
+        Self { child, url }
+    }
+
+    async fn settlements(&self) -> Vec<Value> {
+        let ledger: Value =
+            reqwest::get(format!("{}/ledger", self.url)).await.expect("ledger").json().await.expect("json");
+        ledger["settlements"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Facilitator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_x402_rail_from_the_file_collects_on_the_a2a_and_lucid_faces() {
+    let facilitator = Facilitator::spawn();
+    let dir = scratch("x402");
+    let priced =
+        MINIMAL.replace("description = \"Price quote for an item\"", "description = \"Quote\"\nprice = \"1000\"");
+    let file = format!(
+        "{priced}\n[serve]\nstore = \"sqlite://tasks.db\"\n\n[payments]\npay-rail = \"x402\"\n\
+         x402-facilitator = \"${{FACILITATOR}}\"\nx402-scheme = \"accord-voucher\"\npay-to = \"shop\"\n\
+         pay-network = \"accord:local\"\npay-asset = \"accord-credit\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
+    let (port, seen) = quote_backend().await;
+    let env = [("QUOTE_PORT", port.to_string()), ("FACILITATOR", facilitator.url.clone())];
+    let served = Served::start(&dir, &["--bearer-token", TOKEN], &env);
+    let url = served.url.clone();
+    assert!(
+        served.lines.iter().any(|line| line.starts_with("payments: x402 through ") && line.contains(&facilitator.url)),
+        "{:?}",
+        served.lines
+    );
+
+    // A2A with the x402 extension: the task asks for payment, the skill has not run.
+    let extension = [("a2a-extensions", X402_EXTENSION)];
+    let sent = rpc(&url, "SendMessage", json!({"message": message("quote", json!({"item": "tea"}))}), &extension);
+    let task = sent.await.expect("a task")["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let asked = &task["status"]["message"]["metadata"];
+    assert_eq!(asked["x402.payment.status"], "payment-required", "{task}");
+    let offer = &asked["x402.payment.required"]["accepts"][0];
+    assert_eq!((offer["amount"].as_str(), offer["payTo"].as_str()), (Some("1000"), Some("shop")), "{offer}");
+    assert!(seen.lock().expect("lock").is_empty(), "nothing runs before the payment");
+
+    // The wallet pays; the facilitator settles once; the skill runs with the original input.
+    let wallet = accord_payments::Wallet::generate().expect("wallet");
+    let required = serde_json::to_vec(&asked["x402.payment.required"]).expect("json");
+    let headers = wallet.pay(402, &HeaderMap::new(), &required).expect("payable").expect("an offer");
+    let header = headers["payment-signature"].to_str().expect("ascii");
+    let payload: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(header).expect("base64"))
+            .expect("json");
+    let id = task["id"].as_str().expect("id");
+    let follow_up = json!({"messageId": format!("pay-{}", rand_suffix()), "role": "ROLE_USER", "taskId": id,
+        "parts": [{"text": "payment"}],
+        "metadata": {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}});
+    let done = rpc(&url, "SendMessage", json!({"message": follow_up}), &extension).await.expect("paid")["task"].clone();
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(done["artifacts"][0]["parts"][0]["data"], json!({"item": "tea", "price": 42}));
+    assert_eq!(done["status"]["message"]["metadata"]["x402.payment.status"], "payment-completed", "{done}");
+    assert_eq!(facilitator.settlements().await.len(), 1, "settled once");
+
+    // Lucid: unpaid is 402; `accord invoke --wallet` pays through the same facilitator.
+    let unpaid = reqwest::Client::new()
+        .post(format!("{url}/entrypoints/quote/invoke"))
+        .json(&json!({"input": {"item": "tea"}}))
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(unpaid.status(), 402);
+    let wallet_file = dir.join("wallet.json");
+    let made = Command::new(ACCORD).args(["wallet", "new", "--out"]).arg(&wallet_file).output().expect("wallet");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let paid = Command::new(ACCORD)
+        .args(["invoke", &url, "quote", r#"{"item":"cocoa"}"#, "--wallet"])
+        .arg(&wallet_file)
+        .output()
+        .expect("invoke");
+    assert!(paid.status.success(), "{}", String::from_utf8_lossy(&paid.stderr));
+    let output: Value = serde_json::from_slice(&paid.stdout).expect("json");
+    assert_eq!(output, json!({"item": "cocoa", "price": 42}));
+    assert_eq!(facilitator.settlements().await.len(), 2, "the Lucid payment settled through the facilitator");
+    // The free skill stays free.
+    let free = rpc(&url, "SendMessage", json!({"message": message("count", json!({"text": "x y"}))}), &[]).await;
+    assert_eq!(free.expect("task")["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let _ = std::fs::remove_dir_all(&dir);
+}
