@@ -46,6 +46,14 @@ pub struct CommandConfig {
     max_output_bytes: usize,
 }
 
+impl CommandConfig {
+    /// The program as an MCP server speaking on stdio (only its program, arguments, working
+    /// directory and environment count there).
+    pub(crate) fn into_mcp(self) -> crate::mcp::McpTransport {
+        crate::mcp::McpTransport::Stdio { program: self.program, args: self.args, cwd: self.cwd, env: self.env }
+    }
+}
+
 impl std::fmt::Debug for CommandConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let env: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();

@@ -18,6 +18,7 @@ use url::Url;
 
 use crate::command::{CommandBackend, CommandConfig};
 use crate::http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+use crate::mcp::{McpServer, McpTransport};
 use crate::secret::Secret;
 
 /// One problem of an agent file: where (a key path such as `skill[1].http.url`, or a line and
@@ -148,8 +149,20 @@ pub struct AgentFile {
     card_fields: Map<String, Json>,
     cancel_grace: Option<Duration>,
     skills: Vec<SkillSpec>,
+    mcp: Vec<McpSpec>,
     serve: Option<Table>,
     payments: Option<Table>,
+}
+
+/// One `[[mcp]]` of the file, checked: an MCP server whose tools become skills.
+#[derive(Debug, Clone)]
+pub struct McpSpec {
+    transport: McpTransport,
+    prefix: String,
+    tools: Option<Vec<String>>,
+    timeout: Duration,
+    pricing: Pricing,
+    scope: Option<String>,
 }
 
 impl std::fmt::Debug for AgentFile {
@@ -160,6 +173,7 @@ impl std::fmt::Debug for AgentFile {
             .field("file", &self.file)
             .field("name", &self.name)
             .field("skills", &self.skills)
+            .field("mcp", &self.mcp)
             .field("serve", &keys(&self.serve))
             .field("payments", &keys(&self.payments))
             .finish_non_exhaustive()
@@ -288,8 +302,121 @@ impl AgentFile {
         Ok(builder.cancel_grace(grace))
     }
 
-    /// Builds the agent, every skill wired to its backend.
+    /// The scope each skill requires on the JSON-RPC tasks face, by skill key, with the tools of
+    /// `[[mcp]]` servers named by their skill keys (`tools`: what [`AgentFile::build`] found).
+    pub fn scopes_with_tools(&self, tools: &[String]) -> BTreeMap<String, String> {
+        let mut scopes = self.scopes();
+        for spec in &self.mcp {
+            if let Some(scope) = &spec.scope {
+                for key in tools.iter().filter(|key| key.starts_with(&spec.prefix)) {
+                    scopes.entry(key.clone()).or_insert_with(|| scope.clone());
+                }
+            }
+        }
+        scopes
+    }
+
+    /// Builds the agent: every `[[skill]]` wired to its backend, and every tool of every
+    /// `[[mcp]]` server as a skill (the servers are started or reached, initialized and asked
+    /// for their tools first). Every problem is reported at once, as [`AgentFile::build_agent`]
+    /// does. Returns the agent and the keys of the tool skills.
+    pub async fn build(&self) -> Result<(Agent, Vec<String>), FileErrors> {
+        let mut builder = self.agent_builder()?;
+        let mut errors = Vec::new();
+        let mut keys: HashSet<String> = self.skills.iter().map(|skill| skill.id.clone()).collect();
+        let mut tool_keys = Vec::new();
+        for (index, spec) in self.mcp.iter().enumerate() {
+            let path = format!("mcp[{index}]");
+            let server = match McpServer::connect(spec.transport.clone(), spec.timeout).await {
+                Ok(server) => server,
+                Err(error) => {
+                    errors.push(FileError { key: path, reason: error.to_string() });
+                    continue;
+                }
+            };
+            let tools = match server.tools().await {
+                Ok(tools) => tools,
+                Err(error) => {
+                    errors.push(FileError { key: path, reason: error.to_string() });
+                    continue;
+                }
+            };
+            if let Some(wanted) = &spec.tools {
+                for name in wanted.iter().filter(|name| !tools.iter().any(|tool| tool.name == name.as_str())) {
+                    errors.push(FileError {
+                        key: format!("{path}.tools"),
+                        reason: format!("the server has no tool {name:?}"),
+                    });
+                }
+            }
+            for tool in tools {
+                if spec.tools.as_ref().is_some_and(|wanted| !wanted.iter().any(|name| tool.name == name.as_str())) {
+                    continue;
+                }
+                let key = format!("{}{}", spec.prefix, tool.name);
+                let schema = Json::Object((*tool.input_schema).clone());
+                let mut skill = Skill::builder(key.clone())
+                    .input_schema(schema.clone())
+                    .pricing(spec.pricing.clone())
+                    .handler(server.tool(tool.name.to_string()));
+                if let Some(description) = tool.description.as_deref().or(tool.title.as_deref()) {
+                    skill = skill.description(description.to_owned());
+                }
+                if let Some(schema) = &tool.output_schema {
+                    skill = skill.output_schema(Json::Object((**schema).clone()));
+                }
+                // Each tool is checked alone, so that one bad tool is named with its reason.
+                let probe = Skill::builder(key.clone())
+                    .input_schema(schema)
+                    .pricing(spec.pricing.clone())
+                    .handler(|_run: Run| async { Ok(Outcome::Completed(Completion::default())) });
+                let probe = Agent::builder("probe").skill(probe).build();
+                if let Err(error) = probe {
+                    let reason = match error {
+                        BuildError::InvalidSkillKey { .. } => format!(
+                            "tool {:?} gives the skill key {key:?}, which is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit (set `tools` to leave it out)",
+                            tool.name
+                        ),
+                        other => format!("tool {:?}: {other}", tool.name),
+                    };
+                    errors.push(FileError { key: path.clone(), reason });
+                    continue;
+                }
+                if !keys.insert(key.clone()) {
+                    errors.push(FileError {
+                        key: path.clone(),
+                        reason: format!(
+                            "tool {:?} gives the skill key {key:?}, which another skill has (set `prefix`)",
+                            tool.name
+                        ),
+                    });
+                    continue;
+                }
+                tool_keys.push(key);
+                builder = builder.skill(skill);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(FileErrors::new(&self.file, errors));
+        }
+        let agent = builder.build().map_err(|error| {
+            FileErrors::new(&self.file, vec![FileError { key: "agent".into(), reason: error.to_string() }])
+        })?;
+        Ok((agent, tool_keys))
+    }
+
+    /// Builds the agent, every skill wired to its backend. A file with `[[mcp]]` servers needs
+    /// [`AgentFile::build`], which reaches them: here they are an error.
     pub fn build_agent(&self) -> Result<Agent, FileErrors> {
+        if !self.mcp.is_empty() {
+            return Err(FileErrors::new(
+                &self.file,
+                vec![FileError {
+                    key: "mcp".into(),
+                    reason: "MCP servers are reached by AgentFile::build (async)".into(),
+                }],
+            ));
+        }
         self.agent_builder()?.build().map_err(|error| {
             let key = match &error {
                 BuildError::InvalidAgent { .. } => "agent".to_owned(),
@@ -575,6 +702,7 @@ impl Reader<'_> {
         let mut top = Fields::new(&root, "");
         let agent = self.table(&mut top, "agent");
         let skills = top.get("skill");
+        let mcp = top.get("mcp");
         let serve = self.table(&mut top, "serve").cloned();
         let payments = self.table(&mut top, "payments").cloned();
         self.finish(top);
@@ -623,9 +751,25 @@ impl Reader<'_> {
         let cancel_grace = self.duration(&mut fields, "cancel_grace");
         self.finish(fields);
 
+        let mut mcp_specs = Vec::new();
+        match mcp {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    let path = format!("mcp[{index}]");
+                    match item {
+                        Value::Table(table) => mcp_specs.extend(self.mcp(table, &path)),
+                        other => self.error(path, format!("expected a table ([[mcp]]), found {}", kind(other))),
+                    }
+                }
+            }
+            Some(other) => self.error("mcp", format!("expected an array of tables ([[mcp]]), found {}", kind(other))),
+        }
+
         let mut specs = Vec::new();
         match skills {
-            None => self.error("skill", "missing: the file needs at least one [[skill]]"),
+            None if !mcp_specs.is_empty() => {}
+            None => self.error("skill", "missing: the file needs at least one [[skill]] or [[mcp]]"),
             Some(Value::Array(items)) => {
                 let mut seen = HashSet::new();
                 for (index, item) in items.iter().enumerate() {
@@ -661,9 +805,51 @@ impl Reader<'_> {
             card_fields,
             cancel_grace,
             skills: specs,
+            mcp: mcp_specs,
             serve,
             payments,
         })
+    }
+
+    fn mcp(&mut self, table: &Table, path: &str) -> Option<McpSpec> {
+        let before = self.errors.len();
+        let mut fields = Fields::new(table, path);
+        let http = fields.get("http");
+        let command = fields.get("command");
+        let transport = match (http, command) {
+            (Some(http), None) => self.http(http, &fields.key("http")).map(HttpConfig::into_mcp),
+            (None, Some(command)) => self.command(command, &fields.key("command")).map(CommandConfig::into_mcp),
+            (None, None) => {
+                self.error(
+                    path,
+                    "no server: give `command = [...]` (stdio) or `http = { url = ... }` (streamable HTTP)",
+                );
+                None
+            }
+            (Some(_), Some(_)) => {
+                self.error(path, "two servers: give either `http` or `command`, not both");
+                None
+            }
+        };
+        let prefix = self.string(&mut fields, "prefix").unwrap_or_default();
+        let tools = match fields.get("tools") {
+            Some(value) => self.strings(value, &fields.key("tools")),
+            None => None,
+        };
+        let timeout = self.duration(&mut fields, "timeout").unwrap_or(crate::mcp::DEFAULT_MCP_TIMEOUT);
+        let pricing = match fields.get("price") {
+            Some(value) => self.price(value, &fields.key("price")),
+            None => Some(Pricing::default()),
+        };
+        let scope = self.string(&mut fields, "scope");
+        if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
+            self.error(fields.key("scope"), "must not be empty");
+        }
+        self.finish(fields);
+        if self.errors.len() > before {
+            return None;
+        }
+        Some(McpSpec { transport: transport?, prefix, tools, timeout, pricing: pricing?, scope })
     }
 
     fn skill(&mut self, table: &Table, path: &str) -> Option<SkillSpec> {

@@ -47,6 +47,14 @@ pub struct HttpConfig {
     max_answer_bytes: usize,
 }
 
+impl HttpConfig {
+    /// The endpoint as a streamable-HTTP MCP server (its URL and headers count there).
+    pub(crate) fn into_mcp(self) -> crate::mcp::McpTransport {
+        let headers = self.headers.into_iter().map(|(name, value)| (name.as_str().to_owned(), value)).collect();
+        crate::mcp::McpTransport::Http { url: self.url.to_string(), headers }
+    }
+}
+
 impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();

@@ -8,6 +8,8 @@
 //! - [`HttpBackend`]: POSTs the input JSON to an endpoint; a JSON answer, or an NDJSON or
 //!   server-sent-event stream of deltas ending in an output.
 //! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON on stdout.
+//! - [`McpServer`]: the tools of an MCP server (stdio or streamable HTTP, through `rmcp`), each a
+//!   skill ([`McpTool`]).
 //! - [`AgentFile`]: the TOML file (`docs/agent-file.md`) that describes an agent and wires each
 //!   of its skills to a backend.
 //!
@@ -25,11 +27,13 @@ mod command;
 mod contract;
 pub mod file;
 mod http;
+mod mcp;
 mod secret;
 
 pub use command::{CommandBackend, CommandConfig};
-pub use file::{AgentFile, Backend, FileError, FileErrors, SkillSpec};
+pub use file::{AgentFile, Backend, FileError, FileErrors, McpSpec, SkillSpec};
 pub use http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+pub use mcp::{DEFAULT_MCP_TIMEOUT, McpServer, McpTool, McpTransport};
 pub use secret::Secret;
 
 /// A backend that cannot be made from its configuration.

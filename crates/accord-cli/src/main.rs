@@ -423,7 +423,7 @@ async fn run(command: Command) -> Result<(), Failure> {
 /// `accord serve --config FILE`: the agent the file describes, through the same
 /// [`accord::Serve`] call.
 async fn serve_file(file: &accord::backends::AgentFile, args: ServeArgs) -> Result<(), Failure> {
-    accord::Serve::from_agent_file(file, args)?.run().await.map_err(Failure::from)
+    accord::Serve::from_agent_file(file, args).await?.run().await.map_err(Failure::from)
 }
 
 /// `accord serve`: the demo or conformance agent through the same [`accord::Serve`] call a

@@ -509,3 +509,57 @@ async fn an_x402_rail_from_the_file_collects_on_the_a2a_and_lucid_faces() {
     assert_eq!(free.expect("task")["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_server_s_tools_are_a2a_tasks_and_a_cancel_reaches_the_server() {
+    let dir = scratch("mcp");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../accord-backends/tests/data/mcp_tools.py");
+    let marker = dir.join("cancelled.jsonl");
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_CANCELLED_FILE\"] }}\n\
+         scope = \"tools:use\"\n\n[serve]\nstore = \"sqlite://tasks.db\"\n",
+        server.display().to_string()
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let served =
+        Served::start(&dir, &["--bearer-token", TOKEN], &[("MCP_CANCELLED_FILE", marker.display().to_string())]);
+    let url = served.url.clone();
+
+    // The tools are on the card, with their descriptions.
+    let card: Value =
+        reqwest::get(format!("{url}/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let skills: Vec<&str> =
+        card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(skills, ["add", "echo", "slow", "fail"]);
+
+    // A tool call as a task: structured content is the artifact.
+    let sent = rpc(&url, "SendMessage", json!({"message": message("add", json!({"a": 2, "b": 40}))}), &[]).await;
+    let task = &sent.expect("a task")["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"], json!({"sum": 42}));
+
+    // A tool error is a failed task with the tool's text.
+    let sent = rpc(&url, "SendMessage", json!({"message": message("fail", json!({}))}), &[]).await;
+    let task = &sent.expect("a task")["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    assert!(task.to_string().contains("the tool failed on purpose"), "{task}");
+
+    // A long call, cancelled mid-run: the task ends canceled and the server hears of it.
+    let params =
+        json!({"message": message("slow", json!({"seconds": 30})), "configuration": {"returnImmediately": true}});
+    let task = rpc(&url, "SendMessage", params, &[]).await.expect("a task")["task"].clone();
+    let id = task["id"].as_str().expect("id").to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let canceled = rpc(&url, "CancelTask", json!({"id": id}), &[]).await.expect("canceled");
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = std::fs::read_to_string(&marker).unwrap_or_default();
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen.contains("the task was cancelled"), "the server got notifications/cancelled: {seen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

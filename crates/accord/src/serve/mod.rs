@@ -419,15 +419,16 @@ impl Serve {
     }
 
     /// Serves the agent an agent file describes (`docs/agent-file.md`): its skills wired to their
-    /// backends, labelled with its name, each skill's `scope` required on the JSON-RPC tasks
-    /// face. The file's `[serve]` and `[payments]` tables are flags: merge them into `args` first
-    /// with [`agent_file_flags`] (as `accord serve --config` does). A file whose agent cannot
-    /// be built is a usage error listing every problem, one per line.
+    /// backends, the tools of its MCP servers as skills (the servers are started or reached and
+    /// asked for their tools first), labelled with its name, each skill's `scope` required on the
+    /// JSON-RPC tasks face. The file's `[serve]` and `[payments]` tables are flags: merge them
+    /// into `args` first with [`agent_file_flags`] (as `accord serve --config` does). A file
+    /// whose agent cannot be built is a usage error listing every problem, one per line.
     #[cfg(feature = "backends")]
-    pub fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
-        let agent = file.build_agent().map_err(|errors| ServeError::usage(errors.to_string()))?;
+    pub async fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
+        let (agent, tools) = file.build().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
         let mut serve = Self::with_args(agent, args).label(file.name());
-        for (skill, scope) in file.scopes() {
+        for (skill, scope) in file.scopes_with_tools(&tools) {
             serve = serve.skill_scope(skill, scope);
         }
         Ok(serve)
