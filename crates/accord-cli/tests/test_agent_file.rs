@@ -270,17 +270,28 @@ async fn the_minimal_file_serves_an_http_and_a_command_skill_on_every_face() {
 async fn the_serve_table_sets_flags_and_the_command_line_wins() {
     let dir = scratch("serve-table");
     let store = dir.join("tasks.db");
+    let minimal = MINIMAL.replace("/quote\" }", "/quote\", headers = { Authorization = \"Bearer ${QUOTE_SECRET}\" } }");
+    assert_ne!(minimal, MINIMAL);
     let file =
-        format!("{MINIMAL}\n[serve]\nstore = \"memory\"\nno-landing = true\nbearer-token = \"${{SHOP_OPERATOR}}\"\n",);
+        format!("{minimal}\n[serve]\nstore = \"memory\"\nno-landing = true\nbearer-token = \"${{SHOP_OPERATOR}}\"\n");
     std::fs::write(dir.join("agent.toml"), file).expect("agent file");
     std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
     let store_flag = format!("sqlite://{}", store.display());
-    let env = [("QUOTE_PORT", "9".to_owned()), ("SHOP_OPERATOR", "operator-secret-0123456789".to_owned())];
+    let env = [
+        ("QUOTE_PORT", "9".to_owned()),
+        ("SHOP_OPERATOR", "operator-secret-0123456789".to_owned()),
+        ("QUOTE_SECRET", "backend-secret-9876543210".to_owned()),
+    ];
     let served = Served::start(&dir, &["--store", &store_flag], &env);
     let summary = served.lines.join("\n");
     assert!(summary.contains("task store: sqlite"), "the command line wins over the file: {summary}");
     assert!(store.exists(), "the SQLite file was made");
     assert!(!summary.contains("operator-secret"), "a secret from the file is not printed: {summary}");
+    // A backend's credential is on no public document.
+    for path in ["/.well-known/agent-card.json", "/openapi.json"] {
+        let body = reqwest::get(format!("{}{path}", served.url)).await.expect(path).text().await.expect("text");
+        assert!(body.contains("quote") && !body.contains("backend-secret"), "{path}: {body}");
+    }
     let landing = reqwest::get(format!("{}/", served.url)).await.expect("landing");
     assert_eq!(landing.status(), 404, "no-landing from the file");
     // The operator token from the file is the only credential admitted on the A2A face.
@@ -367,6 +378,17 @@ stroe = "memory"
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("skill \"quote\" is priced, but no payment rail collects its price"), "{stderr}");
+
+    // A price the rail cannot collect: x402's `upto` scheme prices invocations only.
+    let upto = format!(
+        "{priced}\n[serve]\nstore = \"memory\"\n\n[payments]\npay-rail = \"x402\"\nx402-facilitator = \"http://127.0.0.1:9\"\n\
+         x402-scheme = \"upto\"\npay-to = \"shop\"\npay-network = \"accord:local\"\npay-asset = \"accord-credit\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), upto).expect("agent file");
+    let output = refused(&dir, &[("QUOTE_PORT", "9")]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("x402 upto only supports invoke operations"), "{stderr}");
 
     // `--config` is for one agent: not with the demo's flags.
     let output = Command::new(ACCORD)

@@ -30,4 +30,12 @@ async def bake(minutes: int, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        # Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(sys.argv[2])
+        server.run("streamable-http")
+    else:
+        server.run()
