@@ -520,11 +520,11 @@ impl TaskRuntime {
             return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
         }
         // The turn is taken by whoever moves the task to `working` first; the history is written
-        // in the same step, so nothing runs before it is complete.
+        // in the same step, so nothing runs before it is complete. The question is filed, not
+        // said again: the one update of this turn is `working`, with no status message.
         let working = TaskEventKind::Status { state: TaskState::Working, message: None };
-        let history =
-            task.status_message.into_iter().chain([message]).map(|message| TaskEventKind::Message { message });
-        let events = std::iter::once(working).chain(history).collect();
+        let question = task.status_message.map(|message| TaskEventKind::History { message });
+        let events = std::iter::once(working).chain(question).chain([TaskEventKind::Message { message }]).collect();
         match self.inner.store.append_all(id, WAITING_STATES, events, None, now_ms()).await? {
             Some(record) => Ok(record.task),
             None => {

@@ -621,7 +621,7 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
             task.error = Some(error.clone());
         }
         TaskEventKind::Artifact { artifact, append, .. } => merge_artifact(&mut task.artifacts, artifact, *append),
-        TaskEventKind::Message { message } => task.history.push(message.clone()),
+        TaskEventKind::Message { message } | TaskEventKind::History { message } => task.history.push(message.clone()),
         // A note about delivery, not a change of the task: only the log grows.
         TaskEventKind::PushDeadLetter { .. } => {
             task.version += 1;
