@@ -119,6 +119,10 @@ pub struct ServerConfig {
     /// like `/health`: keep it private, or serve [`observe::metrics_router`] on a listener of
     /// its own. The faces record their metrics either way; see [`observe`].
     pub metrics: bool,
+    /// Whether the server takes new work: while it drains before a stop, `GET /health` answers
+    /// `503` with `"ok": false`, so that a load balancer sends no more. The server that stops
+    /// sets it ([`serve::Readiness::drain`]).
+    pub readiness: serve::Readiness,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -236,6 +240,7 @@ impl Default for ServerConfig {
             openapi: true,
             landing: true,
             metrics: false,
+            readiness: serve::Readiness::default(),
         }
     }
 }
@@ -266,6 +271,12 @@ impl ServerConfig {
     /// Serves `/openapi.json` or leaves it out ([`ServerConfig::openapi`]).
     pub fn openapi(mut self, enabled: bool) -> Self {
         self.openapi = enabled;
+        self
+    }
+
+    /// Sets [`ServerConfig::readiness`]: the handle whose drain makes `/health` answer `503`.
+    pub fn readiness(mut self, readiness: serve::Readiness) -> Self {
+        self.readiness = readiness;
         self
     }
 
