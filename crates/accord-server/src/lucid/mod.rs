@@ -31,7 +31,7 @@ pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<Entr
         .map(|skill| EntrypointItem {
             key: skill.key().to_owned(),
             description: skill.description().map(str::to_owned),
-            streaming: skill.is_streaming(),
+            streaming: skill.is_streaming() && state.config.streaming,
         })
         .collect();
     Json(EntrypointsResponse { items })

@@ -114,8 +114,9 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub signed_card: SignedCardArgs,
-    /// Let anonymous callers list tasks. They all share one owner, so each would see the task
-    /// ids — the capabilities — of all the others: off by default.
+    /// Let anonymous callers list tasks. Anonymous callers from one client address (an IPv6
+    /// /64) share an owner, so each would see the task ids — the capabilities — of the others
+    /// behind the same address (a NAT, a proxy that is not trusted): off by default.
     #[arg(long, env = "ACCORD_ANONYMOUS_LIST")]
     pub anonymous_list: bool,
     /// Serve no landing page: no `/` (the page that shows the card and lets a browser try the
@@ -130,6 +131,11 @@ pub struct ServeArgs {
     /// Serve no gRPC binding (and list none on the card).
     #[arg(long, env = "ACCORD_NO_GRPC")]
     pub no_grpc: bool,
+    /// Turn streaming off: the card says `streaming: false`, and the streaming methods (A2A
+    /// `SendStreamingMessage`, `SubscribeToTask` and their 0.3 names, the Lucid stream routes)
+    /// are refused in each face's shape.
+    #[arg(long, env = "ACCORD_NO_STREAMING")]
+    pub no_streaming: bool,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub push: PushArgs,
@@ -617,7 +623,11 @@ impl Serve {
         if args.anonymous_list {
             config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
         }
-        config = config.idempotency(args.budgets.idempotency()).landing(!args.no_landing);
+        config = config
+            .idempotency(args.budgets.idempotency())
+            .landing(!args.no_landing)
+            .streaming(!args.no_streaming)
+            .trusted_proxies(args.auth.trusted_proxies.clone());
         config.task_service = args.budgets.service(config.task_service);
         config.push = args.push.settings().map_err(ServeError::usage)?;
         config.task_service.push_key = args.push.key(durability == Durability::Durable).map_err(ServeError::usage)?;
