@@ -209,15 +209,35 @@ async fn push_configs_in_the_0_3_shape() {
     assert!(deleted.get("error").is_none(), "{deleted}");
     let list = call03(&s, "tasks/pushNotificationConfig/list", json!({"id": id})).await;
     assert_eq!(list["result"].as_array().expect("array").len(), 1);
-    // Refusals: a webhook the policy refuses, an empty scheme list, a missing config.
+    // An empty scheme list is no authentication (0.3 allows it): kept, read back without one.
+    let no_scheme = json!({"taskId": id, "pushNotificationConfig": {"id": "open", "url": "http://127.0.0.1:9/h",
+                                                                     "authentication": {"schemes": []}}});
+    let no_scheme = call03(&s, "tasks/pushNotificationConfig/set", no_scheme).await;
+    assert!(no_scheme.get("error").is_none(), "{no_scheme}");
+    assert!(no_scheme["result"]["pushNotificationConfig"].get("authentication").is_none(), "{no_scheme}");
+    let got =
+        call03(&s, "tasks/pushNotificationConfig/get", json!({"id": id, "pushNotificationConfigId": "open"})).await;
+    assert_eq!(got["result"]["pushNotificationConfig"]["url"], "http://127.0.0.1:9/h", "{got}");
+    assert!(got["result"]["pushNotificationConfig"].get("authentication").is_none(), "{got}");
+    let got10 = call10(&s, "GetTaskPushNotificationConfig", json!({"taskId": id, "id": "open"})).await;
+    assert!(got10["result"].get("authentication").is_none(), "{got10}");
+    // Refusals: a webhook the policy refuses, credentials without a scheme, a malformed scheme
+    // list, a missing config — each in the 0.3 shape, naming the 0.3 member.
     let refused = json!({"taskId": id, "pushNotificationConfig": {"url": "http://10.0.0.1/hook"}});
     let refused = call03(&s, "tasks/pushNotificationConfig/set", refused).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(refused["error"]["data"]["metadata"]["reason"].is_string(), "{refused}");
-    let no_scheme = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
-                                                                     "authentication": {"schemes": []}}});
-    let no_scheme = call03(&s, "tasks/pushNotificationConfig/set", no_scheme).await;
-    assert_eq!(no_scheme["error"]["code"], -32602, "{no_scheme}");
+    let bare_credentials = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
+                                  "authentication": {"schemes": [], "credentials": "secret"}}});
+    let bare_credentials = call03(&s, "tasks/pushNotificationConfig/set", bare_credentials).await;
+    assert_eq!(bare_credentials["error"]["code"], -32602, "{bare_credentials}");
+    let text = bare_credentials["error"]["message"].as_str().expect("message");
+    assert!(text.contains("authentication.schemes") && !text.contains("authentication.scheme "), "{text}");
+    let malformed = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
+                           "authentication": {"schemes": "Bearer"}}});
+    let malformed = call03(&s, "tasks/pushNotificationConfig/set", malformed).await;
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
+    assert!(malformed["error"].get("data").is_none() || malformed["error"]["data"].is_object(), "{malformed}");
     let missing =
         call03(&s, "tasks/pushNotificationConfig/get", json!({"id": id, "pushNotificationConfigId": "x"})).await;
     assert!(missing["error"]["code"].is_i64(), "{missing}");
