@@ -326,6 +326,19 @@ async fn push_configs_over_0_3_rest() {
 }
 
 #[tokio::test]
+async fn a_stream_refused_before_its_first_event_is_an_error_status() {
+    // As the official 0.3 REST servers answer, and as the 0.3 SDKs' REST clients read it
+    // (`message:stream` and the JS client's `:subscribe` check the status first).
+    let s = server().await;
+    let mut follow_up = send("echo", json!({"text": "more"}), None);
+    follow_up["message"]["taskId"] = json!("nope");
+    let stream = rest03(&s, "POST", "/v1/message:stream", Some(follow_up)).await;
+    assert_eq!((stream.status, stream.body["code"].clone()), (404, json!(-32001)), "{}", stream.body);
+    let subscribe = rest03(&s, "POST", "/v1/tasks/nope:subscribe", None).await;
+    assert_eq!((subscribe.status, subscribe.body["code"].clone()), (404, json!(-32001)), "{}", subscribe.body);
+}
+
+#[tokio::test]
 async fn errors_are_0_3_error_objects_with_http_statuses() {
     let s = server().await;
     let missing = rest03(&s, "GET", "/v1/tasks/no-such-task", None).await;
