@@ -31,6 +31,7 @@ use super::jsonrpc::JsonRpcError;
 use super::task::{Role, TaskState};
 use super::validate::FieldViolation;
 
+pub mod card;
 pub mod convert;
 pub mod proto;
 
