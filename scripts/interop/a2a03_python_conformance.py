@@ -73,7 +73,7 @@ async def main():
         api_key = api_key.root if api_key is not None else None
         check(
             "the card's API key scheme is an apiKey scheme in a header",
-            isinstance(api_key, APIKeySecurityScheme) and api_key.in_ == In.header and api_key.name == "X-API-Key",
+            isinstance(api_key, APIKeySecurityScheme) and api_key.in_ == In.header and api_key.name.lower() == "x-api-key",
             repr(schemes),
         )
         check(
