@@ -4,7 +4,8 @@
 //! [`PaymentFlow`].
 //!
 //! Idempotency of direct invocations is the face's (it depends on its wire: which request is "the
-//! same"); it fits between [`Agent::check_input`] and [`Agent::invoke_paid`].
+//! same"); it fits between [`Agent::admit_invoke`] (the payment verified, so the payer is known)
+//! and [`Agent::invoke_admitted`] (the run and its settlement).
 
 use std::sync::Arc;
 
@@ -67,12 +68,38 @@ impl Agent {
         valid: ValidInput,
         payment: &mut P,
     ) -> Result<PaidRun<Invocation, P::Receipt, P::Refusal>, RunError> {
-        let skill = Arc::clone(valid.skill());
-        let Some(amount) = skill.pricing().invoke.clone() else {
-            return Ok(PaidRun::Ran { output: self.invoke(valid).await?, receipt: None });
-        };
-        if let Some(stop) = admit(&skill, &amount, payment).await {
+        if let Some(stop) = self.admit_invoke(&valid, payment).await {
             return Ok(stop);
+        }
+        self.invoke_admitted(valid, payment).await
+    }
+
+    /// The payment steps of [`Agent::invoke_paid`] before the run, for a face that looks at the
+    /// verified payment before the skill runs (one that answers a repeated request of the same
+    /// payer from its record): the price accepted, a request without a credential challenged, a
+    /// credential verified. `None` when the run may go ahead — free, or paid with a verified
+    /// credential; then [`Agent::invoke_admitted`] runs it, or the face releases the payment
+    /// ([`PaymentFlow::abort`]) and answers without running.
+    pub async fn admit_invoke<P: PaymentFlow>(
+        &self,
+        valid: &ValidInput,
+        payment: &mut P,
+    ) -> Option<PaidRun<Invocation, P::Receipt, P::Refusal>> {
+        let skill = valid.skill();
+        let amount = skill.pricing().invoke.clone()?;
+        admit(skill, &amount, payment).await
+    }
+
+    /// The run and settlement of [`Agent::invoke_paid`], after [`Agent::admit_invoke`] let it go
+    /// ahead.
+    pub async fn invoke_admitted<P: PaymentFlow>(
+        &self,
+        valid: ValidInput,
+        payment: &mut P,
+    ) -> Result<PaidRun<Invocation, P::Receipt, P::Refusal>, RunError> {
+        let skill = Arc::clone(valid.skill());
+        if skill.pricing().invoke.is_none() {
+            return Ok(PaidRun::Ran { output: self.invoke(valid).await?, receipt: None });
         }
         let invocation = match self.invoke(valid).await {
             Ok(invocation) => invocation,

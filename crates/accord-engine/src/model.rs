@@ -447,6 +447,14 @@ pub enum TaskEventKind {
         /// The message.
         message: Message,
     },
+    /// A message said earlier joins the task's history without being said again: the agent's
+    /// pending question, filed when the caller answers it. Faces send no update for it (the
+    /// official SDKs, too, move the status message into the history silently), so a resumed
+    /// task's subscribers do not hear the old question a second time.
+    History {
+        /// The message.
+        message: Message,
+    },
     /// A push notification was given up on after its last attempt. The task does not change;
     /// the entry records, in the task's own log, which update a webhook never received.
     PushDeadLetter {
@@ -467,7 +475,7 @@ impl TaskEventKind {
         match self {
             Self::Status { state, .. } | Self::Error { state, .. } => Some(*state),
             Self::Result { .. } => Some(TaskState::Completed),
-            Self::Artifact { .. } | Self::Message { .. } | Self::PushDeadLetter { .. } => None,
+            Self::Artifact { .. } | Self::Message { .. } | Self::History { .. } | Self::PushDeadLetter { .. } => None,
         }
     }
 }

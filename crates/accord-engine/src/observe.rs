@@ -168,6 +168,10 @@ impl TaskStore for ObservedStore {
         self.timed("get", self.inner.get(id)).await
     }
 
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.timed("owner_of", self.inner.owner_of(id)).await
+    }
+
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.timed("list", self.inner.list(owner, query)).await
     }

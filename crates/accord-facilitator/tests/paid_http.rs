@@ -438,6 +438,59 @@ async fn a_handler_failing_after_payment_keeps_the_receipt_and_the_task_ends_fai
 }
 
 #[tokio::test]
+async fn a_paid_replay_goes_only_to_the_payer_who_paid() {
+    for mpp in [false, true] {
+        let paid = paid(Setup { mpp, ..Setup::default() }).await;
+        let key = "payer-bound-idempotency-key-0123456789";
+        let options = || accord_client::InvokeOptions { idempotency_key: Some(key.into()), ..Default::default() };
+        let receipt = |settlement: Option<accord_client::Settlement>| {
+            settlement.and_then(|settlement| settlement.payment_response.or(settlement.payment_receipt))
+        };
+        let (first, settlement) =
+            paid.paying().invoke_with_settlement(&paid.card, "work", json!({}), options()).await.expect("paid invoke");
+        let first_receipt = receipt(settlement).expect("a receipt");
+        let settled = paid.settled().await;
+
+        // The key and body again without any credential: challenged like a first call, no output.
+        let bare = reqwest::Client::new()
+            .post(paid.server.url("/entrypoints/work/invoke"))
+            .header("idempotency-key", key)
+            .json(&json!({"input": {}}))
+            .send()
+            .await
+            .expect("response");
+        assert_eq!(bare.status(), 402, "mpp={mpp}");
+        assert!(bare.headers().get("idempotency-replayed").is_none());
+        assert!(["payment-response", "payment-receipt"].iter().all(|name| bare.headers().get(*name).is_none()));
+        let body: Value = bare.json().await.expect("json");
+        assert!(body.get("output").is_none(), "{body}");
+
+        // The same payer with a fresh credential: the record, its receipt, nothing charged again.
+        let (again, settlement) =
+            paid.paying().invoke_with_settlement(&paid.card, "work", json!({}), options()).await.expect("replay");
+        assert_eq!(again.run_id, first.run_id, "mpp={mpp}: answered from the record");
+        assert_eq!(receipt(settlement).as_deref(), Some(first_receipt.as_str()));
+        assert_eq!(paid.settled().await, settled, "a replay never settles");
+
+        // Another payer with the same key: a first call of their own, run and paid; their repeat
+        // is answered from their own record.
+        let other = Client::new().with_payments(Arc::new(Wallet::generate().expect("wallet")));
+        let (theirs, settlement) =
+            other.invoke_with_settlement(&paid.card, "work", json!({}), options()).await.expect("their call");
+        assert_ne!(theirs.run_id, first.run_id, "mpp={mpp}: not the first payer's answer");
+        let their_receipt = receipt(settlement).expect("their receipt");
+        assert_ne!(their_receipt, first_receipt);
+        let (repeat, settlement) =
+            other.invoke_with_settlement(&paid.card, "work", json!({}), options()).await.expect("their replay");
+        assert_eq!(repeat.run_id, theirs.run_id);
+        assert_eq!(receipt(settlement), Some(their_receipt));
+        if !mpp {
+            assert_eq!(paid.settled().await, settled + 1, "one settlement for the other payer's call only");
+        }
+    }
+}
+
+#[tokio::test]
 async fn paid_invoke_settles_after_the_output_and_replays_without_paying_twice() {
     let paid = paid(Setup::default()).await;
     let client = paid.paying();

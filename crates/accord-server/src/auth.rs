@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::client_address::ClientAddress;
 use accord_engine::task::{AccessToken, OwnerHash};
 use accord_types::a2a::{A2aError, A2aErrorKind, ErrorMapping};
 use accord_types::card::AgentSkill;
@@ -182,12 +183,31 @@ pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
     }
 }
 
-/// The caller as the task service sees it: the principal's owner, or an anonymous caller owning
-/// tasks as the shared anonymous owner (see [`owner_of`]).
-pub(crate) fn caller_of(principal: Option<&Principal>) -> accord_engine::task::Caller {
-    match principal {
+/// The caller of a request as the task service sees it: its principal's owner; or, for an
+/// anonymous caller, an owner of its client address ([`anonymous_owner`]), so that the per-owner
+/// share and the store's accounting count anonymous callers per address; the shared anonymous
+/// owner ([`owner_of`]) when the address is unknown.
+pub(crate) fn caller_of(extensions: &http::Extensions) -> accord_engine::task::Caller {
+    match extensions.get::<Principal>() {
         Some(principal) => accord_engine::task::Caller::owner(principal.owner),
-        None => accord_engine::task::Caller::anonymous(owner_of(None)),
+        None => accord_engine::task::Caller::anonymous(anonymous_owner(ClientAddress::of(extensions))),
+    }
+}
+
+/// The owner of an anonymous caller's tasks: a digest of its client address's key (an IPv6
+/// address's /64), domain-separated from every token's; the shared anonymous owner when the
+/// address is unknown.
+pub(crate) fn anonymous_owner(address: Option<ClientAddress>) -> OwnerHash {
+    match address {
+        Some(address) => {
+            let mut hasher = Sha256::new();
+            hasher.update(b"accord:anonymous:");
+            hasher.update(address.key().to_string().as_bytes());
+            let digest: [u8; 32] = hasher.finalize().into();
+            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+            OwnerHash::from_hex(&hex).unwrap_or_else(|| owner_of(None))
+        }
+        None => owner_of(None),
     }
 }
 
@@ -297,6 +317,7 @@ pub struct AuthConfig {
     pub(crate) jwt: Option<JwtVerifier>,
     pub(crate) api_keys: Option<ApiKeys>,
     pub(crate) extended_skills: Option<Vec<AgentSkill>>,
+    pub(crate) require: bool,
 }
 
 impl AuthConfig {
@@ -330,6 +351,19 @@ impl AuthConfig {
     pub fn extended_card(mut self, skills: Vec<AgentSkill>) -> Self {
         self.extended_skills = Some(skills);
         self
+    }
+
+    /// Refuses anonymous callers on every face, as a refused credential is refused (`401` in the
+    /// face's shape, with the challenges): a credential of a configured scheme is required. The
+    /// cards, `/health` and the landing page stay open. Without a scheme it has no effect.
+    pub fn require_credentials(mut self, require: bool) -> Self {
+        self.require = require;
+        self
+    }
+
+    /// Whether anonymous callers are refused ([`AuthConfig::require_credentials`]).
+    pub fn requires_credentials(&self) -> bool {
+        self.require && !self.is_empty()
     }
 
     /// Whether no scheme is configured.
@@ -496,6 +530,17 @@ where
                 match config.authenticate(request.headers()).await {
                     Ok(Some(principal)) => {
                         request.extensions_mut().insert(principal);
+                    }
+                    Ok(None) if config.requires_credentials() => {
+                        tracing::info!(
+                            target: AUDIT_TARGET,
+                            event = "auth.rejected",
+                            scheme = "none",
+                            reason = "missing_credentials",
+                            path = request.uri().path(),
+                        );
+                        request.extensions_mut().insert(Unauthenticated::new("none", "missing_credentials"));
+                        request.extensions_mut().insert(Challenges(config.challenges(false)));
                     }
                     Ok(None) => {}
                     Err(refused) => {

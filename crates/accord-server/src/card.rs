@@ -165,6 +165,12 @@ impl CardBuilder {
         // Push notifications are sent for tasks made through the official faces.
         if let Some(capabilities) = builder.template.capabilities.as_mut() {
             capabilities.push_notifications = config.served_push().is_some();
+            capabilities.streaming &= config.streaming;
+        }
+        if !config.streaming {
+            for entrypoint in builder.template.entrypoints.values_mut() {
+                entrypoint.streaming = false;
+            }
         }
         builder
     }

@@ -124,6 +124,8 @@ pub struct TaskSpec {
 pub struct RpcContext {
     /// The authenticated caller, if any.
     pub principal: Option<Principal>,
+    /// The caller as the task service sees it (an anonymous one owns tasks by its address).
+    pub caller: Caller,
     /// The request headers.
     pub headers: HeaderMap,
 }
@@ -273,7 +275,11 @@ impl TasksEndpoint {
             return rpc_response(StatusCode::OK, Some(id), Err(error));
         }
         let params = envelope.params_or_empty();
-        let context = RpcContext { principal: parts.extensions.get::<Principal>().cloned(), headers: parts.headers };
+        let context = RpcContext {
+            principal: parts.extensions.get::<Principal>().cloned(),
+            caller: crate::auth::caller_of(&parts.extensions),
+            headers: parts.headers,
+        };
         let subject = context.principal.as_ref().map_or("anonymous", |principal| principal.subject.as_str()).to_owned();
         let call = match parse_call(&method, &params) {
             Ok(call) => call,
@@ -445,7 +451,7 @@ impl EngineTasks {
     }
 
     fn caller(context: &RpcContext) -> Caller {
-        crate::auth::caller_of(context.principal.as_ref())
+        context.caller
     }
 
     fn request(task: TaskSpec, context: &RpcContext) -> SendRequest {

@@ -34,6 +34,7 @@ mod a2a;
 pub mod auth;
 mod body;
 mod card;
+pub mod client_address;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -107,6 +108,16 @@ pub struct ServerConfig {
     /// A per-caller rate limit on every face (not the card routes): requests over it are
     /// refused with 429 and `Retry-After` in the face's shape. `None` (the default): no limit.
     pub rate_limit: Option<RateLimitConfig>,
+    /// Proxies whose `X-Forwarded-For` names the client (default none: the connection's peer is
+    /// the client). The rate limit and the anonymous callers' share count callers by that
+    /// address ([`client_address`]).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Whether the agent streams (default `true`). `false` turns the capability off on the
+    /// card (`capabilities.streaming`, each entrypoint's `streaming`) and refuses every streaming
+    /// method: A2A `SendStreamingMessage` and `SubscribeToTask` (and 0.3's `message/stream`,
+    /// `tasks/resubscribe`) with `UnsupportedOperationError`, the Lucid stream routes with
+    /// `stream_not_supported`.
+    pub streaming: bool,
     /// Whether `GET /openapi.json` is served (default `true`): an OpenAPI 3.1 document of the
     /// routes the other settings serve, generated from the faces' route tables.
     pub openapi: bool,
@@ -119,6 +130,10 @@ pub struct ServerConfig {
     /// like `/health`: keep it private, or serve [`observe::metrics_router`] on a listener of
     /// its own. The faces record their metrics either way; see [`observe`].
     pub metrics: bool,
+    /// Whether the server takes new work: while it drains before a stop, `GET /health` answers
+    /// `503` with `"ok": false`, so that a load balancer sends no more. The server that stops
+    /// sets it ([`serve::Readiness::drain`]).
+    pub readiness: serve::Readiness,
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -233,9 +248,12 @@ impl Default for ServerConfig {
             push: Some(push::PushSettings::default()),
             auth: auth::AuthConfig::default(),
             rate_limit: None,
+            trusted_proxies: Vec::new(),
+            streaming: true,
             openapi: true,
             landing: true,
             metrics: false,
+            readiness: serve::Readiness::default(),
         }
     }
 }
@@ -263,9 +281,27 @@ impl ServerConfig {
         self
     }
 
+    /// Sets [`ServerConfig::streaming`].
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Sets [`ServerConfig::trusted_proxies`].
+    pub fn trusted_proxies(mut self, proxies: Vec<ipnet::IpNet>) -> Self {
+        self.trusted_proxies = proxies;
+        self
+    }
+
     /// Serves `/openapi.json` or leaves it out ([`ServerConfig::openapi`]).
     pub fn openapi(mut self, enabled: bool) -> Self {
         self.openapi = enabled;
+        self
+    }
+
+    /// Sets [`ServerConfig::readiness`]: the handle whose drain makes `/health` answer `503`.
+    pub fn readiness(mut self, readiness: serve::Readiness) -> Self {
+        self.readiness = readiness;
         self
     }
 
@@ -457,6 +493,7 @@ impl Faces {
                 extensions: a2a_config.extensions.clone().into(),
                 payments: config.payments.clone(),
                 push: config.served_push().map(|push| Arc::new(push.policy.clone())),
+                streaming: config.streaming,
             }),
             _ => None,
         };
@@ -573,6 +610,9 @@ impl Faces {
         } else {
             router.layer(auth::AuthLayer::new(self.state.config.auth.clone()))
         };
+        let trusted: Arc<[ipnet::IpNet]> = self.state.config.trusted_proxies.clone().into();
+        let router =
+            router.layer(axum::middleware::from_fn_with_state(trusted, client_address::resolve_client_address));
         observed(router, face.label())
     }
 

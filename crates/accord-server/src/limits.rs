@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use accord_types::a2a::{A2aError, A2aErrorKind};
 use axum::extract::ConnectInfo;
+
+use crate::client_address::ClientAddress;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
@@ -91,13 +93,13 @@ impl CallerKey {
         if let Some(principal) = request.extensions().get::<Principal>() {
             return Self::Owner(*principal.owner.as_bytes());
         }
-        match request.extensions().get::<ConnectInfo<SocketAddr>>() {
-            Some(ConnectInfo(address)) => Self::Address(match address.ip().to_canonical() {
-                // One host usually holds a whole /64: counting each address apart would let it
-                // multiply its rate.
-                IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-                v4 => v4,
-            }),
+        // The client address the serving layers resolved (trusted proxies' `X-Forwarded-For`
+        // included), else the connection's peer; an IPv6 client counts by its /64.
+        let address = ClientAddress::of(request.extensions()).or_else(|| {
+            request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(peer)| ClientAddress(peer.ip()))
+        });
+        match address {
+            Some(address) => Self::Address(address.key()),
             None => Self::Unknown,
         }
     }

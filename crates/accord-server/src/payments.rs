@@ -246,6 +246,26 @@ impl<'a> HttpPayment<'a> {
         self.priced.as_ref().map_or("none", |(priced, _)| priced.rail.protocol())
     }
 
+    /// Who pays for this request, once its credential is verified, as a digest: the SHA-256 of
+    /// the rail and the payer it names (an x402 payer address, a voucher's key id) — or, when the
+    /// rail names none, of the credential itself, which then matches no other credential. `None`
+    /// before verification and for free work.
+    pub(crate) fn payer_digest(&self) -> Option<String> {
+        let admission = self.admission.as_ref()?;
+        let rail = self.rail_name().as_bytes();
+        Some(match admission.payer() {
+            Some(payer) => accord_engine::idempotency::fingerprint([b"payer".as_slice(), rail, payer.as_bytes()]),
+            None => {
+                let mut parts = vec![b"credential".as_slice(), rail];
+                for name in ["payment-signature", "x-payment", "authorization"] {
+                    parts.push(name.as_bytes());
+                    parts.extend(self.headers.get_all(name).iter().map(HeaderValue::as_bytes));
+                }
+                accord_engine::idempotency::fingerprint(parts)
+            }
+        })
+    }
+
     /// The rail's `402` for this request (an initial challenge reserves nothing).
     pub(crate) fn challenge(&self) -> Response {
         match (self.priced.as_ref(), self.request()) {

@@ -66,6 +66,26 @@ fn app(probes: Arc<Probes>) -> Router {
             }),
         )
         .route(
+            "/events",
+            get(|| async {
+                let first = futures_util::stream::once(async {
+                    Ok::<_, std::convert::Infallible>(bytes::Bytes::from_static(b"data: first\n\n"))
+                });
+                let stream = first.chain(futures_util::stream::pending());
+                ([(http::header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream))
+            }),
+        )
+        .route(
+            "/grpc-stream",
+            post(|| async {
+                let first = futures_util::stream::once(async {
+                    Ok::<_, std::convert::Infallible>(bytes::Bytes::from_static(b"\0\0\0\0\0"))
+                });
+                let stream = first.chain(futures_util::stream::pending());
+                ([(http::header::CONTENT_TYPE, "application/grpc")], Body::from_stream(stream))
+            }),
+        )
+        .route(
             "/endless",
             get(move || {
                 let flag = DropFlag(endless.clone());
@@ -173,23 +193,63 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout_and_the_head_timeou
 }
 
 #[tokio::test]
-async fn at_the_connection_cap_a_new_connection_waits_until_one_closes() {
+async fn at_the_connection_cap_busy_connections_make_a_new_one_wait_and_an_idle_one_makes_room() {
     let server = start(ConnectionLimits { max_connections: 2, ..ConnectionLimits::default() }).await;
-    let mut first = TcpStream::connect(server.addr).await.expect("connect");
-    assert!(request(&mut first, "/health").await.starts_with("HTTP/1.1 200"));
-    let mut second = TcpStream::connect(server.addr).await.expect("connect");
-    assert!(request(&mut second, "/health").await.starts_with("HTTP/1.1 200"));
+    let mut holder = TcpStream::connect(server.addr).await.expect("connect");
+    holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    server.probes.entered.notified().await;
+    let mut slow_head = TcpStream::connect(server.addr).await.expect("connect");
+    slow_head.write_all(b"GET /hea").await.expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
 
     let mut third = TcpStream::connect(server.addr).await.expect("the kernel still completes the handshake");
     third.write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
     let mut buf = [0; 1];
     let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
-    assert!(early.is_err(), "a third connection must not be served while two are open: {early:?}");
+    assert!(early.is_err(), "a third connection must not be served while two are busy: {early:?}");
 
-    drop(first);
+    // The held request ends; its connection, kept alive and idle, is closed to make room.
+    server.probes.release.notify_one();
+    assert!(read_response(&mut holder).await.contains("released"));
     let response = read_response(&mut third).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(request(&mut second, "/health").await.starts_with("HTTP/1.1 200"), "the others are unaffected");
+    assert!(closed_by_server(&mut holder).await, "the idle keep-alive connection made room");
+    slow_head.write_all(b"lth HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    assert!(read_response(&mut slow_head).await.starts_with("HTTP/1.1 200"), "a busy connection is left alone");
+}
+
+#[tokio::test]
+async fn silent_connections_at_the_cap_cannot_lock_a_client_out() {
+    let server = start(ConnectionLimits { max_connections: 20, ..ConnectionLimits::default() }).await;
+    let mut silent = Vec::new();
+    for _ in 0..100 {
+        silent.push(TcpStream::connect(server.addr).await.expect("connect"));
+    }
+    // Far less than the first-byte (5 s) and idle (60 s) timeouts: only making room serves it.
+    let mut client = TcpStream::connect(server.addr).await.expect("connect");
+    client.write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    let answered = tokio::time::timeout(Duration::from_secs(3), read_response(&mut client)).await;
+    assert!(
+        answered.is_ok_and(|response| response.starts_with("HTTP/1.1 200")),
+        "a client behind 100 silent sockets is served"
+    );
+    drop(silent);
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_after_the_first_byte_timeout() {
+    let server = start(ConnectionLimits {
+        first_byte_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_secs(30),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut kept_alive = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut kept_alive, "/health").await.starts_with("HTTP/1.1 200"));
+    let mut silent = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(closed_by_server(&mut silent).await, "a connection that never sends is closed");
+    // Idle past the first-byte timeout, well within the idle timeout: still served.
+    assert!(request(&mut kept_alive, "/health").await.starts_with("HTTP/1.1 200"));
 }
 
 #[tokio::test]
@@ -264,6 +324,105 @@ async fn graceful_shutdown_lets_an_open_request_finish_and_closes_idle_connectio
     assert!(response.starts_with("HTTP/1.1 200") && response.contains("released"), "{response}");
     let ended = tokio::time::timeout(EVENTUALLY, &mut server.task).await;
     assert!(matches!(ended, Ok(Ok(Ok(())))), "the server ends once the request is done: {ended:?}");
+}
+
+/// A server whose stop signal, grace period and forced stop the test controls.
+async fn start_stoppable(grace: Option<Duration>) -> (Running, oneshot::Sender<()>) {
+    let probes = Arc::new(Probes::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (force, forced) = oneshot::channel::<()>();
+    let mut server = Server::new(listener, app(probes.clone()))
+        .with_graceful_shutdown(async {
+            let _ = stopped.await;
+        })
+        .with_forced_shutdown(async {
+            if forced.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        });
+    if let Some(grace) = grace {
+        server = server.shutdown_grace(grace);
+    }
+    let task = tokio::spawn(server.into_future());
+    (Running { addr, probes, stop: Some(stop), task }, force)
+}
+
+#[tokio::test]
+async fn past_the_grace_period_a_request_still_open_is_cut() {
+    let (mut server, _force) = start_stoppable(Some(Duration::from_millis(300))).await;
+    let mut holder = TcpStream::connect(server.addr).await.expect("connect");
+    holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    server.probes.entered.notified().await;
+    let _ = server.stop.take().expect("stop").send(());
+    assert!(closed_by_server(&mut holder).await, "the open request is cut after the grace period");
+    let ended = tokio::time::timeout(EVENTUALLY, &mut server.task).await;
+    assert!(matches!(ended, Ok(Ok(Ok(())))), "the server ends: {ended:?}");
+}
+
+#[tokio::test]
+async fn a_forced_stop_cuts_at_once_what_the_graceful_one_waits_for() {
+    let (mut server, force) = start_stoppable(None).await;
+    let mut holder = TcpStream::connect(server.addr).await.expect("connect");
+    holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    server.probes.entered.notified().await;
+    let _ = server.stop.take().expect("stop").send(());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!server.task.is_finished(), "without a grace period the graceful stop waits");
+    let _ = force.send(());
+    assert!(closed_by_server(&mut holder).await, "the forced stop cuts the open request");
+    let ended = tokio::time::timeout(EVENTUALLY, &mut server.task).await;
+    assert!(matches!(ended, Ok(Ok(Ok(())))), "the server ends: {ended:?}");
+}
+
+#[tokio::test]
+async fn at_a_stop_an_event_stream_ends_cleanly_and_a_grpc_stream_ends_unavailable() {
+    let (mut server, _force) = start_stoppable(None).await;
+    // An event stream over HTTP/1.1: one event, then it would wait for ever.
+    let mut events = TcpStream::connect(server.addr).await.expect("connect");
+    events.write_all(b"GET /events HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
+    let mut seen = Vec::new();
+    let mut buf = [0; 1024];
+    while !String::from_utf8_lossy(&seen).contains("data: first") {
+        let n = tokio::time::timeout(EVENTUALLY, events.read(&mut buf)).await.expect("in time").expect("read");
+        assert!(n > 0, "closed early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // A gRPC server stream over HTTP/2: one message, then it would wait for ever.
+    let io = hyper_util::rt::TokioIo::new(TcpStream::connect(server.addr).await.expect("connect"));
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await.expect("h2");
+    tokio::spawn(connection);
+    let request = http::Request::post("http://test/grpc-stream")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .expect("request");
+    let response = sender.send_request(request).await.expect("a response");
+    let mut body = response.into_body();
+    let first = http_body_util::BodyExt::frame(&mut body).await.expect("a frame").expect("data");
+    assert!(first.is_data());
+
+    let _ = server.stop.take().expect("stop").send(());
+    assert!(closed_by_server(&mut events).await, "the event stream ends and its connection closes");
+    let trailers = tokio::time::timeout(EVENTUALLY, async {
+        loop {
+            match http_body_util::BodyExt::frame(&mut body).await {
+                Some(Ok(frame)) if frame.is_trailers() => return frame.into_trailers().ok(),
+                Some(Ok(_)) => {}
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("in time")
+    .expect("trailers");
+    assert_eq!(trailers.get("grpc-status").map(|v| v.as_bytes()), Some(&b"14"[..]), "{trailers:?}");
+    let ended = tokio::time::timeout(EVENTUALLY, &mut server.task).await;
+    assert!(matches!(ended, Ok(Ok(Ok(())))), "the server ends once the streams have: {ended:?}");
+    let tail = String::from_utf8_lossy(&seen);
+    assert!(tail.contains("text/event-stream"), "{tail}");
 }
 
 #[tokio::test]

@@ -325,6 +325,13 @@ pub(crate) const EVENTS_SINCE: &str = concat!(
 );
 
 /// The task's owner and the sequence number of its log's last entry.
+/// A task's owner hash (what an ownership check reads before the record), or the stand-in `$2`
+/// when there is no such task; and whether there is (one row either way).
+pub(crate) const OWNER: &str = "SELECT COALESCE(MAX(owner_hash), $2), COUNT(*) FROM accord_tasks WHERE id = $1";
+
+/// The owner hash decoded in place of a missing task's (64 hex digits, as stored).
+pub(crate) const STAND_IN_OWNER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
 pub(crate) const OWNER_AND_LAST_SEQUENCE: &str = "SELECT owner_hash, last_sequence FROM accord_tasks WHERE id = $1";
 
 /// Deletes up to `$2` terminal tasks last changed at or before `$1`, with their logs. Rows

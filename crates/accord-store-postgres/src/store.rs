@@ -779,6 +779,20 @@ impl TaskStore for PostgresStore {
         Ok(Some(counts))
     }
 
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.shared.ensure_open()?;
+        // Always one row of the same shape — the owner, or a stand-in of the same length for a
+        // missing task — so that both answers do the same work, down to the decoding.
+        let (stored, found): (String, i64) = sqlx::query_as(sql::OWNER)
+            .bind(id.as_str())
+            .bind(sql::STAND_IN_OWNER)
+            .fetch_one(&self.shared.pool)
+            .await
+            .map_err(failed("reading a task's owner"))?;
+        let owner = sql::parse_owner(&stored)?;
+        Ok((found > 0).then_some(owner))
+    }
+
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
         self.shared.ensure_open()?;
         let now = now_ms();

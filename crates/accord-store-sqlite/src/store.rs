@@ -310,6 +310,9 @@ async fn migrate(pool: &SqlitePool) -> Result<(), Fault> {
     Ok(())
 }
 
+/// The owner hash decoded in place of a missing task's (64 hex digits, as stored).
+const STAND_IN_OWNER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
 #[async_trait]
 impl TaskStore for SqliteStore {
     fn durability(&self) -> Durability {
@@ -347,6 +350,20 @@ impl TaskStore for SqliteStore {
             row.as_ref().map(decode_record).transpose()
         };
         record.await.map_err(|fault| self.fail(fault, "reading a task"))
+    }
+
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.ensure_open()?;
+        // Always one row of the same shape — the owner, or a stand-in of the same length for a
+        // missing task — so that both answers do the same work, down to the decoding.
+        let (stored, found): (String, i64) =
+            sqlx::query_as("SELECT COALESCE(MAX(owner_hash), ?2), COUNT(*) FROM tasks WHERE id = ?1")
+                .bind(id.as_str())
+                .bind(STAND_IN_OWNER)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|error| self.fail(error.into(), "reading a task's owner"))?;
+        Ok(OwnerHash::from_hex(&stored).filter(|_| found > 0))
     }
 
     async fn count_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {

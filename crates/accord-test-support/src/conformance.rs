@@ -605,7 +605,8 @@ pub async fn events_since_returns_the_log_in_order(factory: impl StoreFactory) {
     assert!(beyond.is_empty());
 }
 
-/// `get` returns any record with its persisted owner, which the caller (the runtime) checks.
+/// `get` returns any record with its persisted owner, which the caller (the runtime) checks;
+/// `owner_of` returns that owner alone, and nothing for a missing task.
 pub async fn get_returns_the_owner_for_the_caller_to_check(factory: impl StoreFactory) {
     let bench = Bench::new(&factory).await;
     let (alice, bob) = (owner("alice"), owner("bob"));
@@ -616,6 +617,10 @@ pub async fn get_returns_the_owner_for_the_caller_to_check(factory: impl StoreFa
     assert_eq!(record.owner, alice);
     assert_ne!(record.owner, bob);
     assert_eq!(bench.record(&bobs).await.owner, bob);
+    // The owner alone, as an ownership check reads it before the record.
+    assert_eq!(bench.store.owner_of(&alices).await.expect("owner_of"), Some(alice));
+    assert_eq!(bench.store.owner_of(&bobs).await.expect("owner_of"), Some(bob));
+    assert_eq!(bench.store.owner_of(&TaskId::generate()).await.expect("owner_of"), None);
 }
 
 /// `list` returns only the caller's tasks.
@@ -2306,6 +2311,10 @@ impl TaskStore for WorkerView {
 
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
         self.inner.get(id).await
+    }
+
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.inner.owner_of(id).await
     }
 
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {

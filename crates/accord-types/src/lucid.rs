@@ -44,7 +44,7 @@ pub struct ErrorDetail {
 /// `GET /health`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthResponse {
-    /// Always `true` when the agent answers.
+    /// `true` when the agent takes work; `false` (with status 503) while it drains before a stop.
     pub ok: bool,
     /// The agent's version.
     pub version: String,

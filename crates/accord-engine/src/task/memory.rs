@@ -665,6 +665,10 @@ impl TaskStore for MemoryStore {
         Ok(stored)
     }
 
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        Ok(self.lock()?.get(id).map(|entry| entry.head.owner))
+    }
+
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
         let now = now_ms();
         let mut entries = self.lock()?;

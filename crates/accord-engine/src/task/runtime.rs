@@ -495,6 +495,7 @@ impl TaskRuntime {
     /// [`TaskRuntime::reserve_awaiting`] and not claimed since (a paid task waiting for its
     /// payment); `None` for any other task of the owner.
     pub async fn awaiting_admission(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Task>, TaskFailure> {
+        self.check_owner(id, owner).await?;
         match self.inner.store.get(id).await? {
             Some(record) if record.owner == *owner => {
                 // A claim clears the admission expiry, so a waiting task that still has one never ran.
@@ -520,11 +521,11 @@ impl TaskRuntime {
             return Err(TaskFailure::NotWaiting { id: id.clone(), state: task.state });
         }
         // The turn is taken by whoever moves the task to `working` first; the history is written
-        // in the same step, so nothing runs before it is complete.
+        // in the same step, so nothing runs before it is complete. The question is filed, not
+        // said again: the one update of this turn is `working`, with no status message.
         let working = TaskEventKind::Status { state: TaskState::Working, message: None };
-        let history =
-            task.status_message.into_iter().chain([message]).map(|message| TaskEventKind::Message { message });
-        let events = std::iter::once(working).chain(history).collect();
+        let question = task.status_message.map(|message| TaskEventKind::History { message });
+        let events = std::iter::once(working).chain(question).chain([TaskEventKind::Message { message }]).collect();
         match self.inner.store.append_all(id, WAITING_STATES, events, None, now_ms()).await? {
             Some(record) => Ok(record.task),
             None => {
@@ -598,8 +599,18 @@ impl TaskRuntime {
         }
     }
 
+    /// Refuses, as [`TaskFailure::NotFound`], a caller who does not own task `id` — before its
+    /// record is read: only the owner is looked up and compared (in constant time, against a
+    /// stand-in for a missing task), so another owner's task is refused at the cost of a missing
+    /// one, and the time a refusal takes tells neither whether the task exists nor how large it is.
+    async fn check_owner(&self, id: &TaskId, owner: &OwnerHash) -> Result<(), TaskFailure> {
+        let stored = self.inner.store.owner_of(id).await?;
+        if owner.owns(stored.as_ref()) { Ok(()) } else { Err(TaskFailure::NotFound { id: id.clone() }) }
+    }
+
     /// The owner's task.
     pub async fn get(&self, id: &TaskId, owner: &OwnerHash) -> Result<Task, TaskFailure> {
+        self.check_owner(id, owner).await?;
         match self.inner.store.get(id).await? {
             Some(record) if record.owner == *owner => Ok(record.task),
             _ => Err(TaskFailure::NotFound { id: id.clone() }),
@@ -657,12 +668,22 @@ impl TaskRuntime {
     }
 
     /// Stops this runtime: local handlers are aborted without touching their tasks, so a durable
-    /// store keeps them `working` with leases another worker can recover; then the store closes.
+    /// store keeps them `working`; their leases are given up, so that another worker's next
+    /// recovery pass takes them over at once instead of after the lease's time to live. Then the
+    /// store closes.
     pub async fn close(&self) {
         self.inner.closing.cancel();
-        let tokens: Vec<_> = self.inner.local().values().map(|run| run.cancel.clone()).collect();
-        for token in tokens {
+        let runs: Vec<_> = self.inner.local().iter().map(|(id, run)| (id.clone(), run.cancel.clone())).collect();
+        for (_, token) in &runs {
             token.cancel();
+        }
+        let worker = &self.inner.config.worker_id;
+        for (id, _) in &runs {
+            // Renewing a lease to now gives it up; a lease that is no longer ours is left alone.
+            let now = now_ms();
+            if let Err(error) = self.inner.store.renew_execution_claim(id, worker, now, now).await {
+                tracing::debug!(task = %id, %error, "could not give up a lease at close");
+            }
         }
         self.inner.store.close().await;
     }

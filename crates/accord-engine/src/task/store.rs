@@ -415,6 +415,15 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The record, if it exists (whoever owns it: callers check the owner).
     async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError>;
 
+    /// The owner of the task, if it exists: what an ownership check reads before the record, so
+    /// that refusing another owner's task costs what refusing a missing one does (neither loads
+    /// the record, whose size a caller could otherwise time). The default reads the record; a
+    /// store answers from its owner column or index instead, without the housekeeping
+    /// [`TaskStore::get`] may do.
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        Ok(self.get(id).await?.map(|record| record.owner))
+    }
+
     /// The owner's tasks that match every filter of `query`, newest (`created_at`) first with ties
     /// broken by id (bytewise) descending: at most `limit` of them from the page start, with the
     /// count of every matching task (wherever the page starts) and whether and where the next
@@ -621,7 +630,7 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
             task.error = Some(error.clone());
         }
         TaskEventKind::Artifact { artifact, append, .. } => merge_artifact(&mut task.artifacts, artifact, *append),
-        TaskEventKind::Message { message } => task.history.push(message.clone()),
+        TaskEventKind::Message { message } | TaskEventKind::History { message } => task.history.push(message.clone()),
         // A note about delivery, not a change of the task: only the log grows.
         TaskEventKind::PushDeadLetter { .. } => {
             task.version += 1;

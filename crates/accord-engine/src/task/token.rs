@@ -5,7 +5,7 @@
 //! compared only through its hash, in constant time.
 
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 
 /// The shortest accepted token, after trimming.
 pub const MIN_TOKEN_CHARS: usize = 20;
@@ -107,6 +107,18 @@ impl OwnerHash {
         &self.0
     }
 
+    /// Whether this caller is `stored`, the owner a store keeps for a task — `None` when there is
+    /// no such task. Constant time either way: a missing task's owner is a stand-in hash that no
+    /// token or principal has, compared just like a real one, so that refusing a missing task and
+    /// refusing another owner's task do the same work.
+    pub fn owns(&self, stored: Option<&OwnerHash>) -> bool {
+        // All zeros: finding a token whose SHA-256 is all zeros is a preimage attack.
+        const NOBODY: OwnerHash = OwnerHash([0; 32]);
+        let exists = Choice::from(u8::from(stored.is_some()));
+        let stored = stored.unwrap_or(&NOBODY);
+        (self.0.ct_eq(&stored.0) & exists).into()
+    }
+
     /// The owner standing for an authenticated principal named `principal_id` (for example a
     /// JWT's issuer and subject): the SHA-256 of a domain-separated, length-prefixed encoding of
     /// the id, so that it never collides with the hash of an access token (which has no prefix)
@@ -191,6 +203,15 @@ mod tests {
         assert_eq!(owner.to_hex(), "71c480df93d6ae2f1efad1447c66c9525e316218cf51fc8d9ed832f2daf18b73");
         assert_eq!(OwnerHash::from_hex(&owner.to_hex()), Some(owner));
         assert_eq!(OwnerHash::from_hex("zz"), None);
+    }
+
+    #[test]
+    fn a_missing_task_is_owned_by_nobody() {
+        let owner = AccessToken::generate().owner();
+        assert!(owner.owns(Some(&owner)));
+        assert!(!owner.owns(Some(&AccessToken::generate().owner())));
+        assert!(!owner.owns(None));
+        assert!(!OwnerHash([0; 32]).owns(None), "not even the stand-in's own bytes own a missing task");
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl GrpcFace {
         }
         let activated =
             super::negotiate_extensions(&headers, &self.core.extensions).map_err(|error| self.status(&error))?;
-        Ok(Call { caller: caller_of(request.extensions().get::<Principal>()), activated, headers })
+        Ok(Call { caller: caller_of(request.extensions()), activated, headers })
     }
 
     /// The request's message as the A2A wire type, checked like the HTTP bindings check theirs.

@@ -120,7 +120,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
         Ok(activated) => activated,
         Err(error) => return rpc_error(id, &error),
     };
-    let owner = caller_of(parts.extensions.get::<Principal>());
+    let owner = caller_of(&parts.extensions);
     let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
     let last_event_id =

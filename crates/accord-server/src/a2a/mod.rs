@@ -113,6 +113,8 @@ pub(crate) struct A2aCore {
     pub(crate) payments: Option<crate::PaymentsConfig>,
     /// Which webhook URLs are accepted; `None` when this server sends no push notifications.
     pub(crate) push: Option<std::sync::Arc<crate::push::guard::WebhookPolicy>>,
+    /// Whether the streaming operations are served ([`crate::ServerConfig::streaming`]).
+    pub(crate) streaming: bool,
 }
 
 /// The URL a request was made at, without its query: what a payment request names as the paid
@@ -229,6 +231,15 @@ impl A2aCore {
         Ok(a2a::SendMessageResponse::Task(a2a_task(&task, configuration.history_length, true)))
     }
 
+    /// Refuses a streaming operation when streaming is off (`capabilities.streaming: false`).
+    fn ensure_streaming(&self) -> Result<(), A2aError> {
+        if self.streaming {
+            Ok(())
+        } else {
+            Err(A2aError::new(A2aErrorKind::UnsupportedOperation).with_message("this agent does not stream"))
+        }
+    }
+
     /// `SendStreamingMessage`: the task, then its updates until it ends or waits.
     pub(crate) async fn send_streaming(
         &self,
@@ -236,6 +247,7 @@ impl A2aCore {
         caller: Caller,
         resource: String,
     ) -> Result<A2aStream, A2aError> {
+        self.ensure_streaming()?;
         let send = self.send_request(request, caller)?;
         let caller = send.caller;
         let task = self.start(send, resource).await?;
@@ -285,6 +297,7 @@ impl A2aCore {
         caller: Caller,
         last_event_id: Option<EventId>,
     ) -> Result<A2aStream, A2aError> {
+        self.ensure_streaming()?;
         let caller = caller.within(request.tenant.as_deref());
         let id = TaskId::new(request.id);
         let (from, partial) = match last_event_id {

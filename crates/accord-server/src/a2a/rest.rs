@@ -122,7 +122,7 @@ fn ok(value: impl serde::Serialize) -> Response {
 }
 
 fn owner(request: &Request) -> accord_engine::task::Caller {
-    caller_of(request.extensions().get::<Principal>())
+    caller_of(request.extensions())
 }
 
 /// Content type, size and ProtoJSON decoding (the version layer has already run).
@@ -200,9 +200,9 @@ async fn list(
     State(state): Shared,
     params: Params,
     Query(query): Query<HashMap<String, String>>,
-    principal: Option<axum::Extension<Principal>>,
+    extensions: http::Extensions,
 ) -> Response {
-    let owner = caller_of(principal.as_ref().map(|axum::Extension(principal)| principal));
+    let owner = caller_of(&extensions);
     let result = async {
         let mut list: a2a::ListTasksRequest = from_query(&query, &[])?;
         list.tenant = with_tenant(list.tenant.take(), tenant_of(&params))?;

@@ -111,7 +111,7 @@ pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, re
         Ok(activated) => activated,
         Err(error) => return error_for(&request.method, id, &error),
     };
-    let owner = caller_of(parts.extensions.get::<Principal>());
+    let owner = caller_of(&parts.extensions);
     let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
     let last_event_id =

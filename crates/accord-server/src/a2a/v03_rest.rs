@@ -140,7 +140,7 @@ fn ok(value: impl serde::Serialize) -> Response {
 }
 
 fn owner(request: &Request) -> accord_engine::task::Caller {
-    caller_of(request.extensions().get::<Principal>())
+    caller_of(request.extensions())
 }
 
 /// Content type, size and ProtoJSON decoding of a body.

@@ -6,7 +6,7 @@ use accord_engine::{Skill, ValidInput};
 use accord_types::lucid::{EntrypointItem, EntrypointsResponse, HealthResponse};
 use axum::Json;
 use axum::body::Body;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::error::LucidError;
@@ -16,8 +16,11 @@ pub(crate) mod invoke;
 pub(crate) mod stream;
 pub(crate) mod tasks;
 
-pub(crate) async fn health(axum::extract::State(state): State) -> Json<HealthResponse> {
-    Json(HealthResponse { ok: true, version: state.agent.version().to_owned() })
+/// `200 {"ok": true}`, or `503 {"ok": false}` while the server drains before a stop.
+pub(crate) async fn health(axum::extract::State(state): State) -> (StatusCode, Json<HealthResponse>) {
+    let ok = !state.config.readiness.is_draining();
+    let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(HealthResponse { ok, version: state.agent.version().to_owned() }))
 }
 
 pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<EntrypointsResponse> {
@@ -28,7 +31,7 @@ pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<Entr
         .map(|skill| EntrypointItem {
             key: skill.key().to_owned(),
             description: skill.description().map(str::to_owned),
-            streaming: skill.is_streaming(),
+            streaming: skill.is_streaming() && state.config.streaming,
         })
         .collect();
     Json(EntrypointsResponse { items })

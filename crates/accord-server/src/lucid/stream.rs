@@ -37,6 +37,9 @@ pub(crate) async fn stream(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
+    if !state.config.streaming {
+        return Err(accord_engine::RunError::NotStreamable { key }.into());
+    }
     let skill = state.agent.streamable(&key)?;
     let checked = super::read_input(&state, skill, &headers, body).await?;
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());

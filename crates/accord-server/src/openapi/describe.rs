@@ -99,11 +99,13 @@ pub(crate) fn metrics() -> Vec<Operation> {
 
 /// `GET /health`.
 pub(crate) fn health() -> Vec<Operation> {
-    vec![Operation::get("getHealth", "Whether the agent answers").tag(CARDS).public().json(
-        200,
-        "The agent answers",
-        SchemaSource::of::<HealthResponse>(),
-    )]
+    vec![
+        Operation::get("getHealth", "Whether the agent answers and takes work")
+            .tag(CARDS)
+            .public()
+            .json(200, "The agent answers", SchemaSource::of::<HealthResponse>())
+            .json(503, "The agent drains before a stop: send it no more work", SchemaSource::of::<HealthResponse>()),
+    ]
 }
 
 /// `GET /entrypoints`.

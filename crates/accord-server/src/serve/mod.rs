@@ -4,9 +4,16 @@
 //! client, or many, can hold: connections (at the cap, new ones wait in the kernel's accept
 //! backlog), requests in flight (beyond the cap, `503` with `Retry-After`), the time to send a
 //! request head, to stay idle between requests, to send a request body and to read a response.
+//! A connection that sends nothing is closed after a short first-byte timeout, and at the
+//! connection cap idle connections (kept alive between requests, or silent since they opened)
+//! are closed to make room before a new connection has to wait.
 //! Accept errors such as running out of file descriptors back off instead of spinning, and are
-//! logged at most once per [`ACCEPT_ERROR_LOG_PERIOD`]. TCP_NODELAY is set on every connection, and
-//! a graceful shutdown lets in-flight requests finish.
+//! logged at most once per [`ACCEPT_ERROR_LOG_PERIOD`]. TCP_NODELAY is set on every connection.
+//!
+//! A graceful shutdown stops accepting, closes idle connections, lets requests in flight finish,
+//! and ends streamed responses between two events (an event stream closes cleanly; a gRPC stream
+//! ends with `UNAVAILABLE`), within [`Server::shutdown_grace`]; past it, or on
+//! [`Server::with_forced_shutdown`]'s signal, what is still open is cut.
 //!
 //! ```no_run
 //! use accord_server::serve::{ConnectionLimits, Server};
@@ -48,7 +55,7 @@ use tokio::sync::{Semaphore, watch as signal};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
-use self::watch::{DeadlineBody, GuardedBody, Watch, WatchedIo};
+use self::watch::{DeadlineBody, EndOnStop, GuardedBody, IdleCount, Overstep, StreamEnd, Watch, WatchedIo};
 use crate::LucidError;
 
 /// How often, at most, a run of accept errors is logged.
@@ -72,6 +79,9 @@ pub struct ConnectionLimits {
     /// body does not count: streams are bounded by connections and `max_streams_per_connection`).
     /// Beyond the cap a request is answered `503` with `Retry-After` at once. Default 256.
     pub max_in_flight: usize,
+    /// Time from accepting a connection to its first byte; past it a connection that has sent
+    /// nothing is closed. Default 5 s.
+    pub first_byte_timeout: Duration,
     /// Time from the first byte of a request head to its last; past it the connection is
     /// closed. Default 10 s.
     pub header_timeout: Duration,
@@ -96,6 +106,7 @@ impl Default for ConnectionLimits {
         Self {
             max_connections: 512,
             max_in_flight: 256,
+            first_byte_timeout: Duration::from_secs(5),
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(30),
@@ -110,13 +121,32 @@ impl ConnectionLimits {
     /// The period of the per-connection check: a quarter of the shortest timeout, between 10 ms
     /// and 1 s, so a limit is enforced at most a quarter late.
     fn tick(&self) -> Duration {
-        let shortest =
-            [self.header_timeout, self.idle_timeout, self.write_timeout].into_iter().min().unwrap_or_default();
+        let shortest = [self.first_byte_timeout, self.header_timeout, self.idle_timeout, self.write_timeout]
+            .into_iter()
+            .min()
+            .unwrap_or_default();
         (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
     }
 }
 
 type ShutdownSignal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Whether a server takes new work, shared by the one that stops it and `GET /health`
+/// ([`crate::ServerConfig::readiness`]). Cheap to clone; clones share the state.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<std::sync::atomic::AtomicBool>);
+
+impl Readiness {
+    /// From now on `/health` answers `503`: the server is about to stop.
+    pub fn drain(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Readiness::drain`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
 
 /// Serves a [`Router`] on a listener within [`ConnectionLimits`]; `.await` it to run.
 #[must_use = "a server does nothing until awaited"]
@@ -125,6 +155,8 @@ pub struct Server {
     router: Router,
     limits: ConnectionLimits,
     shutdown: Option<ShutdownSignal>,
+    forced: Option<ShutdownSignal>,
+    grace: Option<Duration>,
 }
 
 impl std::fmt::Debug for Server {
@@ -136,7 +168,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server for `router` on `listener`, with the default limits and no shutdown signal.
     pub fn new(listener: TcpListener, router: Router) -> Self {
-        Self { listener, router, limits: ConnectionLimits::default(), shutdown: None }
+        Self { listener, router, limits: ConnectionLimits::default(), shutdown: None, forced: None, grace: None }
     }
 
     /// Sets the limits.
@@ -146,9 +178,24 @@ impl Server {
     }
 
     /// Stops accepting when `signal` completes, lets open requests finish (idle connections
-    /// close at once), then returns.
+    /// close at once, streamed responses end between two events), then returns.
     pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
         self.shutdown = Some(Box::pin(signal));
+        self
+    }
+
+    /// How long a graceful shutdown waits for requests in flight; past it they are cut and
+    /// [`Server::run`] returns. Default: no limit.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Cuts every connection when `signal` completes during a graceful shutdown (a second
+    /// Ctrl-C, say), instead of waiting for the grace period. Completing before the graceful
+    /// signal starts the shutdown too.
+    pub fn with_forced_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.forced = Some(Box::pin(signal));
         self
     }
 
@@ -160,7 +207,7 @@ impl Server {
     /// Serves until the shutdown signal, if any, completes and every connection has finished.
     /// Errors only if the limits are unusable (a zero cap, or a buffer under 8,192 bytes).
     pub async fn run(self) -> io::Result<()> {
-        let Self { listener, router, limits, shutdown } = self;
+        let Self { listener, router, limits, shutdown, forced, grace } = self;
         if limits.max_connections == 0 || limits.max_in_flight == 0 || limits.max_buffer < 8192 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -169,38 +216,82 @@ impl Server {
         }
         let max_connections = u32::try_from(limits.max_connections)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "max_connections is too large"))?;
-        let mut shutdown = shutdown.unwrap_or_else(|| Box::pin(std::future::pending()));
+        let shutdown = shutdown.unwrap_or_else(|| Box::pin(std::future::pending()));
+        let mut forced = forced.unwrap_or_else(|| Box::pin(std::future::pending()));
+        let mut shutdown = Box::pin(async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = &mut forced => return (true, forced),
+            }
+            (false, forced)
+        });
         let connections = Arc::new(Semaphore::new(limits.max_connections));
+        let idle = IdleCount::default();
+        let (make_room, room_wanted) = signal::channel(0u64);
+        let (stop, stopping) = signal::channel(false);
+        let (cut, cutting) = signal::channel(false);
         let shared = Arc::new(Shared {
             router,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             builder: builder(&limits),
             limits,
+            idle: idle.clone(),
+            stopping,
         });
-        let (stop, stopping) = signal::channel(false);
         let mut backoff = AcceptBackoff::default();
-        loop {
-            // Take a connection slot before accepting: at the cap, connections wait in the backlog.
-            let permit = tokio::select! {
-                permit = connections.clone().acquire_owned() => permit,
-                () = &mut shutdown => break,
+        let (already_forced, mut forced) = 'accepting: loop {
+            // Take a connection slot before accepting: at the cap, idle connections are asked to
+            // close, and a new connection waits in the backlog until one does.
+            let permit = match connections.clone().try_acquire_owned() {
+                Ok(permit) => Ok(permit),
+                Err(_) => loop {
+                    if idle.get() > 0 {
+                        make_room.send_modify(|round| *round = round.wrapping_add(1));
+                    }
+                    tokio::select! {
+                        permit = connections.clone().acquire_owned() => break permit,
+                        // A busy connection became idle: it can make room now.
+                        () = idle.became_idle() => {}
+                        outcome = &mut shutdown => break 'accepting outcome,
+                    }
+                },
             };
-            let Ok(permit) = permit else { break };
+            let Ok(permit) = permit else {
+                let never: ShutdownSignal = Box::pin(std::future::pending());
+                break 'accepting (false, never);
+            };
             let stream = tokio::select! {
                 stream = accept(&listener, &mut backoff) => stream,
-                () = &mut shutdown => break,
+                outcome = &mut shutdown => break 'accepting outcome,
             };
             let shared = shared.clone();
-            let stopping = stopping.clone();
+            let room_wanted = room_wanted.clone();
+            let cutting = cutting.clone();
             tokio::spawn(async move {
-                serve_connection(stream, shared, stopping).await;
+                serve_connection(stream, shared, room_wanted, cutting).await;
                 drop(permit);
             });
-        }
+        };
         drop(listener);
         let _ = stop.send(true);
         // Every connection holds a slot until it ends: holding them all means all have ended.
-        let _ = connections.acquire_many(max_connections).await;
+        let all_ended = connections.acquire_many(max_connections);
+        tokio::pin!(all_ended);
+        let grace = async {
+            match grace {
+                Some(grace) => tokio::time::sleep(grace).await,
+                None => std::future::pending().await,
+            }
+        };
+        if !already_forced {
+            tokio::select! {
+                _ = &mut all_ended => return Ok(()),
+                () = grace => tracing::warn!("the shutdown grace period is over: cutting the requests still open"),
+                () = &mut forced => tracing::warn!("stopping at once: cutting the requests still open"),
+            }
+        }
+        let _ = cut.send(true);
+        let _ = all_ended.await;
         Ok(())
     }
 }
@@ -219,6 +310,9 @@ struct Shared {
     in_flight: Arc<Semaphore>,
     builder: auto::Builder<TokioExecutor>,
     limits: ConnectionLimits,
+    idle: IdleCount,
+    /// Set when the graceful shutdown starts.
+    stopping: signal::Receiver<bool>,
 }
 
 fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
@@ -229,7 +323,26 @@ fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopping: signal::Receiver<bool>) {
+async fn serve_connection(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    mut room_wanted: signal::Receiver<u64>,
+    mut cutting: signal::Receiver<bool>,
+) {
+    let watch = Watch::new(shared.idle.clone());
+    serve_watched(stream, &shared, &watch, &mut room_wanted, &mut cutting).await;
+    watch.closed();
+}
+
+async fn serve_watched(
+    stream: TcpStream,
+    shared: &Arc<Shared>,
+    watch: &Watch,
+    room_wanted: &mut signal::Receiver<u64>,
+    cutting: &mut signal::Receiver<bool>,
+) {
+    let mut stopping = shared.stopping.clone();
+    room_wanted.borrow_and_update();
     // Streams write many small frames: without TCP_NODELAY, Nagle's algorithm holds each one until
     // the last is acknowledged, and a client's delayed ACK makes that up to 40 ms per frame.
     if let Err(error) = stream.set_nodelay(true) {
@@ -238,7 +351,6 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopping: 
     // Handlers and layers see the client's address as axum's `ConnectInfo` (the rate limit counts
     // anonymous callers by it).
     let peer = stream.peer_addr().ok();
-    let watch = Watch::new();
     let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
     let service = {
         let shared = shared.clone();
@@ -271,6 +383,16 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, mut stopping: 
             _ = stopping.changed(), if !shutting_down => {
                 shutting_down = true;
                 connection.as_mut().graceful_shutdown();
+            }
+            _ = cutting.wait_for(|cut| *cut) => {
+                tracing::debug!("cutting a connection at the end of the shutdown");
+                return;
+            }
+            changed = room_wanted.changed() => {
+                if changed.is_ok() && watch.is_idle() {
+                    tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
+                    return;
+                }
             }
             _ = ticks.tick() => {
                 if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
@@ -305,7 +427,14 @@ async fn handle(request: Request<Incoming>, shared: &Shared, watch: &Watch) -> R
         Err(never) => match never {},
     };
     drop(permit);
-    response.map(|body| Body::new(GuardedBody::new(body, open)))
+    let end = StreamEnd::of(response.headers().get(header::CONTENT_TYPE));
+    response.map(|body| {
+        let body = match end {
+            Some(end) => Body::new(EndOnStop::new(body, end, shared.stopping.clone())),
+            None => body,
+        };
+        Body::new(GuardedBody::new(body, open))
+    })
 }
 
 async fn accept(listener: &TcpListener, backoff: &mut AcceptBackoff) -> TcpStream {

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -30,6 +31,10 @@ pub(super) enum Overstep {
     Write,
     /// A request body did not finish within `body_timeout` of its head.
     Body,
+    /// The connection sent nothing within `first_byte_timeout` of being accepted.
+    FirstByte,
+    /// The server reached its connection cap and closed this idle connection to make room.
+    Evicted,
 }
 
 impl Overstep {
@@ -39,6 +44,8 @@ impl Overstep {
             Self::Header => "request head timeout",
             Self::Write => "write timeout (the client does not read)",
             Self::Body => "request body timeout",
+            Self::FirstByte => "no first byte in time",
+            Self::Evicted => "idle at the connection cap",
         }
     }
 }
@@ -55,26 +62,98 @@ struct State {
     write_blocked_since: Option<Instant>,
     /// Set by a request body that outlived `body_timeout`.
     body_expired: bool,
+    /// Whether the client has sent a byte since the connection was accepted.
+    ever_read: bool,
+    /// Whether this connection is counted in [`IdleCount`] (idle: no request open, no head begun).
+    counted_idle: bool,
+}
+
+impl State {
+    fn is_idle(&self) -> bool {
+        self.open_requests == 0 && self.head_started.is_none()
+    }
+}
+
+/// How many of a server's connections are idle (no request open, no request head begun): the
+/// serve loop closes idle connections to make room at the connection cap only when there are
+/// some, so that a cap full of busy connections costs nothing to wait on.
+#[derive(Debug, Clone, Default)]
+pub(super) struct IdleCount(Arc<(AtomicUsize, tokio::sync::Notify)>);
+
+impl IdleCount {
+    pub(super) fn get(&self) -> usize {
+        self.0.0.load(Ordering::Relaxed)
+    }
+
+    /// Completes when a connection has become idle since the last call (or the first).
+    pub(super) async fn became_idle(&self) {
+        self.0.1.notified().await;
+    }
+
+    fn up(&self) {
+        self.0.0.fetch_add(1, Ordering::Relaxed);
+        self.0.1.notify_one();
+    }
+
+    fn down(&self) {
+        self.0.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The shared facts about one connection.
 #[derive(Debug, Clone)]
-pub(super) struct Watch(Arc<Mutex<State>>);
+pub(super) struct Watch(Arc<(Mutex<State>, IdleCount, Instant)>);
 
 impl Watch {
-    pub(super) fn new() -> Self {
-        Self(Arc::new(Mutex::new(State {
-            open_requests: 0,
-            idle_since: Instant::now(),
-            head_started: None,
-            write_blocked_since: None,
-            body_expired: false,
-        })))
+    /// A fresh connection, idle and counted as such until [`Watch::closed`].
+    pub(super) fn new(idle: IdleCount) -> Self {
+        let now = Instant::now();
+        idle.up();
+        Self(Arc::new((
+            Mutex::new(State {
+                open_requests: 0,
+                idle_since: now,
+                head_started: None,
+                write_blocked_since: None,
+                body_expired: false,
+                ever_read: false,
+                counted_idle: true,
+            }),
+            idle,
+            now,
+        )))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
         // The state is a handful of plain fields, valid after any panic: keep going.
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps the server's idle count in step with `state`.
+    fn recount(&self, state: &mut State) {
+        let idle = state.is_idle();
+        if idle != state.counted_idle {
+            state.counted_idle = idle;
+            if idle {
+                self.0.1.up();
+            } else {
+                self.0.1.down();
+            }
+        }
+    }
+
+    /// Whether the connection is idle: no request open and no request head begun.
+    pub(super) fn is_idle(&self) -> bool {
+        self.state().is_idle()
+    }
+
+    /// The connection has ended: it no longer counts as idle.
+    pub(super) fn closed(&self) {
+        let mut state = self.state();
+        if state.counted_idle {
+            state.counted_idle = false;
+            self.0.1.down();
+        }
     }
 
     /// The first limit this connection oversteps at `now`, if any.
@@ -91,6 +170,9 @@ impl Watch {
         if state.open_requests > 0 {
             return None;
         }
+        if !state.ever_read && now.duration_since(self.0.2) >= limits.first_byte_timeout {
+            return Some(Overstep::FirstByte);
+        }
         match state.head_started {
             Some(started) if now.duration_since(started) >= limits.header_timeout => Some(Overstep::Header),
             Some(_) => None,
@@ -104,13 +186,17 @@ impl Watch {
         let mut state = self.state();
         state.open_requests += 1;
         state.head_started = None;
+        state.ever_read = true;
+        self.recount(&mut state);
         OpenRequest(self.clone())
     }
 
     fn read_some(&self) {
         let mut state = self.state();
+        state.ever_read = true;
         if state.open_requests == 0 && state.head_started.is_none() {
             state.head_started = Some(Instant::now());
+            self.recount(&mut state);
         }
     }
 
@@ -138,6 +224,7 @@ impl Drop for OpenRequest {
         state.open_requests = state.open_requests.saturating_sub(1);
         if state.open_requests == 0 {
             state.idle_since = Instant::now();
+            self.0.recount(&mut state);
         }
     }
 }
@@ -265,5 +352,93 @@ impl http_body::Body for GuardedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// How a streamed response ends when the server starts stopping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StreamEnd {
+    /// The body ends, as if the stream were over: an event stream's clean close.
+    Close,
+    /// The body ends with gRPC trailers saying `UNAVAILABLE`, so that a client retries elsewhere.
+    GrpcUnavailable,
+}
+
+impl StreamEnd {
+    /// How a response with this `Content-Type` ends at a stop; `None` for a body that is not a
+    /// stream and finishes on its own.
+    pub(super) fn of(content_type: Option<&http::HeaderValue>) -> Option<Self> {
+        let content_type = content_type?.to_str().ok()?.trim_start();
+        let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if essence == "text/event-stream" {
+            Some(Self::Close)
+        } else if essence == "application/grpc" || essence.starts_with("application/grpc+") {
+            Some(Self::GrpcUnavailable)
+        } else {
+            None
+        }
+    }
+}
+
+type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A streamed response body that ends between two frames once the server starts stopping,
+/// instead of holding the stop until the stream's own end (a subscription may last for hours).
+pub(super) struct EndOnStop {
+    inner: Body,
+    stop: Option<StopFuture>,
+    end: StreamEnd,
+    ended: bool,
+}
+
+impl EndOnStop {
+    pub(super) fn new(inner: Body, end: StreamEnd, mut stopping: tokio::sync::watch::Receiver<bool>) -> Self {
+        let stop = Box::pin(async move {
+            // A dropped sender means the server is gone: the stream ends too.
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+        });
+        Self { inner, stop: Some(stop), end, ended: false }
+    }
+}
+
+impl http_body::Body for EndOnStop {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if frame.is_none() {
+                this.ended = true;
+            }
+            return Poll::Ready(frame);
+        }
+        let Some(stop) = this.stop.as_mut() else { return Poll::Pending };
+        if stop.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        this.stop = None;
+        this.ended = true;
+        match this.end {
+            StreamEnd::Close => Poll::Ready(None),
+            StreamEnd::GrpcUnavailable => {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", http::HeaderValue::from_static("14"));
+                trailers.insert("grpc-message", http::HeaderValue::from_static("the server is shutting down"));
+                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        // It may end early: never promise a length.
+        SizeHint::default()
     }
 }

@@ -90,6 +90,10 @@ impl TaskStore for ScratchStore {
         self.store.get(id).await
     }
 
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.store.owner_of(id).await
+    }
+
     async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.store.list(owner, query).await
     }

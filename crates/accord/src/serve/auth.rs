@@ -35,6 +35,24 @@ pub struct AuthArgs {
     /// The header API keys are read from.
     #[arg(long, default_value = accord_server::auth::DEFAULT_API_KEY_HEADER, env = "ACCORD_API_KEY_HEADER")]
     pub api_key_header: String,
+    /// Refuse anonymous callers on every face (401 in the face's shape): a credential of a
+    /// configured scheme is required. The cards, `/health` and the landing page stay open.
+    /// Needs --bearer-token, --jwks or --api-key.
+    #[arg(long, env = "ACCORD_REQUIRE_AUTH")]
+    pub require_auth: bool,
+    /// A proxy (an address or a CIDR range; repeatable, or comma-separated in the variable)
+    /// whose `X-Forwarded-For` names the client. The rate limit and the anonymous callers'
+    /// share count callers by that address; from any other peer the header is ignored.
+    #[arg(long = "trusted-proxy", env = "ACCORD_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// An address (a /32 or /128) or a CIDR range.
+fn parse_proxy(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("expected an IP address or a CIDR range such as 10.0.0.0/8, not {text:?}"))
 }
 
 impl AuthArgs {
@@ -68,6 +86,12 @@ impl AuthArgs {
                 };
             }
             config = config.api_keys(api_keys);
+        }
+        if self.require_auth {
+            if config.is_empty() {
+                return Err("--require-auth needs a credential scheme: --bearer-token, --jwks or --api-key".into());
+            }
+            config = config.require_credentials(true);
         }
         Ok(config)
     }

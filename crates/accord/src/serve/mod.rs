@@ -5,8 +5,10 @@
 //! runtime with its leases and recovery, mounts every face (Lucid, JSON-RPC tasks, A2A JSON-RPC,
 //! HTTP+JSON and gRPC, the cards, the landing page, `/openapi.json`, `/metrics`), applies
 //! authentication, rate limits, connection limits and budgets, signs the card when a key is
-//! given, sends push notifications, and stops gracefully on SIGINT or SIGTERM: requests and
-//! streams in flight finish, and running tasks are left to their leases.
+//! given, sends push notifications, and stops gracefully on SIGINT or SIGTERM: `/health` answers
+//! 503, the listeners close, requests in flight finish within `--shutdown-grace`, streams end
+//! cleanly, and running tasks give up their leases so that another worker takes them over at
+//! once. A second signal stops at once.
 //!
 //! Its settings are [`ServeArgs`], a clap [`Args`](clap::Args) struct: a binary of your own can
 //! `#[command(flatten)]` it and gets every flag and `ACCORD_*` variable of `accord serve`.
@@ -56,6 +58,7 @@ use std::time::Duration;
 
 use accord_engine::Agent;
 use accord_engine::task::{AnonymousAccess, Durability, RuntimeConfig, ServiceConfig, TaskRuntime};
+use accord_server::serve::Readiness;
 use accord_server::{A2aConfig, Faces, GrpcAddress, JsonRpcTasksConfig, PaymentsConfig, RateLimitConfig, ServerConfig};
 use accord_types::a2a::ErrorMapping;
 use accord_types::card::AgentSkill;
@@ -67,7 +70,7 @@ use tokio::task::JoinHandle;
 pub use self::auth::AuthArgs;
 pub use self::budgets::{BudgetArgs, parse_bytes, parse_duration};
 pub use self::card::{SignedCardArgs, read_private_key};
-pub use self::connections::ConnectionArgs;
+pub use self::connections::{ConnectionArgs, connection_cap, raise_descriptor_limit};
 pub use self::file::{agent_file_flags, flags_from_table};
 pub use self::observe::{LogFormat, MetricsAt, ObserveArgs, Telemetry};
 pub use self::pay::{PaymentArgs, RailKind};
@@ -111,8 +114,9 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub signed_card: SignedCardArgs,
-    /// Let anonymous callers list tasks. They all share one owner, so each would see the task
-    /// ids — the capabilities — of all the others: off by default.
+    /// Let anonymous callers list tasks. Anonymous callers from one client address (an IPv6
+    /// /64) share an owner, so each would see the task ids — the capabilities — of the others
+    /// behind the same address (a NAT, a proxy that is not trusted): off by default.
     #[arg(long, env = "ACCORD_ANONYMOUS_LIST")]
     pub anonymous_list: bool,
     /// Serve no landing page: no `/` (the page that shows the card and lets a browser try the
@@ -127,6 +131,11 @@ pub struct ServeArgs {
     /// Serve no gRPC binding (and list none on the card).
     #[arg(long, env = "ACCORD_NO_GRPC")]
     pub no_grpc: bool,
+    /// Turn streaming off: the card says `streaming: false`, and the streaming methods (A2A
+    /// `SendStreamingMessage`, `SubscribeToTask` and their 0.3 names, the Lucid stream routes)
+    /// are refused in each face's shape.
+    #[arg(long, env = "ACCORD_NO_STREAMING")]
+    pub no_streaming: bool,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub push: PushArgs,
@@ -527,13 +536,15 @@ impl Serve {
         self
     }
 
-    /// Serves until SIGINT, SIGTERM or the [`Serve::stop_on`] signal, then stops gracefully:
-    /// prints where it listens first (one line per address on standard output).
+    /// Serves until SIGINT, SIGTERM or the [`Serve::stop_on`] signal, then stops gracefully
+    /// ([`Running::stop`]); a second signal stops at once ([`Stopper::stop_now`]). Prints where
+    /// it listens first (one line per address on standard output).
     pub async fn run(mut self) -> Result<(), ServeError> {
         let stop_on = self.stop_on.take();
         let running = self.bind().await?;
         running.print_summary();
         let stopper = running.stopper();
+        let grace = running.grace;
         tokio::spawn(async move {
             let signalled = stop_signal();
             match stop_on {
@@ -545,7 +556,14 @@ impl Serve {
                 }
                 None => signalled.await,
             }
+            tracing::info!(
+                grace_seconds = grace.as_secs_f64(),
+                "stopping: requests in flight may finish; a second signal stops at once"
+            );
             stopper.stop();
+            stop_signal().await;
+            tracing::warn!("a second signal: stopping at once");
+            stopper.stop_now();
         });
         running.wait().await
     }
@@ -605,7 +623,11 @@ impl Serve {
         if args.anonymous_list {
             config = config.task_service(ServiceConfig::default().anonymous(AnonymousAccess::ListShared));
         }
-        config = config.idempotency(args.budgets.idempotency()).landing(!args.no_landing);
+        config = config
+            .idempotency(args.budgets.idempotency())
+            .landing(!args.no_landing)
+            .streaming(!args.no_streaming)
+            .trusted_proxies(args.auth.trusted_proxies.clone());
         config.task_service = args.budgets.service(config.task_service);
         config.push = args.push.settings().map_err(ServeError::usage)?;
         config.task_service.push_key = args.push.key(durability == Durability::Durable).map_err(ServeError::usage)?;
@@ -637,7 +659,8 @@ impl Serve {
             config = config.signed_card(signed_card);
         }
         let metrics_at = args.observe.metrics_at();
-        config = config.metrics(metrics_at == MetricsAt::AgentListener);
+        let readiness = Readiness::default();
+        config = config.metrics(metrics_at == MetricsAt::AgentListener).readiness(readiness.clone());
         if let Some(jws_card) = jws_card {
             config = config.jws_card(jws_card);
         }
@@ -670,10 +693,23 @@ impl Serve {
                 "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)"
             ));
         }
-        let (stop, stopped) = watch::channel(false);
-        let until_stopped = move |mut stopped: watch::Receiver<bool>| async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
+        let descriptor_limit = raise_descriptor_limit();
+        let limits = args.connections.limits_under(descriptor_limit);
+        let grace = args.connections.shutdown_grace();
+        summary.push(match descriptor_limit {
+            Some(descriptors) => {
+                format!("connections: up to {} at once (file descriptors: {descriptors})", limits.max_connections)
+            }
+            None => format!("connections: up to {} at once", limits.max_connections),
+        });
+        let (stop, requested) = watch::channel(StopLevel::Serving);
+        let (close, stopped) = watch::channel(StopLevel::Serving);
+        tokio::spawn(coordinate_stop(requested, close, readiness, args.connections.shutdown_delay()));
+        let until = |mut stopped: watch::Receiver<StopLevel>, level: StopLevel| async move {
+            let _ = stopped.wait_for(|stop| *stop >= level).await;
         };
+        let until_stopped = move |stopped: watch::Receiver<StopLevel>| until(stopped, StopLevel::Graceful);
+        let until_cut = move |stopped: watch::Receiver<StopLevel>| until(stopped, StopLevel::Now);
         let mut servers = Vec::new();
         let mut grpc_addr = None;
         match (grpc_address, grpc_listener) {
@@ -684,8 +720,10 @@ impl Serve {
                 // The gRPC listener serves the same app, so its card and extended card are right
                 // there too, and it stops with the HTTP one.
                 let server = accord_server::serve::Server::new(grpc_listener, app.clone())
-                    .limits(args.connections.limits())
-                    .with_graceful_shutdown(until_stopped(stopped.clone()));
+                    .limits(limits.clone())
+                    .shutdown_grace(grace)
+                    .with_graceful_shutdown(until_stopped(stopped.clone()))
+                    .with_forced_shutdown(until_cut(stopped.clone()));
                 servers.push(tokio::spawn(server.run()));
             }
             (Some(_), None) => {
@@ -719,10 +757,12 @@ impl Serve {
         }
         summary.extend(notes);
         let server = accord_server::serve::Server::new(listener, app)
-            .limits(args.connections.limits())
-            .with_graceful_shutdown(until_stopped(stopped));
+            .limits(limits)
+            .shutdown_grace(grace)
+            .with_graceful_shutdown(until_stopped(stopped.clone()))
+            .with_forced_shutdown(until_cut(stopped));
         servers.insert(0, tokio::spawn(server.run()));
-        Ok(Running { url, address, grpc_addr, metrics_url, summary, stop, servers, runtime, telemetry })
+        Ok(Running { url, address, grpc_addr, metrics_url, summary, stop, servers, runtime, telemetry, grace })
     }
 }
 
@@ -807,6 +847,40 @@ fn local_addr(listener: &TcpListener) -> Result<SocketAddr, ServeError> {
     listener.local_addr().map_err(|error| ServeError::failed(error.to_string()))
 }
 
+/// How far a stop has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum StopLevel {
+    Serving,
+    /// Requests in flight finish within the grace period.
+    Graceful,
+    /// Everything still open is cut.
+    Now,
+}
+
+/// Turns stop requests into what the listeners see: on the first, `/health` answers 503 at once,
+/// and the listeners close after `delay` (or at a request to stop now); a request to stop now
+/// cuts what is open.
+async fn coordinate_stop(
+    mut requested: watch::Receiver<StopLevel>,
+    close: watch::Sender<StopLevel>,
+    readiness: Readiness,
+    delay: Duration,
+) {
+    // A dropped sender (the Running handle is gone) stops everything too.
+    let level = requested.wait_for(|level| *level >= StopLevel::Graceful).await.map(|level| *level).ok();
+    readiness.drain();
+    if level == Some(StopLevel::Graceful) && !delay.is_zero() {
+        tracing::info!(delay_seconds = delay.as_secs_f64(), "draining: /health answers 503 until the listeners close");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = requested.wait_for(|level| *level == StopLevel::Now) => {}
+        }
+    }
+    let _ = close.send(StopLevel::Graceful);
+    let _ = requested.wait_for(|level| *level == StopLevel::Now).await;
+    let _ = close.send(StopLevel::Now);
+}
+
 /// SIGINT (Ctrl-C) or SIGTERM (what service managers and container runtimes send).
 async fn stop_signal() {
     #[cfg(unix)]
@@ -838,10 +912,11 @@ pub struct Running {
     grpc_addr: Option<SocketAddr>,
     metrics_url: Option<String>,
     summary: Vec<String>,
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<StopLevel>,
     servers: Vec<JoinHandle<std::io::Result<()>>>,
     runtime: TaskRuntime,
     telemetry: Option<Telemetry>,
+    grace: Duration,
 }
 
 impl std::fmt::Debug for Running {
@@ -852,12 +927,25 @@ impl std::fmt::Debug for Running {
 
 /// Stops a [`Running`] server from elsewhere (a signal handler, a test).
 #[derive(Debug, Clone)]
-pub struct Stopper(watch::Sender<bool>);
+pub struct Stopper(watch::Sender<StopLevel>);
 
 impl Stopper {
-    /// Starts the graceful stop: the listeners close, requests and streams in flight finish.
+    /// Starts the graceful stop: `/health` answers 503, and after `--shutdown-delay` the
+    /// listeners close; requests in flight finish within `--shutdown-grace`, streams end
+    /// cleanly, then running tasks give up their leases.
     pub fn stop(&self) {
-        let _ = self.0.send(true);
+        self.0.send_if_modified(|level| {
+            let starts = *level == StopLevel::Serving;
+            if starts {
+                *level = StopLevel::Graceful;
+            }
+            starts
+        });
+    }
+
+    /// Stops at once: whatever is still open is cut (a second Ctrl-C).
+    pub fn stop_now(&self) {
+        let _ = self.0.send(StopLevel::Now);
     }
 }
 
@@ -907,9 +995,9 @@ impl Running {
         Stopper(self.stop.clone())
     }
 
-    /// Stops gracefully and waits until every listener has finished.
+    /// Stops gracefully ([`Stopper::stop`]) and waits until every listener has finished.
     pub async fn stop(self) -> Result<(), ServeError> {
-        let _ = self.stop.send(true);
+        self.stopper().stop();
         self.wait().await
     }
 
@@ -925,7 +1013,7 @@ impl Running {
             };
             if let Err(error) = result {
                 // One listener failing stops the others too.
-                let _ = stop.send(true);
+                Stopper(stop.clone()).stop();
                 if outcome.is_ok() {
                     outcome = Err(error);
                 }
@@ -949,7 +1037,11 @@ mod tests {
         assert_eq!((args.host.as_str(), args.port), ("127.0.0.1", 8787));
         assert_eq!(args.store, DEFAULT_STORE.parse().expect("the default store"));
         assert!(!args.no_grpc && args.grpc_port.is_none());
-        assert_eq!(args.connections.limits(), accord_server::serve::ConnectionLimits::default());
+        assert_eq!(
+            args.connections.limits_under(None),
+            accord_server::serve::ConnectionLimits::default(),
+            "the library's defaults where no descriptor limit is known"
+        );
     }
 
     #[test]

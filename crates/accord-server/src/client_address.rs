@@ -1,0 +1,118 @@
+//! Where a request comes from: the connection's peer, or — when that peer is a configured
+//! trusted proxy — the client the proxies name in `X-Forwarded-For`.
+//!
+//! The rate limit and the anonymous callers' share both count callers by this address, so one
+//! rule decides it for both. `X-Forwarded-For` is read only from trusted proxies: from anyone
+//! else it is a header the caller wrote, and would let one client pose as many.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::ConnectInfo;
+use ipnet::IpNet;
+
+/// The client address of a request, as [`resolve`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+impl ClientAddress {
+    /// The address callers are counted by: an IPv4 address as it is, an IPv6 address cut to its
+    /// /64 (one host usually holds a whole /64: counting each address apart would let it
+    /// multiply its share).
+    pub fn key(self) -> IpAddr {
+        match self.0.to_canonical() {
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+            v4 => v4,
+        }
+    }
+
+    /// The address a request was resolved to by the serving layers, if any.
+    pub fn of(extensions: &http::Extensions) -> Option<Self> {
+        extensions.get::<Self>().copied()
+    }
+}
+
+/// The client of a request whose connection comes from `peer`: `peer` itself, unless it is one
+/// of `trusted`; then `X-Forwarded-For` is read from its right end, each hop a trusted proxy
+/// passing to the next, and the first address that is not a trusted proxy is the client. A
+/// malformed entry ends the walk at the last trusted hop.
+pub fn resolve(peer: IpAddr, headers: &http::HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let is_trusted = |address: &IpAddr| trusted.iter().any(|net| net.contains(&address.to_canonical()));
+    let mut client = peer.to_canonical();
+    if !is_trusted(&client) {
+        return client;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .collect();
+    for hop in hops.iter().rev() {
+        let Ok(address) = hop.parse::<IpAddr>() else { break };
+        client = address.to_canonical();
+        if !is_trusted(&client) {
+            break;
+        }
+    }
+    client
+}
+
+/// Middleware: puts the request's [`ClientAddress`] into its extensions (once; an outer layer's
+/// answer is kept), from axum's `ConnectInfo` and `X-Forwarded-For` by [`resolve`].
+pub(crate) async fn resolve_client_address(
+    axum::extract::State(trusted): axum::extract::State<Arc<[IpNet]>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.extensions().get::<ClientAddress>().is_none()
+        && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>().copied()
+    {
+        let client = resolve(peer.ip(), request.headers(), &trusted);
+        request.extensions_mut().insert(ClientAddress(client));
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(forwarded: &[&str]) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        for value in forwarded {
+            headers.append("x-forwarded-for", value.parse().expect("header value"));
+        }
+        headers
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an address")
+    }
+
+    #[test]
+    fn forwarded_for_is_read_only_from_trusted_proxies() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().expect("net")];
+        let forwarded = headers(&["203.0.113.9, 198.51.100.7"]);
+        assert_eq!(resolve(ip("192.0.2.1"), &forwarded, &trusted), ip("192.0.2.1"), "an untrusted peer is the client");
+        assert_eq!(resolve(ip("10.1.2.3"), &forwarded, &trusted), ip("198.51.100.7"), "the hop before the proxy");
+        assert_eq!(resolve(ip("10.1.2.3"), &forwarded, &[]), ip("10.1.2.3"), "no trusted proxy: the peer");
+        let chain = headers(&["203.0.113.9", "10.9.9.9"]);
+        assert_eq!(resolve(ip("10.1.2.3"), &chain, &trusted), ip("203.0.113.9"), "through two trusted proxies");
+        let spoofed = headers(&["garbage, 10.9.9.9"]);
+        assert_eq!(resolve(ip("10.1.2.3"), &spoofed, &trusted), ip("10.9.9.9"), "a bad entry stops the walk");
+        assert_eq!(resolve(ip("10.1.2.3"), &headers(&[]), &trusted), ip("10.1.2.3"), "no header: the proxy");
+        assert_eq!(resolve(ip("::ffff:10.1.2.3"), &forwarded, &trusted), ip("198.51.100.7"), "mapped IPv4");
+    }
+
+    #[test]
+    fn ipv6_callers_are_counted_by_their_64() {
+        let a = ClientAddress(ip("2001:db8:1:2:aaaa::1")).key();
+        let b = ClientAddress(ip("2001:db8:1:2:bbbb::9")).key();
+        let other = ClientAddress(ip("2001:db8:1:3::1")).key();
+        assert_eq!(a, b);
+        assert_ne!(a, other);
+        assert_eq!(ClientAddress(ip("192.0.2.7")).key(), ip("192.0.2.7"));
+    }
+}
