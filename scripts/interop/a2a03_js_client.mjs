@@ -71,6 +71,22 @@ async function main() {
     slow.kind === 'task' && ['submitted', 'working'].includes(slow.status.state),
     JSON.stringify(slow),
   );
+  // A push config without an authentication scheme (0.3 allows an empty list): kept, and read
+  // back without authentication.
+  try {
+    const hook = { id: 'hook-open', url: 'http://127.0.0.1:9/open', authentication: { schemes: [] } };
+    await client.setTaskPushNotificationConfig({ taskId: slow.id, pushNotificationConfig: hook });
+    const fetched = await client.getTaskPushNotificationConfig({ id: slow.id, pushNotificationConfigId: 'hook-open' });
+    const config = fetched.pushNotificationConfig;
+    check(
+      'a push config without an authentication scheme is kept',
+      config?.url === hook.url && (config.authentication === undefined || (config.authentication.schemes ?? []).length === 0),
+      JSON.stringify(fetched),
+    );
+  } catch (error) {
+    check('a push config without an authentication scheme is kept', false, String(error));
+  }
+
   const canceled = await client.cancelTask({ id: slow.id });
   check('tasks/cancel cancels', canceled.status.state === 'canceled', JSON.stringify(canceled));
 
@@ -89,6 +105,28 @@ async function main() {
     const ok = error instanceof TaskNotCancelableError || error?.code === -32002 || /-32002/.test(String(error?.message));
     check('cancelling a canceled task is TaskNotCancelableError', ok, String(error));
   }
+
+  // Errors of the streaming methods reach the client as the real error (on JSON-RPC inside the
+  // event stream, on REST as the HTTP status and the error body).
+  const notFound = (error) =>
+    error instanceof TaskNotFoundError ||
+    error?.cause?.errorResponse?.error?.code === -32001 ||
+    /-32001/.test(String(error?.message));
+  const streamError = async (events) => {
+    try {
+      for await (const _event of events) {
+        // drained
+      }
+    } catch (error) {
+      return error;
+    }
+    return null;
+  };
+  const followUp = { ...message('echo', { text: 'more' }), taskId: 'no-such-task' };
+  let error = await streamError(client.sendMessageStream({ message: followUp }));
+  check('message/stream on an unknown task is TaskNotFoundError', notFound(error), String(error));
+  error = await streamError(client.resubscribeTask({ id: 'no-such-task' }));
+  check('tasks/resubscribe on an unknown task is TaskNotFoundError', notFound(error), String(error));
 }
 
 try {

@@ -152,6 +152,27 @@ async def main():
             repr(fetched),
         )
 
+        # No authentication scheme (0.3 allows an empty list; over REST it is `authentication: {}`):
+        # kept, and read back without authentication.
+        open_hook = PushNotificationConfig(
+            id="hook-open",
+            url="http://127.0.0.1:9/open",
+            authentication=PushNotificationAuthenticationInfo(schemes=[]),
+        )
+        try:
+            await blocking.set_task_callback(TaskPushNotificationConfig(task_id=slow.id, push_notification_config=open_hook))
+            fetched = await blocking.get_task_callback(
+                GetTaskPushNotificationConfigParams(id=slow.id, push_notification_config_id="hook-open")
+            )
+            check(
+                "a push config without an authentication scheme is kept",
+                fetched.push_notification_config.url == open_hook.url
+                and fetched.push_notification_config.authentication is None,
+                repr(fetched),
+            )
+        except Exception as error:  # noqa: BLE001 - any failure is one FAIL line
+            check("a push config without an authentication scheme is kept", False, repr(error))
+
         canceled = await blocking.cancel_task(TaskIdParams(id=slow.id))
         check("tasks/cancel cancels", canceled.status.state == TaskState.canceled, repr(canceled))
         try:
@@ -182,6 +203,53 @@ async def main():
             check("cancelling a canceled task is TaskNotCancelableError", REST and error.status_code == 409, repr(error))
 
 
+async def stream_error(events):
+    """The error a stream ends with (None when it ends without one)."""
+    try:
+        async for _ in events:
+            pass
+    except Exception as error:  # noqa: BLE001 - the error is what is checked
+        return error
+    return None
+
+
+async def streaming_errors():
+    """Errors of the streaming methods reach the client as the real error: on 0.3 JSON-RPC inside
+    the event stream (TaskNotFoundError), on 0.3 REST as the HTTP status (404)."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, URL).get_agent_card()
+        transports = [TransportProtocol.http_json if REST else TransportProtocol.jsonrpc]
+        streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True, supported_transports=transports)).create(card)
+        follow_up = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.user,
+            parts=[Part(root=TextPart(text="more"))],
+            task_id="no-such-task",
+        )
+        error = await stream_error(streaming.send_message(follow_up))
+        if REST:
+            check(
+                "message:stream on an unknown task is the HTTP 404",
+                isinstance(error, A2AClientHTTPError) and error.status_code == 404,
+                repr(error),
+            )
+            return
+        check(
+            "message/stream on an unknown task is TaskNotFoundError",
+            isinstance(error, A2AClientJSONRPCError) and error.error.code == -32001,
+            repr(error),
+        )
+        error = await stream_error(streaming.resubscribe(TaskIdParams(id="no-such-task")))
+        check(
+            "tasks/resubscribe on an unknown task is TaskNotFoundError",
+            isinstance(error, A2AClientJSONRPCError)
+            and error.error.code == -32001
+            and error.error.message == "Task not found",
+            repr(error),
+        )
+
+
 asyncio.run(main())
+asyncio.run(streaming_errors())
 print(f"python-sdk-0.3 {TRANSPORT}: {'ok' if failures == 0 else f'{failures} failed'}")
 sys.exit(1 if failures else 0)

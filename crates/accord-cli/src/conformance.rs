@@ -110,6 +110,25 @@ pub fn agent() -> Result<Agent, BuildError> {
         .build()
 }
 
+/// The extended card's skill entries (`accord serve --agent conformance --extended-card`): the
+/// `tck` skill described in full, every scenario prefix listed, in place of the public entry.
+pub fn extended_skills() -> Vec<accord_types::card::AgentSkill> {
+    let prefixes: Vec<&str> = PREFIXES.iter().map(|(prefix, _)| *prefix).collect();
+    vec![accord_types::card::AgentSkill {
+        id: "tck".into(),
+        name: "tck".into(),
+        description: Some(format!(
+            "Runs the conformance scenario named by the message's messageId prefix: {}; any other prefix \
+             completes the task. This entry is on the authenticated extended card only.",
+            prefixes.join(", ")
+        )),
+        input_modes: vec!["application/json".into()],
+        output_modes: vec!["application/json".into(), "text/plain".into()],
+        tags: vec!["conformance".into(), "extended".into()],
+        extra: serde_json::Map::new(),
+    }]
+}
+
 fn text_artifact(id: &str, text: &str) -> Artifact {
     Artifact { artifact_id: id.into(), name: Some("text".into()), parts: vec![Part::Text(text.into())] }
 }

@@ -58,6 +58,17 @@ enum Command {
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
         #[arg(long, env = "ACCORD_DEMO_PRICES", conflicts_with = "pay_rail")]
         demo_prices: bool,
+        /// With `--agent conformance`: serve the A2A 0.3 dialect too (0.3 JSON-RPC and HTTP+JSON,
+        /// and the card's 0.3 members), for the 0.3 conformance kit. Off by default because the
+        /// 1.0 kit drives every interface the card lists. The demo agent always serves 0.3.
+        #[arg(long = "a2a-03", env = "ACCORD_A2A_03")]
+        a2a_03: bool,
+        /// With `--agent conformance`: declare an authenticated extended card (the `tck` skill
+        /// with every scenario listed), shown to callers that present a configured credential
+        /// (`--bearer-token`, `--api-key` or `--jwks`, one of which is required). The demo agent
+        /// always declares one.
+        #[arg(long, env = "ACCORD_EXTENDED_CARD")]
+        extended_card: bool,
         #[command(flatten)]
         args: Box<ServeArgs>,
     },
@@ -364,7 +375,7 @@ fn parse_command_line() -> Result<Parsed, Failure> {
     else {
         return Ok(Parsed::Cli(cli));
     };
-    let skip = ["config", "agent", "demo-prices", "help"];
+    let skip = ["config", "agent", "demo-prices", "a2a-03", "extended-card", "help"];
     let extra = accord::serve::agent_file_flags(
         serve_command,
         serve_matches,
@@ -400,7 +411,9 @@ fn report(result: Result<(), Failure>) -> ExitCode {
 
 async fn run(command: Command) -> Result<(), Failure> {
     match command {
-        Command::Serve { agent, demo_prices, args, .. } => serve(agent, demo_prices, *args).await,
+        Command::Serve { agent, demo_prices, a2a_03, extended_card, args, .. } => {
+            serve(agent, ConformanceOptions { a2a_03, extended_card }, demo_prices, *args).await
+        }
         Command::Rpc { command } => rpc(command).await,
         Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
         Command::Card { command: CardCommand::Keygen(args) } => card_cmd::keygen(args),
@@ -426,11 +439,38 @@ async fn serve_file(file: &accord::backends::AgentFile, args: ServeArgs) -> Resu
     accord::Serve::from_agent_file(file, args).await?.run().await.map_err(Failure::from)
 }
 
+/// What `accord serve --agent conformance` adds to its 1.0-only default.
+#[derive(Debug, Clone, Copy, Default)]
+struct ConformanceOptions {
+    /// `--a2a-03`: the 0.3 dialect too.
+    a2a_03: bool,
+    /// `--extended-card`: an authenticated extended card.
+    extended_card: bool,
+}
+
 /// `accord serve`: the demo or conformance agent through the same [`accord::Serve`] call a
 /// user's own agent makes; only what each agent is differs.
-async fn serve(kind: AgentKind, demo_prices: bool, args: ServeArgs) -> Result<(), Failure> {
+async fn serve(
+    kind: AgentKind,
+    conformance: ConformanceOptions,
+    demo_prices: bool,
+    args: ServeArgs,
+) -> Result<(), Failure> {
     if demo_prices && kind != AgentKind::Demo {
         return Err(usage("--demo-prices prices the demo agent; it cannot be used with --agent conformance"));
+    }
+    if kind != AgentKind::Conformance && (conformance.a2a_03 || conformance.extended_card) {
+        return Err(usage(
+            "--a2a-03 and --extended-card shape the conformance agent (the demo agent serves 0.3 and declares \
+             an extended card already); use them with --agent conformance",
+        ));
+    }
+    let credentials = args.auth.bearer_token.is_some() || !args.auth.api_keys.is_empty() || args.auth.jwks.is_some();
+    if conformance.extended_card && !credentials {
+        return Err(usage(
+            "--extended-card is shown to authenticated callers: configure a credential with --bearer-token, \
+             --api-key or --jwks",
+        ));
     }
     let agent = match kind {
         AgentKind::Demo if demo_prices => accord_cli::demo::priced_agent(),
@@ -456,14 +496,19 @@ async fn serve(kind: AgentKind, demo_prices: bool, args: ServeArgs) -> Result<()
                 serve
             }
         }
-        // The conformance kit drives every interface on the card: only the official A2A 1.0
-        // faces, v1.0.0 error statuses, and every anonymous caller may list.
+        // The conformance kit drives every interface on the card: only the official A2A faces
+        // (1.0, and 0.3 when asked for), v1.0.0 error statuses, and every anonymous caller may
+        // list.
         AgentKind::Conformance => {
             let mut serve = serve.label("conformance").default_error_mapping(ErrorMapping::V1_0_0);
             serve.args_mut().anonymous_list = true;
-            serve.server_config(|config| {
+            if conformance.extended_card {
+                serve = serve.extended_skills(accord_cli::conformance::extended_skills());
+            }
+            let v03 = conformance.a2a_03;
+            serve.server_config(move |config| {
                 let mut config = config.lucid(false).jsonrpc_tasks(None);
-                config.a2a = config.a2a.map(|a2a| accord_server::A2aConfig { v03: false, ..a2a });
+                config.a2a = config.a2a.map(|a2a| accord_server::A2aConfig { v03, ..a2a });
                 config
             })
         }
@@ -777,8 +822,13 @@ mod tests {
         let cli =
             Cli::try_parse_from(["accord", "serve", "--agent", "conformance", "--store", "memory", "--port", "0"])
                 .expect("valid flags");
-        let Command::Serve { agent, demo_prices, args, .. } = cli.command else { panic!("serve") };
-        assert_eq!((agent, demo_prices, args.port), (AgentKind::Conformance, false, 0));
+        let Command::Serve { agent, demo_prices, a2a_03, extended_card, args, .. } = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(
+            (agent, demo_prices, a2a_03, extended_card, args.port),
+            (AgentKind::Conformance, false, false, false, 0)
+        );
         assert_eq!(args.store, accord::StoreSpec::Memory);
         assert!(Cli::try_parse_from(["accord", "serve", "--memory-tasks", "0"]).is_err());
         assert!(Cli::try_parse_from(["accord", "serve", "--sync", "off"]).is_err());

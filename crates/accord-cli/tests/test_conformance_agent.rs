@@ -400,3 +400,109 @@ mod grpc {
         assert!(!listed.next_page_token.is_empty());
     }
 }
+
+/// A 0.3 JSON-RPC call (no `A2A-Version`, as 0.3 clients send), with `token` as the bearer.
+async fn rpc03(served: &Served, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": "tck-03", "method": method, "params": params});
+    let mut request = http().post(format!("{}/a2a/jsonrpc/", served.url)).json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("response");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("json"))
+}
+
+fn message03(id: &str, task_id: Option<&str>) -> Value {
+    let mut message = json!({"kind": "message", "messageId": id, "role": "user",
+                             "parts": [{"kind": "text", "text": "hello"}]});
+    if let Some(task_id) = task_id {
+        message["taskId"] = json!(task_id);
+    }
+    message
+}
+
+#[tokio::test]
+async fn with_a2a_03_the_0_3_kit_s_scenarios_run_and_the_extended_card_is_served() {
+    const TOKEN: &str = "a-conformance-token-of-some-length";
+    let served = Served::start(&[
+        "--agent",
+        "conformance",
+        "--store",
+        "memory",
+        "--a2a-03",
+        "--extended-card",
+        "--bearer-token",
+        TOKEN,
+    ]);
+    let token = Some(TOKEN);
+
+    // The card speaks 0.3 too, and declares the extended card.
+    let card: Value = http()
+        .get(format!("{}/.well-known/agent-card.json", served.url))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(card["protocolVersion"], "0.3", "{card}");
+    assert_eq!(card["url"], format!("{}/a2a/jsonrpc", served.url), "{card}");
+    assert_eq!(card["supportsAuthenticatedExtendedCard"], true, "{card}");
+    assert_eq!(card["securitySchemes"]["bearer"]["type"], "http", "{card}");
+
+    // Cancel a working task.
+    let params = json!({"message": message03("test-resubscribe-message-id-03", None),
+                        "configuration": {"blocking": false}});
+    let (_, started) = rpc03(&served, token, "message/send", params).await;
+    assert_eq!(started["result"]["kind"], "task", "{started}");
+    assert!(["submitted", "working"].contains(&started["result"]["status"]["state"].as_str().unwrap_or("")));
+    let task_id = started["result"]["id"].as_str().expect("id").to_owned();
+    let (_, canceled) = rpc03(&served, token, "tasks/cancel", json!({"id": task_id})).await;
+    assert_eq!(canceled["result"]["status"]["state"], "canceled", "{canceled}");
+
+    // Continue an input-required one.
+    let (_, waiting) =
+        rpc03(&served, token, "message/send", json!({"message": message03("tck-input-required-03", None)})).await;
+    assert_eq!(waiting["result"]["status"]["state"], "input-required", "{waiting}");
+    let task_id = waiting["result"]["id"].as_str().expect("id").to_owned();
+    let follow_up = json!({"message": message03("tck-complete-task-03", Some(&task_id))});
+    let (_, completed) = rpc03(&served, token, "message/send", follow_up).await;
+    assert_eq!(completed["result"]["id"], json!(task_id), "{completed}");
+    assert_eq!(completed["result"]["status"]["state"], "completed", "{completed}");
+
+    // The extended card: refused without a credential, the full `tck` entry with one.
+    let (status, anonymous) = rpc03(&served, None, "agent/getAuthenticatedExtendedCard", Value::Null).await;
+    assert_eq!(status, 401, "{anonymous}");
+    let (_, extended) = rpc03(&served, token, "agent/getAuthenticatedExtendedCard", Value::Null).await;
+    let skill = &extended["result"]["skills"][0];
+    assert_eq!(skill["id"], "tck", "{extended}");
+    assert!(skill["tags"].as_array().expect("tags").contains(&json!("extended")), "{extended}");
+    let rest =
+        http().get(format!("{}/a2a/rest/v1/card", served.url)).bearer_auth(TOKEN).send().await.expect("response");
+    assert_eq!(rest.status(), 200);
+    let rest: Value = rest.json().await.expect("json");
+    assert!(rest["skills"][0]["description"].as_str().expect("description").contains("tck-input-required"));
+
+    // Without the flags: 1.0 only, and no extended card.
+    let plain = Served::conformance();
+    let (_, refused) = rpc03(&plain, None, "tasks/get", json!({"id": "nope"})).await;
+    assert_eq!(refused["error"]["code"], -32009, "{refused}");
+}
+
+#[test]
+fn the_conformance_flags_are_refused_where_they_mean_nothing() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_accord"))
+            .args(["serve", "--port", "0", "--store", "memory"])
+            .args(args)
+            .output()
+            .expect("run accord serve")
+    };
+    let demo = run(&["--a2a-03"]);
+    assert!(!demo.status.success());
+    assert!(String::from_utf8_lossy(&demo.stderr).contains("--agent conformance"), "{demo:?}");
+    let anonymous = run(&["--agent", "conformance", "--extended-card"]);
+    assert!(!anonymous.status.success());
+    assert!(String::from_utf8_lossy(&anonymous.stderr).contains("--bearer-token"), "{anonymous:?}");
+}

@@ -14,7 +14,8 @@
 //! - skill schemas and prices, which the A2A `AgentSkill` has no member for, are the params of
 //!   Accord's skill extension ([`SKILL_EXTENSION`]) in `capabilities.extensions`;
 //! - `securitySchemes` and `securityRequirements` are generated from the configured
-//!   authentication schemes (none without), and `capabilities.extendedAgentCard` is `true` only
+//!   authentication schemes (none without; with a 0.3 interface listed, each scheme carries its
+//!   0.3 members too, and 0.3's `security` is added, see `CardBuilder::declare_auth`), and `capabilities.extendedAgentCard` is `true` only
 //!   when an extended card is configured; [`CardBuilder::extended`] is the one place that decides
 //!   who gets the extended card, for both A2A bindings.
 
@@ -23,7 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use accord_engine::Agent;
 use accord_types::a2a::card::{PROTOCOL_BINDING_GRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_JSONRPC};
-use accord_types::a2a::{A2aError, A2aErrorKind};
+use accord_types::a2a::v03::card as v03_card;
+use accord_types::a2a::{A2aError, A2aErrorKind, SecurityRequirement, StringList};
 use accord_types::card::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill, EntrypointDescriptor, LUCID_BINDING,
     PROTOCOL_VERSION, SKILL_EXTENSION,
@@ -175,17 +177,40 @@ impl CardBuilder {
 
     /// Writes the configured schemes into the card (one requirement per scheme: any one
     /// suffices) and declares the extended card when one is configured and an A2A face serves it.
+    ///
+    /// With a 0.3 interface listed, the card is read by 0.3 and 1.0 clients alike, and both name
+    /// the schemes `securitySchemes`: each scheme then carries both spellings side by side — the
+    /// 1.0 oneof member (`httpAuthSecurityScheme`, …) and the 0.3 members (`type`, `scheme`,
+    /// `in`, …) — each dialect's readers taking theirs and ignoring the other's; the 0.3
+    /// requirements are `security`, next to 1.0's `securityRequirements`.
     fn declare_auth(&mut self, auth: &crate::auth::AuthConfig, a2a: bool) {
         let schemes = auth.security_schemes();
         if !schemes.is_empty() {
-            let requirements: Vec<Value> =
-                schemes.iter().map(|(name, _)| serde_json::json!({"schemes": {*name: {"list": []}}})).collect();
-            let schemes: Map<String, Value> = schemes
-                .into_iter()
-                .filter_map(|(name, scheme)| Some((name.to_owned(), serde_json::to_value(scheme).ok()?)))
+            let v03 = self.interfaces.iter().any(DeclaredInterface::is_v0);
+            let requirements: Vec<SecurityRequirement> = schemes
+                .iter()
+                .map(|(name, _)| SecurityRequirement {
+                    schemes: BTreeMap::from([((*name).to_owned(), StringList::default())]),
+                })
                 .collect();
-            self.template.extra.insert("securitySchemes".into(), Value::Object(schemes));
-            self.template.extra.insert("securityRequirements".into(), Value::Array(requirements));
+            let rendered: Map<String, Value> = schemes
+                .iter()
+                .filter_map(|(name, scheme)| {
+                    let mut value = serde_json::to_value(scheme).ok()?;
+                    if v03 && let Value::Object(members) = &mut value {
+                        members.extend(v03_card::security_scheme(scheme));
+                    }
+                    Some(((*name).to_owned(), value))
+                })
+                .collect();
+            self.template.extra.insert("securitySchemes".into(), Value::Object(rendered));
+            if let Ok(value) = serde_json::to_value(&requirements) {
+                self.template.extra.insert("securityRequirements".into(), value);
+            }
+            if v03 {
+                let security = requirements.iter().map(v03_card::security_requirement).collect();
+                self.template.extra.insert("security".into(), Value::Array(security));
+            }
         }
         if a2a && let Some(skills) = &auth.extended_skills {
             if let Some(capabilities) = self.template.capabilities.as_mut() {

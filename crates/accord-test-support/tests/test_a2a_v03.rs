@@ -209,15 +209,35 @@ async fn push_configs_in_the_0_3_shape() {
     assert!(deleted.get("error").is_none(), "{deleted}");
     let list = call03(&s, "tasks/pushNotificationConfig/list", json!({"id": id})).await;
     assert_eq!(list["result"].as_array().expect("array").len(), 1);
-    // Refusals: a webhook the policy refuses, an empty scheme list, a missing config.
+    // An empty scheme list is no authentication (0.3 allows it): kept, read back without one.
+    let no_scheme = json!({"taskId": id, "pushNotificationConfig": {"id": "open", "url": "http://127.0.0.1:9/h",
+                                                                     "authentication": {"schemes": []}}});
+    let no_scheme = call03(&s, "tasks/pushNotificationConfig/set", no_scheme).await;
+    assert!(no_scheme.get("error").is_none(), "{no_scheme}");
+    assert!(no_scheme["result"]["pushNotificationConfig"].get("authentication").is_none(), "{no_scheme}");
+    let got =
+        call03(&s, "tasks/pushNotificationConfig/get", json!({"id": id, "pushNotificationConfigId": "open"})).await;
+    assert_eq!(got["result"]["pushNotificationConfig"]["url"], "http://127.0.0.1:9/h", "{got}");
+    assert!(got["result"]["pushNotificationConfig"].get("authentication").is_none(), "{got}");
+    let got10 = call10(&s, "GetTaskPushNotificationConfig", json!({"taskId": id, "id": "open"})).await;
+    assert!(got10["result"].get("authentication").is_none(), "{got10}");
+    // Refusals: a webhook the policy refuses, credentials without a scheme, a malformed scheme
+    // list, a missing config — each in the 0.3 shape, naming the 0.3 member.
     let refused = json!({"taskId": id, "pushNotificationConfig": {"url": "http://10.0.0.1/hook"}});
     let refused = call03(&s, "tasks/pushNotificationConfig/set", refused).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(refused["error"]["data"]["metadata"]["reason"].is_string(), "{refused}");
-    let no_scheme = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
-                                                                     "authentication": {"schemes": []}}});
-    let no_scheme = call03(&s, "tasks/pushNotificationConfig/set", no_scheme).await;
-    assert_eq!(no_scheme["error"]["code"], -32602, "{no_scheme}");
+    let bare_credentials = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
+                                  "authentication": {"schemes": [], "credentials": "secret"}}});
+    let bare_credentials = call03(&s, "tasks/pushNotificationConfig/set", bare_credentials).await;
+    assert_eq!(bare_credentials["error"]["code"], -32602, "{bare_credentials}");
+    let text = bare_credentials["error"]["message"].as_str().expect("message");
+    assert!(text.contains("authentication.schemes") && !text.contains("authentication.scheme "), "{text}");
+    let malformed = json!({"taskId": id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/h",
+                           "authentication": {"schemes": "Bearer"}}});
+    let malformed = call03(&s, "tasks/pushNotificationConfig/set", malformed).await;
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
+    assert!(malformed["error"].get("data").is_none() || malformed["error"]["data"].is_object(), "{malformed}");
     let missing =
         call03(&s, "tasks/pushNotificationConfig/get", json!({"id": id, "pushNotificationConfigId": "x"})).await;
     assert!(missing["error"]["code"].is_i64(), "{missing}");
@@ -310,4 +330,70 @@ async fn the_card_lists_the_0_3_interface_after_the_1_0_ones() {
     let refused = call03(&s, "tasks/get", json!({"id": "nope"})).await;
     assert_eq!(refused["error"]["code"], -32009, "{refused}");
     assert_eq!(refused["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED", "{refused}");
+}
+
+/// A request's raw answer: status, content type and body.
+async fn raw(server: &TestServer, body: &Value, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut request = reqwest::Client::new().post(server.url("/a2a/jsonrpc")).json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("response");
+    let status = response.status().as_u16();
+    let content_type =
+        response.headers().get("content-type").and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
+    let text =
+        tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("the answer ends").expect("body");
+    (status, content_type, text)
+}
+
+/// Each `data:` line of an SSE body, parsed.
+fn data_events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str(data.trim()).expect("json"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_streaming_method_s_error_is_the_one_event_of_a_stream() {
+    let s = server().await;
+    let unknown_task = json!({"message": {"kind": "message", "messageId": "m-x", "role": "user", "taskId": "nope",
+                                          "parts": [{"kind": "text", "text": "more"}]}});
+    let cases = [
+        ("tasks/resubscribe", json!({"id": "nope"}), -32001),
+        ("message/stream", unknown_task, -32001),
+        ("message/stream", json!({}), -32602),
+    ];
+    for (method, params, code) in cases {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let (status, content_type, text) = raw(&s, &body, &[]).await;
+        assert_eq!(status, 200, "{method}: {text}");
+        assert!(content_type.starts_with("text/event-stream"), "{method}: {content_type} {text}");
+        let events = data_events(&text);
+        assert_eq!(events.len(), 1, "{method}: one event, then the end: {text}");
+        assert_eq!((events[0]["jsonrpc"].clone(), events[0]["id"].clone()), (json!("2.0"), json!(7)), "{text}");
+        assert_eq!(events[0]["error"]["code"], code, "{method}: {text}");
+        assert!(events[0].get("result").is_none(), "{text}");
+    }
+    let resubscribe = json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/resubscribe", "params": {"id": "nope"}});
+    let (_, _, text) = raw(&s, &resubscribe, &[]).await;
+    assert_eq!(data_events(&text)[0]["error"]["message"], "Task not found", "{text}");
+
+    // A 0.x version refused on a streaming method: in a stream too, in the 0.3 shape.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/resubscribe", "params": {"id": "nope"}});
+    let (status, content_type, text) = raw(&s, &body, &[("a2a-version", "0.2")]).await;
+    assert_eq!((status, content_type.starts_with("text/event-stream")), (200, true), "{content_type} {text}");
+    assert_eq!(data_events(&text)[0]["error"]["code"], -32009, "{text}");
+
+    // A non-streaming 0.3 method keeps its JSON answer; so do 1.0's streaming methods, whose
+    // official clients read a JSON error before the stream.
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": "nope"}});
+    let (_, content_type, text) = raw(&s, &body, &[]).await;
+    assert!(content_type.starts_with("application/json"), "{content_type} {text}");
+    let body = json!({"jsonrpc": "2.0", "id": 10, "method": "SubscribeToTask", "params": {"id": "nope"}});
+    let (status, content_type, text) = raw(&s, &body, &[("a2a-version", "1.0")]).await;
+    assert_eq!((status, content_type.starts_with("application/json")), (200, true), "{content_type} {text}");
+    let answer: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(answer["error"]["code"], -32001, "{text}");
 }

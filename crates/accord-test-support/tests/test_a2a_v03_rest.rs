@@ -296,7 +296,46 @@ async fn push_configs_over_0_3_rest() {
     .await;
     assert!(private.status >= 400 && private.status < 500, "{}", private.body);
     assert!(private.body["code"].is_i64(), "{}", private.body);
+
+    // `authentication: {}` (no schemes: what the 0.3 SDKs send for an empty list) is no
+    // authentication; credentials without a scheme are refused in the 0.3 shape.
+    let open = rest03(
+        &s,
+        "POST",
+        &format!("/v1/tasks/{id}/pushNotificationConfigs"),
+        Some(json!({"parent": format!("tasks/{id}"), "configId": "open",
+                    "config": {"pushNotificationConfig": {"url": hook, "authentication": {}}}})),
+    )
+    .await;
+    assert_eq!(open.status, 200, "{}", open.body);
+    assert!(open.body["pushNotificationConfig"].get("authentication").is_none(), "{}", open.body);
+    let got = rest03(&s, "GET", &format!("/v1/tasks/{id}/pushNotificationConfigs/open"), None).await;
+    assert_eq!(got.body["pushNotificationConfig"]["url"], hook, "{}", got.body);
+    assert!(got.body["pushNotificationConfig"].get("authentication").is_none(), "{}", got.body);
+    let bare_credentials = rest03(
+        &s,
+        "POST",
+        &format!("/v1/tasks/{id}/pushNotificationConfigs"),
+        Some(json!({"pushNotificationConfig": {"url": hook, "authentication": {"credentials": "secret"}}})),
+    )
+    .await;
+    assert_eq!((bare_credentials.status, bare_credentials.body["code"].clone()), (400, json!(-32602)));
+    let text = bare_credentials.body["message"].as_str().expect("message");
+    assert!(text.contains("authentication.schemes"), "{text}");
     rest03(&s, "POST", &format!("/v1/tasks/{id}:cancel"), None).await;
+}
+
+#[tokio::test]
+async fn a_stream_refused_before_its_first_event_is_an_error_status() {
+    // As the official 0.3 REST servers answer, and as the 0.3 SDKs' REST clients read it
+    // (`message:stream` and the JS client's `:subscribe` check the status first).
+    let s = server().await;
+    let mut follow_up = send("echo", json!({"text": "more"}), None);
+    follow_up["message"]["taskId"] = json!("nope");
+    let stream = rest03(&s, "POST", "/v1/message:stream", Some(follow_up)).await;
+    assert_eq!((stream.status, stream.body["code"].clone()), (404, json!(-32001)), "{}", stream.body);
+    let subscribe = rest03(&s, "POST", "/v1/tasks/nope:subscribe", None).await;
+    assert_eq!((subscribe.status, subscribe.body["code"].clone()), (404, json!(-32001)), "{}", subscribe.body);
 }
 
 #[tokio::test]

@@ -509,17 +509,21 @@ async fn the_card_lists_the_configured_schemes_and_none_without() {
         .bearer(BearerTokens::new().with(&AccessToken::parse(OPAQUE).expect("token"), "demo", ["read"]))
         .jwt(verifier(JwksSource::File(file.0.clone())).await)
         .api_keys(ApiKeys::new("X-Agent-Key").expect("header").with_key(API_KEY, "ops", ["read"]));
-    let with = card(&serve(auth).await).await;
+    let with = card(&serve(auth.clone()).await).await;
+    // The card lists a 0.3 interface (the default), so each scheme carries its 0.3 members
+    // (`type` and that type's fields) next to the 1.0 oneof member, and 0.3's `security` is there.
+    let bearer_text = "An opaque bearer token issued by the agent's operator";
+    let jwt_text = "A JWT from the configured issuer, for this agent's audience";
+    let key_text = "An API key issued by the agent's operator";
     assert_eq!(
         with["securitySchemes"],
         json!({
-            "bearer": {"httpAuthSecurityScheme": {
-                "description": "An opaque bearer token issued by the agent's operator", "scheme": "Bearer"}},
-            "jwt": {"httpAuthSecurityScheme": {
-                "description": "A JWT from the configured issuer, for this agent's audience",
-                "scheme": "Bearer", "bearerFormat": "JWT"}},
-            "apiKey": {"apiKeySecurityScheme": {
-                "description": "An API key issued by the agent's operator", "location": "header", "name": "x-agent-key"}},
+            "bearer": {"httpAuthSecurityScheme": {"description": bearer_text, "scheme": "Bearer"},
+                       "type": "http", "scheme": "Bearer", "description": bearer_text},
+            "jwt": {"httpAuthSecurityScheme": {"description": jwt_text, "scheme": "Bearer", "bearerFormat": "JWT"},
+                    "type": "http", "scheme": "Bearer", "bearerFormat": "JWT", "description": jwt_text},
+            "apiKey": {"apiKeySecurityScheme": {"description": key_text, "location": "header", "name": "x-agent-key"},
+                       "type": "apiKey", "in": "header", "name": "x-agent-key", "description": key_text},
         })
     );
     assert_eq!(
@@ -530,6 +534,24 @@ async fn the_card_lists_the_configured_schemes_and_none_without() {
             {"schemes": {"apiKey": {"list": []}}},
         ])
     );
+    assert_eq!(with["security"], json!([{"bearer": []}, {"jwt": []}, {"apiKey": []}]));
+    // Accord's own 1.0 card type reads the card with both spellings.
+    let parsed: accord_types::a2a::AgentCard = serde_json::from_value(with.clone()).expect("a 1.0 card");
+    assert!(matches!(parsed.security_schemes["apiKey"], accord_types::a2a::SecurityScheme::ApiKey(_)), "{with}");
+
+    // Without a 0.3 interface: the 1.0 spelling only.
+    let agent = agent();
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let config = ServerConfig::default()
+        .tasks(runtime)
+        .auth(auth)
+        .a2a(Some(accord_server::A2aConfig { v03: false, ..accord_server::A2aConfig::default() }));
+    let v10 = card(&TestServer::start(agent.router_with(config)).await).await;
+    assert_eq!(
+        v10["securitySchemes"]["bearer"],
+        json!({"httpAuthSecurityScheme": {"description": bearer_text, "scheme": "Bearer"}})
+    );
+    assert!(v10.get("security").is_none(), "{v10}");
 }
 
 #[tokio::test]

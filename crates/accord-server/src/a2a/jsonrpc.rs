@@ -5,10 +5,11 @@
 //! `application/a2a+json`), body size, JSON (`-32700`), envelope (`-32600`; a JSON array is a
 //! batch, which is not supported: refused whole, `id: null`), `A2A-Version` (`-32009`), method
 //! (`-32601`), params (`-32602`). Every error carries a `google.rpc.ErrorInfo` in `data` when the
-//! spec names a reason. Errors before a stream's first event are plain JSON-RPC responses; a
-//! stream's events are `data: {"jsonrpc":"2.0","id":…,"result":…}` with the task log's sequence as
-//! the SSE `id`. The envelope is read and written by [`accord_types::jsonrpc`], strictly as the
-//! specification says.
+//! spec names a reason. Errors before a stream's first event are plain JSON-RPC responses, which
+//! the official 1.x clients read as the error (a 0.3 request's are in an event stream:
+//! [`super::v03::stream_error`]); a stream's events are `data: {"jsonrpc":"2.0","id":…,"result":…}`
+//! with the task log's sequence as the SSE `id`. The envelope is read and written by
+//! [`accord_types::jsonrpc`], strictly as the specification says.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -108,7 +109,11 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     match super::version::requested(&parts.extensions) {
         Ok(super::version::Requested::V1_0) if state.v10 => {}
         Ok(super::version::Requested::V0_3) if state.v03 => return super::v03::handle(&state, parts, request).await,
-        Ok(requested) => return rpc_error(id, &requested.refusal_in(state.v10, state.v03)),
+        Ok(requested) => {
+            let refusal = requested.refusal_in(state.v10, state.v03);
+            // A 0.x request's streaming method is refused inside an event stream, as 0.3 does.
+            return if legacy { super::v03::error_for(&request.method, id, &refusal) } else { rpc_error(id, &refusal) };
+        }
         Err(error) => return rpc_error(id, &error),
     }
     let activated = match super::negotiate_extensions(&parts.headers, &state.core.extensions) {

@@ -12,7 +12,9 @@
 //! as a bare array and `…/delete` returns `null`; an agent without an extended card answers
 //! `agent/getAuthenticatedExtendedCard` with -32007; extensions are read from `X-A2A-Extensions`
 //! (0.3's header) as well as `A2A-Extensions`; errors are `{code, message, data}` objects
-//! ([`v03::error_object`]).
+//! ([`v03::error_object`]). An error of a streaming method (`message/stream`,
+//! `tasks/resubscribe`) is the single event of an event stream ([`stream_error`]), as the
+//! official 0.3 servers send it and the only way the official 0.3 clients read one.
 
 use std::convert::Infallible;
 
@@ -39,6 +41,39 @@ pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
         crate::limits::set_retry_after(&mut response, seconds);
     }
     response
+}
+
+/// An error of a streaming method, as the official 0.3 servers answer one: `200
+/// text/event-stream`, the JSON-RPC error response as the stream's one `data:` event, then the
+/// end. The official 0.3 clients read a streaming method's answer only as an event stream (a JSON
+/// body is "Invalid SSE response" to them). The unauthenticated error keeps its 401 JSON answer:
+/// authentication is the transport's business, and the clients report the status.
+pub(crate) fn stream_error(id: Value, error: &A2aError) -> Response {
+    if error.kind == A2aErrorKind::Unauthenticated {
+        return rpc_error(id, error);
+    }
+    let body = jsonrpc::Response::<Value>::failure(id, v03::error_object(error));
+    let data = serde_json::to_string(&body).unwrap_or_else(|failure| {
+        tracing::error!(%failure, "A2A 0.3 error does not serialize");
+        String::from(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#)
+    });
+    let event = futures_util::stream::once(std::future::ready(Ok::<_, Infallible>(Event::default().data(data))));
+    let mut response = crate::lucid::stream::sse_response(Sse::new(event));
+    if let Some(seconds) = crate::limits::retry_after_of(error) {
+        crate::limits::set_retry_after(&mut response, seconds);
+    }
+    response
+}
+
+/// Whether `method` is one of 0.3's streaming methods, whose errors are [`stream_error`]s.
+pub(crate) fn is_streaming(method: &str) -> bool {
+    matches!(method, methods::MESSAGE_STREAM | methods::TASKS_RESUBSCRIBE)
+}
+
+/// An error answering a 0.3 request for `method`: in an event stream for a streaming method,
+/// a JSON-RPC response otherwise.
+pub(crate) fn error_for(method: &str, id: Value, error: &A2aError) -> Response {
+    if is_streaming(method) { stream_error(id, error) } else { rpc_error(id, error) }
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
@@ -74,7 +109,7 @@ pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, re
     let id = request.response_id();
     let activated = match super::negotiate_extensions(&extension_headers(&parts.headers), &state.core.extensions) {
         Ok(activated) => activated,
-        Err(error) => return rpc_error(id, &error),
+        Err(error) => return error_for(&request.method, id, &error),
     };
     let owner = caller_of(&parts.extensions);
     let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
@@ -142,7 +177,7 @@ pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, re
     .await;
     let mut response = match outcome {
         Ok(response) => response,
-        Err(error) => rpc_error(id, &error),
+        Err(error) => error_for(&request.method, id, &error),
     };
     super::echo_extensions(&mut response, &activated);
     response

@@ -14,7 +14,10 @@
 //! operation as every other binding, and converts the answer back. Errors are `{code, message,
 //! data}` — the 0.3 JSON-RPC error object ([`v03::error_object`]), which the 0.3 SDKs' REST
 //! transports read — with the HTTP status of the binding's configured mapping. Streams end after
-//! the status update marked `final`, as on 0.3 JSON-RPC.
+//! the status update marked `final`, as on 0.3 JSON-RPC. A stream refused before its first event
+//! is answered with that error's status and body, not an event stream (unlike 0.3 JSON-RPC):
+//! that is what the official 0.3 JS SDK's REST server answers, and what the 0.3 SDKs' REST
+//! clients read, by the status, before they read a stream.
 
 use std::collections::HashMap;
 use std::convert::Infallible;

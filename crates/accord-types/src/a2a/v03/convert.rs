@@ -8,7 +8,8 @@
 //!   reads back as none;
 //! - `tenant` is dropped (0.3 has no tenants);
 //! - push authentication's one `scheme` is the list `schemes: [scheme]`; of several 0.3 schemes
-//!   the first is kept;
+//!   the first is kept; an empty list (no credentials) is no authentication, and reads back as
+//!   no `authentication` member;
 //! - `returnImmediately: true` is `blocking: false` and the reverse; unset stays unset;
 //! - a status update's `final` is true when its state is terminal or interrupted — where an
 //!   Accord stream ends — and is dropped on the way back (v1.0 ends a stream by closing it).
@@ -281,10 +282,17 @@ impl From<PushNotificationConfig> for v1r::TaskPushNotificationConfig {
             task_id: None,
             url: config.url,
             token: config.token,
-            authentication: config.authentication.map(|authentication| v1r::AuthenticationInfo {
-                // No scheme reads as an empty one, which validation refuses by name.
-                scheme: authentication.schemes.into_iter().next().unwrap_or_default(),
-                credentials: authentication.credentials,
+            authentication: config.authentication.and_then(|authentication| {
+                let scheme = authentication.schemes.into_iter().next();
+                match (scheme, authentication.credentials) {
+                    // No scheme and nothing to present: no authentication, as 0.3 allows.
+                    (None, credentials) if credentials.as_deref().is_none_or(str::is_empty) => None,
+                    // Credentials without a scheme (refused when read; only a value built by
+                    // hand has them) read as an empty scheme, which validation refuses by name.
+                    (scheme, credentials) => {
+                        Some(v1r::AuthenticationInfo { scheme: scheme.unwrap_or_default(), credentials })
+                    }
+                }
             }),
         }
     }

@@ -12,7 +12,7 @@
 //!   JSON object.
 //! - **Status updates** carry `final`, true on the last event of a stream.
 //! - **Push configs** nest: `{taskId, pushNotificationConfig: {id, url, token,
-//!   authentication: {schemes: [..], credentials}}}`.
+//!   authentication: {schemes: [..], credentials}}}`; an empty `schemes` is no authentication.
 //! - **Errors** are `{code, message, data}` with the codes -32001 … -32007 (see
 //!   [`error_object`]); v1.0's `ErrorInfo` array is not a 0.3 shape.
 //!
@@ -31,6 +31,7 @@ use super::jsonrpc::JsonRpcError;
 use super::task::{Role, TaskState};
 use super::validate::FieldViolation;
 
+pub mod card;
 pub mod convert;
 pub mod proto;
 
@@ -492,14 +493,46 @@ pub enum StreamEvent {
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 
-/// How a push notification authenticates to the webhook (0.3: a list of schemes).
+/// How a push notification authenticates to the webhook (0.3: a list of schemes). The list may
+/// be empty — no authentication, as the 0.3 schema allows — but then there are no credentials
+/// either: credentials without a scheme, or an empty scheme name, are refused when read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "AuthenticationFields")]
 pub struct PushNotificationAuthenticationInfo {
-    /// The schemes (`Bearer`, …); Accord uses the first.
+    /// The schemes (`Bearer`, …); Accord uses the first. Empty: no authentication.
     pub schemes: Vec<String>,
     /// The credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
+}
+
+/// [`PushNotificationAuthenticationInfo`] as read, before its rule is checked.
+#[derive(Deserialize)]
+struct AuthenticationFields {
+    schemes: Vec<String>,
+    #[serde(default)]
+    credentials: Option<String>,
+}
+
+impl TryFrom<AuthenticationFields> for PushNotificationAuthenticationInfo {
+    type Error = String;
+
+    fn try_from(fields: AuthenticationFields) -> Result<Self, String> {
+        check_authentication(&fields.schemes, fields.credentials.as_deref())?;
+        Ok(Self { schemes: fields.schemes, credentials: fields.credentials })
+    }
+}
+
+/// The rule of a 0.3 push authentication, in both bindings: no empty scheme name, and no
+/// credentials without a scheme to present them with.
+pub(crate) fn check_authentication(schemes: &[String], credentials: Option<&str>) -> Result<(), String> {
+    if schemes.iter().any(|scheme| scheme.trim().is_empty()) {
+        return Err("authentication.schemes: a scheme name must not be empty".into());
+    }
+    if schemes.is_empty() && credentials.is_some_and(|credentials| !credentials.is_empty()) {
+        return Err("authentication.credentials: credentials need a scheme in authentication.schemes".into());
+    }
+    Ok(())
 }
 
 /// A webhook (0.3 `PushNotificationConfig`).

@@ -384,15 +384,36 @@ pub struct TaskArtifactUpdateEvent {
     pub metadata: Option<Map<String, Value>>,
 }
 
-/// How a push notification authenticates to the webhook (proto `AuthenticationInfo`).
+/// How a push notification authenticates to the webhook (proto `AuthenticationInfo`). `{}` (no
+/// schemes) is no authentication; credentials without a scheme, or an empty scheme name, are
+/// refused when read, as on 0.3 JSON-RPC.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "AuthenticationFields")]
 pub struct AuthenticationInfo {
-    /// The schemes (`Bearer`, …).
+    /// The schemes (`Bearer`, …). Empty: no authentication.
     #[serde(default, deserialize_with = "null_as_default")]
     pub schemes: Vec<String>,
     /// The credentials (empty: none).
     #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "String::is_empty")]
     pub credentials: String,
+}
+
+/// [`AuthenticationInfo`] as read, before its rule is checked.
+#[derive(Deserialize)]
+struct AuthenticationFields {
+    #[serde(default, deserialize_with = "null_as_default")]
+    schemes: Vec<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    credentials: String,
+}
+
+impl TryFrom<AuthenticationFields> for AuthenticationInfo {
+    type Error = String;
+
+    fn try_from(fields: AuthenticationFields) -> Result<Self, String> {
+        super::check_authentication(&fields.schemes, Some(fields.credentials.as_str()))?;
+        Ok(Self { schemes: fields.schemes, credentials: fields.credentials })
+    }
 }
 
 /// A webhook (proto `PushNotificationConfig`).
