@@ -167,8 +167,8 @@ where
     }
 }
 
-/// Who owns the tasks a request creates: its principal's owner, or — for anonymous callers — one
-/// shared anonymous owner, whose task ids (random UUIDs) are then their only capability.
+/// The principal's owner, or — for an anonymous caller whose address is unknown — the one shared
+/// anonymous owner, whose task ids (random UUIDs) are then the only capability.
 pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
     match principal {
         Some(principal) => principal.owner,

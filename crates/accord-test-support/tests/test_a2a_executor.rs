@@ -491,7 +491,7 @@ async fn an_interrupting_message_reaches_the_caller_whole() {
 
 #[tokio::test]
 async fn anonymous_callers_may_not_list_tasks_unless_the_server_allows_it() {
-    // By default anonymous callers share one owner and may not list.
+    // By default anonymous callers (one owner per address) may not list.
     let agent = agent(Arc::new(Notify::new()));
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
     let a2a = A2aConfig { default_skill: Some("ask".into()), ..A2aConfig::default() };

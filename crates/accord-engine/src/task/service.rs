@@ -33,8 +33,9 @@ use crate::skill::{Skill, SkillError, ValidInput};
 
 /// Who calls: the owner its tasks belong to, and whether it proved who it is.
 ///
-/// An anonymous caller still owns what it creates (faces give every anonymous caller of a server
-/// one shared owner, so the random task id is its capability); what it may do beyond that is
+/// An anonymous caller still owns what it creates (the server's faces give the anonymous callers
+/// of one client address one owner, so the random task id is their capability); what it may do
+/// beyond that is
 /// [`ServiceConfig::anonymous`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caller {
@@ -77,11 +78,12 @@ impl Caller {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum AnonymousAccess {
-    /// They may not list tasks: every anonymous caller shares one owner, so a list would show each
-    /// of them the task ids — the capabilities — of all the others. The default.
+    /// They may not list tasks: anonymous callers behind one address (a NAT, a proxy) share one
+    /// owner, so a list would show each of them the task ids — the capabilities — of the others.
+    /// The default.
     #[default]
     NoListing,
-    /// They may list the tasks of the shared anonymous owner. Only for agents whose tasks are not
+    /// They may list the tasks of their anonymous owner. Only for agents whose tasks are not
     /// secret from each other (test and conformance agents).
     ListShared,
 }
@@ -1093,7 +1095,7 @@ impl TaskService {
         if caller.anonymous && self.config.anonymous == AnonymousAccess::NoListing {
             return Err(Error::new(
                 ErrorKind::AnonymousNotAllowed,
-                "listing tasks needs an authenticated caller: anonymous callers share one owner",
+                "listing tasks needs an authenticated caller: anonymous callers share an owner per address",
             ));
         }
         let budget = self.config.lists.max_page_bytes;
