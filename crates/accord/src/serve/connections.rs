@@ -59,7 +59,7 @@ const MIN_DEFAULT_CONNECTIONS: u64 = 64;
 const MAX_DEFAULT_CONNECTIONS: u64 = 32_768;
 
 /// The default connection cap under a file-descriptor limit: the limit less a quarter (at least
-/// [`RESERVED_DESCRIPTORS`]), between 64 and 32,768; 512 when the limit is unknown.
+/// 256), between 64 and 32,768; 512 when the limit is unknown.
 pub fn connection_cap(descriptor_limit: Option<u64>) -> usize {
     match descriptor_limit {
         Some(limit) => {
