@@ -169,6 +169,26 @@ async fn no_streaming_turns_streaming_off_on_the_card_and_every_streaming_method
     assert_eq!(lucid.status().as_u16(), 400);
     let lucid: Value = lucid.json().await.expect("json");
     assert_eq!(lucid["error"]["code"], json!("stream_not_supported"), "{lucid}");
+    // The Lucid task subscription is a stream too.
+    let created = client
+        .post(format!("{}/tasks", served.url))
+        .header("task-access-token", TOKEN)
+        .json(&json!({"message": {"role": "user", "content": {"text": "{\"seconds\": 60}"}}, "skillId": "slow"}))
+        .send()
+        .await
+        .expect("lucid task");
+    assert_eq!(created.status().as_u16(), 200);
+    let created: Value = created.json().await.expect("json");
+    let task_id = created["taskId"].as_str().expect("a task id").to_owned();
+    let subscribe = client
+        .get(format!("{}/tasks/{task_id}/subscribe", served.url))
+        .header("task-access-token", TOKEN)
+        .send()
+        .await
+        .expect("lucid subscribe");
+    assert_eq!(subscribe.status().as_u16(), 400);
+    let subscribe: Value = subscribe.json().await.expect("json");
+    assert_eq!(subscribe["error"]["code"], json!("stream_not_supported"), "{subscribe}");
     let entrypoints: Value =
         client.get(format!("{}/entrypoints", served.url)).send().await.expect("list").json().await.expect("json");
     let ticks = entrypoints["items"].as_array().expect("items").iter().find(|item| item["key"] == "ticks").cloned();

@@ -115,8 +115,8 @@ pub struct ServerConfig {
     /// Whether the agent streams (default `true`). `false` turns the capability off on the
     /// card (`capabilities.streaming`, each entrypoint's `streaming`) and refuses every streaming
     /// method: A2A `SendStreamingMessage` and `SubscribeToTask` (and 0.3's `message/stream`,
-    /// `tasks/resubscribe`) with `UnsupportedOperationError`, the Lucid stream routes with
-    /// `stream_not_supported`.
+    /// `tasks/resubscribe`) with `UnsupportedOperationError`, the Lucid stream routes and
+    /// `/tasks/{id}/subscribe` with `400 stream_not_supported`.
     pub streaming: bool,
     /// Whether `GET /openapi.json` is served (default `true`): an OpenAPI 3.1 document of the
     /// routes the other settings serve, generated from the faces' route tables.

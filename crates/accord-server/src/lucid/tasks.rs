@@ -410,6 +410,9 @@ pub(crate) async fn subscribe(
 ) -> Result<Response, LucidError> {
     let service = tasks_of(&state)?;
     let caller = caller(&headers)?;
+    if !state.config.streaming {
+        return Err(LucidError::code_only(axum::http::StatusCode::BAD_REQUEST, "stream_not_supported"));
+    }
     // `Last-Event-ID` resumes after the last event the client saw; otherwise the whole log is
     // replayed, which starts with the task's current status.
     let from = headers

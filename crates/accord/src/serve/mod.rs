@@ -132,8 +132,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ACCORD_NO_GRPC")]
     pub no_grpc: bool,
     /// Turn streaming off: the card says `streaming: false`, and the streaming methods (A2A
-    /// `SendStreamingMessage`, `SubscribeToTask` and their 0.3 names, the Lucid stream routes)
-    /// are refused in each face's shape.
+    /// `SendStreamingMessage`, `SubscribeToTask` and their 0.3 names, the Lucid stream and task
+    /// subscribe routes) are refused in each face's shape.
     #[arg(long, env = "ACCORD_NO_STREAMING")]
     pub no_streaming: bool,
     #[allow(missing_docs)]
