@@ -9,9 +9,10 @@
 //! A request that presents no credential passes through anonymous, and each face decides what an
 //! anonymous caller may do. A request that presents a credential the configuration cannot accept
 //! (an unknown bearer token or API key, a JWT that fails a check) is *not* anonymous: the layer
-//! records an audit event and marks the request [`Unauthenticated`], and each face refuses it with
-//! its own unauthenticated error, in one middleware per face mounted by [`crate::Faces`] (so the
-//! handlers stay as they are).
+//! records an audit event and marks the request [`Unauthenticated`], and one middleware in front of
+//! each face refuses it with a face-neutral refusal that the face renders as its own
+//! unauthenticated error ([`crate::refusal`]), so the handlers stay as they are and this module
+//! names no face.
 
 mod jwt;
 
@@ -25,11 +26,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::client_address::ClientAddress;
+use crate::refusal::{Refusal, RefusalKind, Refusals};
 use accord_engine::task::{AccessToken, OwnerHash};
-use accord_types::a2a::{A2aError, A2aErrorKind, ErrorMapping};
 use accord_types::card::AgentSkill;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, header};
+use axum::response::Response;
 use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
@@ -566,36 +567,10 @@ where
 #[derive(Clone, Debug)]
 struct Challenges(Vec<HeaderValue>);
 
-/// Which face a refusal speaks for.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Face {
-    Lucid,
-    JsonRpcTasks,
-    A2aJsonRpc,
-    A2aRest(ErrorMapping),
-    A2aGrpc(ErrorMapping),
-}
-
-impl Face {
-    /// The face's name in metrics and spans.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Lucid => "lucid",
-            Self::JsonRpcTasks => "jsonrpc_tasks",
-            Self::A2aJsonRpc => "a2a_jsonrpc",
-            Self::A2aRest(_) => "a2a_rest",
-            Self::A2aGrpc(_) => "a2a_grpc",
-        }
-    }
-}
-
-/// The one place where a request marked [`Unauthenticated`] is refused, in its face's shape:
-/// A2A REST `401` + `google.rpc.Status` `UNAUTHENTICATED`; A2A JSON-RPC `401` + a JSON-RPC error
-/// ([`A2aErrorKind::Unauthenticated`], `id: null`: the body is not read); JSON-RPC tasks `401` + a
-/// JSON-RPC error `-32000`; Lucid `401` + `{"error":{"code":"unauthenticated"}}`. Each with
-/// `WWW-Authenticate`.
+/// The one place where a request marked [`Unauthenticated`] is refused, in the shape of the face
+/// mounted behind this middleware (its [`Refusals`]), with the `WWW-Authenticate` challenges.
 pub(crate) async fn refuse_unauthenticated(
-    axum::extract::State(face): axum::extract::State<Face>,
+    axum::extract::State(refusals): axum::extract::State<Refusals>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -604,39 +579,7 @@ pub(crate) async fn refuse_unauthenticated(
     }
     let challenges =
         request.extensions().get::<Challenges>().map(|challenges| challenges.0.clone()).unwrap_or_default();
-    let message = "the presented credentials are not valid";
-    let mut response = match face {
-        // gRPC: a trailers-only `UNAUTHENTICATED` status (HTTP 200, as gRPC requires), with the
-        // challenges as `www-authenticate` metadata.
-        Face::A2aGrpc(mapping) => {
-            let mut response = crate::a2a::grpc::error_response(
-                mapping,
-                &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message),
-            );
-            for challenge in challenges {
-                response.headers_mut().append(header::WWW_AUTHENTICATE, challenge);
-            }
-            return response;
-        }
-        Face::A2aRest(mapping) => {
-            crate::a2a::rest::error_with(mapping, &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message))
-        }
-        Face::A2aJsonRpc => crate::a2a::jsonrpc::rpc_error(
-            serde_json::Value::Null,
-            &A2aError::new(A2aErrorKind::Unauthenticated).with_message(message),
-        ),
-        Face::JsonRpcTasks => {
-            let body = accord_types::jsonrpc::Response::<serde_json::Value>::failure(
-                serde_json::Value::Null,
-                accord_types::jsonrpc::ErrorObject::new(-32000, message),
-            );
-            (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
-        }
-        Face::Lucid => crate::LucidError::new(StatusCode::UNAUTHORIZED, "unauthenticated", message).into_response(),
-    };
-    *response.status_mut() = StatusCode::UNAUTHORIZED;
-    for challenge in challenges {
-        response.headers_mut().append(header::WWW_AUTHENTICATE, challenge);
-    }
-    response
+    let refusal =
+        Refusal::new(RefusalKind::Unauthenticated, "the presented credentials are not valid").challenges(challenges);
+    refusals.render(&refusal)
 }

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::Principal;
 use crate::body::BodyFailure;
+use crate::refusal::{Refusal, RefusalKind, Refusals};
 
 /// The methods this face serves.
 pub const METHODS: [&str; 4] = ["tasks/send", "tasks/get", "tasks/cancel", "tasks/sendSubscribe"];
@@ -323,10 +324,28 @@ impl TasksEndpoint {
         let retry_after = result.as_ref().err().and_then(retry_after_of);
         let mut response = rpc_response(StatusCode::OK, Some(id), result);
         if let Some(seconds) = retry_after {
-            crate::limits::set_retry_after(&mut response, seconds);
+            crate::refusal::set_retry_after(&mut response, seconds);
         }
         response
     }
+}
+
+/// How this face answers a layer's refusal: a JSON-RPC error with `id: null` (the body is not
+/// read) — `-32000` for credentials, [`RpcError::RATE_LIMITED`] with `data.retryAfter` for a rate
+/// — at the transport's status (401, 429), with `Retry-After` and the challenges.
+pub(crate) fn refusals() -> Refusals {
+    Refusals::new(|refusal: &Refusal| {
+        let error = match refusal.kind {
+            RefusalKind::Unauthenticated => ErrorObject::new(-32000, refusal.message.clone()),
+            RefusalKind::RateLimited => ErrorObject::from(
+                RpcError::new(RpcError::RATE_LIMITED, refusal.message.clone())
+                    .with_data(json!({"reason": "RATE_LIMITED", "retryAfter": refusal.retry_after})),
+            ),
+            _ => ErrorObject::new(-32600, refusal.message.clone()),
+        };
+        let body = accord_types::jsonrpc::Response::<Value>::failure(Value::Null, error);
+        refusal.finish_http(axum::Json(body).into_response())
+    })
 }
 
 /// The seconds a retryable refusal says to wait (`data.retryAfter`), for its `Retry-After`.
@@ -421,7 +440,7 @@ fn subscribe_response(id: Value, stream: RpcStream) -> Response {
         }
         Ok::<_, Infallible>(event)
     });
-    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 /// The built-in handler: runs the agent's skills as engine tasks, through the engine's

@@ -40,7 +40,6 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc_tasks;
-mod jws_card;
 mod landing;
 mod limits;
 mod lucid;
@@ -48,16 +47,17 @@ pub mod observe;
 pub mod openapi;
 mod payments;
 pub mod push;
+mod refusal;
 pub mod serve;
-mod signed_card;
+mod sse;
+mod version;
 
+pub use card::SIGNED_CARD_PATH;
+pub use card::jws::{JwsCardConfig, MAX_SIGNED_ORIGINS};
+pub use card::signed::{DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SignedCardConfig};
 pub use error::LucidError;
-pub use jws_card::{JwsCardConfig, MAX_SIGNED_ORIGINS};
 pub use limits::{CAPACITY_RETRY_AFTER_SECS, MAX_TRACKED_CALLERS, RateLimitConfig};
 pub use payments::PaymentsConfig;
-pub use signed_card::{
-    DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SIGNED_CARD_PATH, SignedCardConfig,
-};
 
 /// Settings of the HTTP faces.
 #[derive(Debug, Clone)]
@@ -406,7 +406,7 @@ pub(crate) struct AppState {
     /// The one builder of the card every card route serves (and of the extended card).
     pub(crate) card: Arc<card::CardBuilder>,
     /// Adds the JWS signatures to the served card, when configured.
-    pub(crate) card_signer: Option<Arc<jws_card::CardSigner>>,
+    pub(crate) card_signer: Option<Arc<card::jws::CardSigner>>,
     /// The rate limiter every face shares, when a rate limit is set.
     pub(crate) rate_limits: Option<Arc<limits::RateLimits>>,
 }
@@ -510,7 +510,7 @@ impl Faces {
             idempotency: IdempotencyStore::new(config.idempotency),
             tasks: service,
             card: Arc::new(card::CardBuilder::from_config(agent, &config)),
-            card_signer: config.jws_card.clone().map(|jws| Arc::new(jws_card::CardSigner::new(jws))),
+            card_signer: config.jws_card.clone().map(|jws| Arc::new(card::jws::CardSigner::new(jws))),
             rate_limits: config.rate_limit.map(limits::RateLimits::new),
             config,
         });
@@ -540,7 +540,7 @@ impl Faces {
         };
         let routes = routes.route("/health", get(lucid::health).with_state(Arc::clone(state)), describe::health());
         let routes = match signed {
-            Some(signed) => routes.merge(signed_card::routes(Arc::clone(state), signed)),
+            Some(signed) => routes.merge(card::signed::routes(Arc::clone(state), signed)),
             None => routes,
         };
         routes.map_router(|router| observed(router, "cards"))
@@ -589,7 +589,7 @@ impl Faces {
         } else {
             routes
         };
-        routes.map_router(|router| self.authenticated(router, auth::Face::Lucid))
+        routes.map_router(|router| self.authenticated(router, "lucid", lucid::refusals()))
     }
 
     /// `router` behind the configured [`auth::AuthLayer`] (when a scheme is configured) and the
@@ -597,14 +597,15 @@ impl Faces {
     /// [`auth::AuthLayer`] of the user's own, outside, is answered in the face's shape too).
     /// With a rate limit, the face's requests are counted per caller (after authentication, which
     /// names the caller) and refused over it.
-    fn authenticated(&self, router: Router, face: auth::Face) -> Router {
+    fn authenticated(&self, router: Router, face: &'static str, refusals: refusal::Refusals) -> Router {
         let router = match &self.state.rate_limits {
-            Some(limits) => {
-                router.layer(axum::middleware::from_fn_with_state((face, Arc::clone(limits)), limits::limit_rate))
-            }
+            Some(limits) => router.layer(axum::middleware::from_fn_with_state(
+                (refusals.clone(), Arc::clone(limits)),
+                limits::limit_rate,
+            )),
             None => router,
         };
-        let router = router.layer(axum::middleware::from_fn_with_state(face, auth::refuse_unauthenticated));
+        let router = router.layer(axum::middleware::from_fn_with_state(refusals, auth::refuse_unauthenticated));
         let router = if self.state.config.auth.is_empty() {
             router
         } else {
@@ -613,7 +614,7 @@ impl Faces {
         let trusted: Arc<[ipnet::IpNet]> = self.state.config.trusted_proxies.clone().into();
         let router =
             router.layer(axum::middleware::from_fn_with_state(trusted, client_address::resolve_client_address));
-        observed(router, face.label())
+        observed(router, face)
     }
 
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
@@ -634,7 +635,7 @@ impl Faces {
                     openapi::describe::jsonrpc_tasks(),
                 )
                 .nest(&jsonrpc.path)
-                .map_router(|router| self.authenticated(router, auth::Face::JsonRpcTasks)),
+                .map_router(|router| self.authenticated(router, "jsonrpc_tasks", jsonrpc_tasks::refusals())),
             _ => openapi::Routes::new(),
         }
     }
@@ -649,7 +650,7 @@ impl Faces {
         let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
             return openapi::Routes::new();
         };
-        let state = Arc::new(a2a::jsonrpc::JsonRpcState {
+        let state = Arc::new(a2a::JsonRpcState {
             core: core.clone(),
             body_limit: self.state.config.body_limit,
             card: Arc::clone(&self.state.card),
@@ -657,15 +658,14 @@ impl Faces {
             v03: a2a_config.v03,
             v10: a2a_config.v10,
         });
-        let endpoint =
-            post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(a2a::version::record));
+        let endpoint = post(a2a::jsonrpc::handle).with_state(state).layer(axum::middleware::from_fn(version::record));
         let path = a2a_config.jsonrpc_path.clone();
         // Served with and without a trailing slash: some clients join `/` onto the interface URL.
         let slashed = format!("{}/", path.trim_end_matches('/'));
         openapi::Routes::new()
             .route(&path, endpoint.clone(), openapi::describe::a2a_jsonrpc(false))
             .route(&slashed, endpoint, openapi::describe::a2a_jsonrpc(true))
-            .map_router(|router| self.authenticated(router, auth::Face::A2aJsonRpc))
+            .map_router(|router| self.authenticated(router, "a2a_jsonrpc", a2a::jsonrpc::refusals()))
     }
 
     /// The official A2A HTTP+JSON binding under [`A2aConfig::rest_path`]. Empty without a task
@@ -692,7 +692,7 @@ impl Faces {
             rest = a2a::v03_rest_routes(state, rest.clone().into_router()).merge(rest);
         }
         rest.nest(&a2a_config.rest_path)
-            .map_router(|router| self.authenticated(router, auth::Face::A2aRest(a2a_config.error_mapping)))
+            .map_router(|router| self.authenticated(router, "a2a_rest", a2a::rest::refusals(a2a_config.error_mapping)))
     }
 
     /// The official A2A gRPC binding: `lf.a2a.v1.A2AService` at `/lf.a2a.v1.A2AService/{method}`
@@ -714,7 +714,8 @@ impl Faces {
         };
         self.authenticated(
             a2a::grpc::router(face, self.state.config.body_limit),
-            auth::Face::A2aGrpc(a2a_config.error_mapping),
+            "a2a_grpc",
+            a2a::grpc::refusals(a2a_config.error_mapping),
         )
     }
 

@@ -2,8 +2,8 @@
 //! every face is mounted with) and the `Retry-After` every face sends with a retryable refusal
 //! (the store full, a caller at its share of it, a caller over its rate).
 //!
-//! What is counted is decided here once; how a refusal looks is each face's shape, built by the
-//! face's own error type ([`Face`]). The task store's capacity and the per-owner share are the
+//! What is counted is decided here once; how a refusal looks is each face's shape, rendered by
+//! the face from a face-neutral [`crate::refusal::Refusal`]. The task store's capacity and the per-owner share are the
 //! engine's rules (`RuntimeConfig::max_active_per_owner`); this module only gives their refusals
 //! a `Retry-After`.
 
@@ -13,17 +13,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use accord_types::a2a::{A2aError, A2aErrorKind};
 use axum::extract::ConnectInfo;
 
 use crate::client_address::ClientAddress;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use governor::clock::{Clock, DefaultClock};
 use governor::state::keyed::HashMapStateStore;
 use governor::{Quota, RateLimiter};
 
-use crate::auth::{Face, Principal};
+use crate::auth::Principal;
+use crate::refusal::{Refusal, RefusalKind, Refusals};
 
 /// The `Retry-After` (seconds) of a refusal because the task store is full or the caller holds
 /// its whole share of it: a task's end cannot be predicted, so this is a polite pace, not a
@@ -162,9 +161,10 @@ impl RateLimits {
 }
 
 /// The rate-limit middleware of one face: counts the request against its caller and refuses it,
-/// in the face's shape with `Retry-After`, when the caller is over its rate.
+/// rendered by the face mounted behind it, with the seconds to wait, when the caller is over its
+/// rate.
 pub(crate) async fn limit_rate(
-    axum::extract::State((face, limits)): axum::extract::State<(Face, Arc<RateLimits>)>,
+    axum::extract::State((refusals, limits)): axum::extract::State<(Refusals, Arc<RateLimits>)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -172,73 +172,8 @@ pub(crate) async fn limit_rate(
         Ok(()) => next.run(request).await,
         Err(retry_after) => {
             tracing::info!(target: "accord::audit", event = "rate.limited", path = request.uri().path(), retry_after);
-            rate_limited(face, retry_after)
+            let message = "Too many requests from this caller; retry after the time Retry-After gives";
+            refusals.render(&Refusal::new(RefusalKind::RateLimited, message).retry_after(retry_after))
         }
     }
-}
-
-/// A refusal for a caller over its rate, in `face`'s shape: HTTP 429 with `Retry-After` on every
-/// HTTP face (the JSON-RPC faces too: the body is not read, so the refusal is the transport's,
-/// with `id: null`); a gRPC status on the gRPC binding.
-fn rate_limited(face: Face, retry_after: u64) -> Response {
-    let message = "Too many requests from this caller; retry after the time Retry-After gives";
-    let mut response = match face {
-        Face::Lucid => crate::LucidError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).into_response(),
-        Face::JsonRpcTasks => {
-            let error = crate::jsonrpc_tasks::RpcError::new(crate::jsonrpc_tasks::RpcError::RATE_LIMITED, message)
-                .with_data(serde_json::json!({"reason": "RATE_LIMITED", "retryAfter": retry_after}));
-            let body = accord_types::jsonrpc::Response::<serde_json::Value>::failure(
-                serde_json::Value::Null,
-                accord_types::jsonrpc::ErrorObject::from(error),
-            );
-            axum::Json(body).into_response()
-        }
-        Face::A2aJsonRpc => crate::a2a::jsonrpc::rpc_error(
-            serde_json::Value::Null,
-            &retryable(A2aError::new(A2aErrorKind::RateLimited).with_message(message), retry_after),
-        ),
-        Face::A2aRest(mapping) => crate::a2a::rest::error_with(
-            mapping,
-            &retryable(A2aError::new(A2aErrorKind::RateLimited).with_message(message), retry_after),
-        ),
-        // gRPC: a `RESOURCE_EXHAUSTED` status (HTTP 200, as gRPC requires) with `retry-after`
-        // metadata and the seconds in its `ErrorInfo`.
-        Face::A2aGrpc(mapping) => {
-            return crate::a2a::grpc::error_response(
-                mapping,
-                &retryable(A2aError::new(A2aErrorKind::RateLimited).with_message(message), retry_after),
-            );
-        }
-    };
-    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-    set_retry_after(&mut response, retry_after);
-    response
-}
-
-/// The `ErrorInfo` metadata key that carries the seconds to wait on an A2A retryable error (for
-/// clients that read the body and not the headers).
-pub(crate) const RETRY_AFTER_METADATA: &str = "retryAfterSeconds";
-
-/// `error` with the seconds to wait in its `ErrorInfo` metadata.
-pub(crate) fn retryable(error: A2aError, retry_after: u64) -> A2aError {
-    error.with_metadata(RETRY_AFTER_METADATA, retry_after.to_string())
-}
-
-/// The seconds an A2A error says to wait, when it is retryable.
-pub(crate) fn retry_after_of(error: &A2aError) -> Option<u64> {
-    if !error.kind.is_retryable() {
-        return None;
-    }
-    Some(
-        error
-            .metadata
-            .get(RETRY_AFTER_METADATA)
-            .and_then(|seconds| seconds.parse().ok())
-            .unwrap_or(CAPACITY_RETRY_AFTER_SECS),
-    )
-}
-
-/// Sets `Retry-After: <seconds>`.
-pub(crate) fn set_retry_after(response: &mut Response, seconds: u64) {
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
 }

@@ -29,6 +29,7 @@ use tonic::{Request, Response, Status};
 
 use super::A2aCore;
 use crate::auth::{Principal, caller_of};
+use crate::refusal::{Refusal, Refusals};
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -112,10 +113,20 @@ async fn content_type(
 /// the field violations), and `retry-after` metadata for a retryable error.
 pub(crate) fn status_of(mapping: ErrorMapping, error: &A2aError) -> Status {
     let mut status = accord_grpc::status::to_status(error, mapping);
-    if let Some(seconds) = crate::limits::retry_after_of(error) {
+    if let Some(seconds) = super::errors::retry_after_of(error) {
         status.metadata_mut().insert("retry-after", seconds.into());
     }
     status
+}
+
+/// How this binding answers a layer's refusal: a trailers-only gRPC status (HTTP 200, as gRPC
+/// requires) of the kind's code, with `retry-after` and `www-authenticate` as metadata.
+pub(crate) fn refusals(mapping: ErrorMapping) -> Refusals {
+    Refusals::new(move |refusal: &Refusal| {
+        let mut response = error_response(mapping, &super::errors::refusal_error(refusal));
+        refusal.append_challenges(&mut response);
+        response
+    })
 }
 
 /// An HTTP response carrying `error` as a gRPC status (trailers-only), for the layers in front
@@ -165,10 +176,10 @@ impl GrpcFace {
         let headers = request.metadata().clone().into_headers();
         let sent = headers.get("a2a-version").and_then(|value| value.to_str().ok()).map(str::trim);
         if let Some(version) = sent.filter(|version| !version.is_empty()) {
-            let error = match super::version::Requested::of(&headers, None) {
-                super::version::Requested::V1_0 => None,
+            let error = match crate::version::Requested::of(&headers, None) {
+                crate::version::Requested::V1_0 => None,
                 // The HTTP refusal of 0.3 speaks of a missing header, which is 1.0 here.
-                super::version::Requested::V0_3 => Some(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
+                crate::version::Requested::V0_3 => Some(A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
                     format!("A2A-Version {version} is not supported by lf.a2a.v1.A2AService, which speaks 1.0"),
                 )),
                 other => Some(other.refusal_in(true, false)),

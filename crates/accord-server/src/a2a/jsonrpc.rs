@@ -20,53 +20,31 @@ use accord_types::jsonrpc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
+use axum::response::Response;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::A2aCore;
+use super::JsonRpcState;
+use super::errors::{self, RpcDialect};
 use crate::auth::{Principal, caller_of};
 use crate::body::BodyFailure;
+use crate::refusal::{Refusal, Refusals};
 
-/// What the endpoint needs.
-#[derive(Debug, Clone)]
-pub(crate) struct JsonRpcState {
-    pub(crate) core: A2aCore,
-    pub(crate) body_limit: usize,
-    /// The card's builder, for `GetExtendedAgentCard`.
-    pub(crate) card: Arc<crate::card::CardBuilder>,
-    /// The binding's path, to find the agent's base URL from a request's.
-    pub(crate) path: String,
-    /// Whether requests without `A2A-Version`, or with `0.3`, are served in the 0.3 dialect
-    /// ([`super::v03`]) rather than refused.
-    pub(crate) v03: bool,
-    /// Whether 1.0 is served (off: a 0.3-only peer).
-    pub(crate) v10: bool,
+/// A 1.0 JSON-RPC error response ([`errors::rpc_error`]).
+pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
+    errors::rpc_error(RpcDialect::V1_0, id, error)
 }
 
-/// A JSON-RPC error response: HTTP 200, except for the unauthenticated error, which the transport
-/// answers with 401 (authentication is the transport's business, spec §7). A retryable error
-/// (the store full, the caller at its share) also carries `Retry-After`.
-pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
-    let body = jsonrpc::Response::<Value>::failure(id, error);
-    let status = if error.kind == A2aErrorKind::Unauthenticated { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response();
-    if let Some(seconds) = crate::limits::retry_after_of(error) {
-        crate::limits::set_retry_after(&mut response, seconds);
-    }
-    response
+/// How this binding answers a layer's refusal: a 1.0 JSON-RPC error with `id: null` (the body is
+/// not read), at the transport's status (401, 429), with `Retry-After` and the challenges.
+pub(crate) fn refusals() -> Refusals {
+    Refusals::new(|refusal: &Refusal| refusal.finish_http(rpc_error(Value::Null, &errors::refusal_error(refusal))))
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
-    match serde_json::to_value(result) {
-        Ok(result) => (StatusCode::OK, axum::Json(jsonrpc::Response::success(id, result))).into_response(),
-        Err(error) => {
-            tracing::error!(%error, "A2A result does not serialize");
-            rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
-        }
-    }
+    errors::rpc_result(RpcDialect::V1_0, id, result)
 }
 
 fn params<T: DeserializeOwned + Validate>(request: &JsonRpcRequest) -> Result<T, A2aError> {
@@ -76,7 +54,7 @@ fn params<T: DeserializeOwned + Validate>(request: &JsonRpcRequest) -> Result<T,
 pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // Errors before the dialect is settled are written in the shape the request asked for.
-    let legacy = state.v03 && super::version::requested(&parts.extensions).is_ok_and(|requested| requested.is_legacy());
+    let legacy = state.v03 && crate::version::requested(&parts.extensions).is_ok_and(|requested| requested.is_legacy());
     let rpc_error = |id: Value, error: &A2aError| {
         if legacy { super::v03::rpc_error(id, error) } else { rpc_error(id, error) }
     };
@@ -106,9 +84,9 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     let id = request.response_id();
     // Negotiated once by the version layer; reported here, after the envelope, so that the
     // answer carries the request's id.
-    match super::version::requested(&parts.extensions) {
-        Ok(super::version::Requested::V1_0) if state.v10 => {}
-        Ok(super::version::Requested::V0_3) if state.v03 => return super::v03::handle(&state, parts, request).await,
+    match crate::version::requested(&parts.extensions) {
+        Ok(crate::version::Requested::V1_0) if state.v10 => {}
+        Ok(crate::version::Requested::V0_3) if state.v03 => return super::v03::handle(&state, parts, request).await,
         Ok(requested) => {
             let refusal = requested.refusal_in(state.v10, state.v03);
             // A 0.x request's streaming method is refused inside an event stream, as 0.3 does.
@@ -208,5 +186,5 @@ fn sse(id: Value, stream: super::A2aStream) -> Response {
             None => event,
         })
     });
-    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }

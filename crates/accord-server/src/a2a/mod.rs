@@ -42,13 +42,13 @@ use accord_types::a2a::{self, A2aError, A2aErrorKind, PartContent, StreamRespons
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
+mod errors;
 pub(crate) mod grpc;
 pub(crate) mod jsonrpc;
 mod push;
 pub(crate) mod rest;
 mod v03;
 mod v03_rest;
-pub(crate) mod version;
 pub(crate) mod x402;
 
 pub(crate) use v03_rest::routes as v03_rest_routes;
@@ -115,6 +115,22 @@ pub(crate) struct A2aCore {
     pub(crate) push: Option<std::sync::Arc<crate::push::guard::WebhookPolicy>>,
     /// Whether the streaming operations are served ([`crate::ServerConfig::streaming`]).
     pub(crate) streaming: bool,
+}
+
+/// What the JSON-RPC endpoint needs, in both dialects ([`jsonrpc`], [`v03`]).
+#[derive(Debug, Clone)]
+pub(crate) struct JsonRpcState {
+    pub(crate) core: A2aCore,
+    pub(crate) body_limit: usize,
+    /// The card's builder, for `GetExtendedAgentCard`.
+    pub(crate) card: std::sync::Arc<crate::card::CardBuilder>,
+    /// The binding's path, to find the agent's base URL from a request's.
+    pub(crate) path: String,
+    /// Whether requests without `A2A-Version`, or with `0.3`, are served in the 0.3 dialect
+    /// ([`v03`]) rather than refused.
+    pub(crate) v03: bool,
+    /// Whether 1.0 is served (off: a 0.3-only peer).
+    pub(crate) v10: bool,
 }
 
 /// The URL a request was made at, without its query: what a payment request names as the paid
@@ -422,11 +438,11 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         | ErrorKind::InvalidRequest
         | ErrorKind::TooLarge => invalid_params(error.message()),
         ErrorKind::AnonymousNotAllowed => A2aError::new(A2aErrorKind::InvalidRequest).with_message(error.message()),
-        ErrorKind::CapacityExhausted => crate::limits::retryable(
+        ErrorKind::CapacityExhausted => errors::retryable(
             A2aError::new(A2aErrorKind::TaskCapacityExhausted).with_message(error.message()),
             crate::CAPACITY_RETRY_AFTER_SECS,
         ),
-        ErrorKind::OwnerShareExhausted => crate::limits::retryable(
+        ErrorKind::OwnerShareExhausted => errors::retryable(
             A2aError::new(A2aErrorKind::OwnerShareExhausted).with_message(error.message()),
             crate::CAPACITY_RETRY_AFTER_SECS,
         ),
@@ -434,7 +450,7 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         // restarting database, a full disk). The message is for operators: it goes to the log.
         ErrorKind::Unavailable | ErrorKind::ShuttingDown => {
             tracing::error!(%error, "the task store is unavailable");
-            crate::limits::retryable(A2aError::new(A2aErrorKind::Unavailable), crate::CAPACITY_RETRY_AFTER_SECS)
+            errors::retryable(A2aError::new(A2aErrorKind::Unavailable), crate::CAPACITY_RETRY_AFTER_SECS)
         }
         _ => {
             tracing::error!(%error, "A2A task operation failed");

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 use super::A2aCore;
 use crate::auth::{Principal, caller_of};
 use crate::openapi::{Routes, describe};
+use crate::refusal::{Refusal, Refusals};
 
 /// What the routes need.
 #[derive(Debug, Clone)]
@@ -69,7 +70,10 @@ pub(crate) fn routes(state: Arc<RestState>) -> Routes {
             router
                 .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&state), extensions))
                 // Outermost: the version is this binding's first check.
-                .route_layer(axum::middleware::from_fn_with_state((state.mapping, state.v10), super::version::refuse))
+                .route_layer(axum::middleware::from_fn_with_state(
+                    (refusals(state.mapping), state.v10),
+                    crate::version::refuse,
+                ))
         });
     let tenanted = operations
         .clone()
@@ -92,12 +96,21 @@ async fn extensions(State(state): Shared, request: Request, next: axum::middlewa
     }
 }
 
+/// How this binding answers a layer's refusal: a `google.rpc.Status` body with the configured
+/// HTTP mapping, at the transport's status (401, 429) when it has one, with `Retry-After` and the
+/// challenges.
+pub(crate) fn refusals(mapping: ErrorMapping) -> Refusals {
+    Refusals::new(move |refusal: &Refusal| {
+        refusal.finish_http(error_with(mapping, &super::errors::refusal_error(refusal)))
+    })
+}
+
 /// Renders an error with the configured HTTP mapping (and `Retry-After` when it is retryable).
 pub(crate) fn error_with(mapping: ErrorMapping, error: &A2aError) -> Response {
     let status = StatusCode::from_u16(error.http_status(mapping)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(error.to_rest_body(mapping))).into_response();
-    if let Some(seconds) = crate::limits::retry_after_of(error) {
-        crate::limits::set_retry_after(&mut response, seconds);
+    if let Some(seconds) = super::errors::retry_after_of(error) {
+        crate::refusal::set_retry_after(&mut response, seconds);
     }
     response
 }
@@ -366,5 +379,5 @@ fn sse(stream: super::A2aStream) -> Response {
             None => event,
         })
     });
-    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }

@@ -21,26 +21,20 @@ use std::convert::Infallible;
 use accord_types::a2a::v03::{self, methods};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
 use accord_types::jsonrpc;
-use axum::http::{StatusCode, header};
+use axum::http::header;
+use axum::response::Response;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::jsonrpc::JsonRpcState;
+use super::JsonRpcState;
+use super::errors::{self, RpcDialect};
 use crate::auth::{Principal, caller_of};
 
-/// A 0.3 JSON-RPC error response: HTTP 200 (401 for the unauthenticated error, as in 1.0), the
-/// error in the 0.3 shape, and `Retry-After` when it is retryable.
+/// A 0.3 JSON-RPC error response ([`errors::rpc_error`]).
 pub(crate) fn rpc_error(id: Value, error: &A2aError) -> Response {
-    let body = jsonrpc::Response::<Value>::failure(id, v03::error_object(error));
-    let status = if error.kind == A2aErrorKind::Unauthenticated { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], axum::Json(body)).into_response();
-    if let Some(seconds) = crate::limits::retry_after_of(error) {
-        crate::limits::set_retry_after(&mut response, seconds);
-    }
-    response
+    errors::rpc_error(RpcDialect::V0_3, id, error)
 }
 
 /// An error of a streaming method, as the official 0.3 servers answer one: `200
@@ -58,9 +52,9 @@ pub(crate) fn stream_error(id: Value, error: &A2aError) -> Response {
         String::from(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#)
     });
     let event = futures_util::stream::once(std::future::ready(Ok::<_, Infallible>(Event::default().data(data))));
-    let mut response = crate::lucid::stream::sse_response(Sse::new(event));
-    if let Some(seconds) = crate::limits::retry_after_of(error) {
-        crate::limits::set_retry_after(&mut response, seconds);
+    let mut response = crate::sse::sse_response(Sse::new(event));
+    if let Some(seconds) = errors::retry_after_of(error) {
+        crate::refusal::set_retry_after(&mut response, seconds);
     }
     response
 }
@@ -77,13 +71,7 @@ pub(crate) fn error_for(method: &str, id: Value, error: &A2aError) -> Response {
 }
 
 fn rpc_result(id: Value, result: impl serde::Serialize) -> Response {
-    match serde_json::to_value(result) {
-        Ok(result) => (StatusCode::OK, axum::Json(jsonrpc::Response::success(id, result))).into_response(),
-        Err(error) => {
-            tracing::error!(%error, "A2A 0.3 result does not serialize");
-            rpc_error(id, &A2aError::new(A2aErrorKind::Internal))
-        }
-    }
+    errors::rpc_result(RpcDialect::V0_3, id, result)
 }
 
 /// The 0.3 params as their v1.0 request, validated as such (a violation names the field by its
@@ -232,5 +220,5 @@ fn sse(id: Value, stream: super::A2aStream) -> Response {
             None => event,
         })
     });
-    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }

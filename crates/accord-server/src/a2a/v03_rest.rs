@@ -38,9 +38,9 @@ use serde::de::DeserializeOwned;
 use tower::ServiceExt;
 
 use super::rest::RestState;
-use super::version::Requested;
 use crate::auth::{Principal, caller_of};
 use crate::openapi::{Routes, describe};
+use crate::version::Requested;
 
 type Shared = State<Arc<RestState>>;
 
@@ -129,8 +129,8 @@ fn status_of(mapping: ErrorMapping, failure: &A2aError) -> StatusCode {
 pub(crate) fn error(mapping: ErrorMapping, failure: &A2aError) -> Response {
     let status = status_of(mapping, failure);
     let mut response = (status, axum::Json(v03::error_object(failure))).into_response();
-    if let Some(seconds) = crate::limits::retry_after_of(failure) {
-        crate::limits::set_retry_after(&mut response, seconds);
+    if let Some(seconds) = super::errors::retry_after_of(failure) {
+        crate::refusal::set_retry_after(&mut response, seconds);
     }
     response
 }
@@ -400,5 +400,5 @@ fn sse(stream: super::A2aStream) -> Response {
             None => event,
         })
     });
-    crate::lucid::stream::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{SCRIPT, STYLE};
 use crate::JSONRPC_TASKS_BINDING;
-use crate::signed_card::SIGNED_CARD_PATH;
+use crate::card::SIGNED_CARD_PATH;
 
 const TEMPLATE: &str = include_str!("page.html");
 

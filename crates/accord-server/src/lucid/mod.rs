@@ -10,11 +10,27 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::error::LucidError;
+use crate::refusal::{Refusal, RefusalKind, Refusals};
 use crate::{AppState, State, body};
 
 pub(crate) mod invoke;
 pub(crate) mod stream;
 pub(crate) mod tasks;
+
+/// How the Lucid face answers a layer's refusal: `{"error": {"code", "message"}}` with the code
+/// `unauthenticated` or `rate_limited`, at the transport's status (401, 429), with `Retry-After`
+/// and the challenges.
+pub(crate) fn refusals() -> Refusals {
+    Refusals::new(|refusal: &Refusal| {
+        let code = match refusal.kind {
+            RefusalKind::Unauthenticated => "unauthenticated",
+            RefusalKind::RateLimited => "rate_limited",
+            _ => "invalid_request",
+        };
+        let error = LucidError::new(StatusCode::BAD_REQUEST, code, refusal.message.clone());
+        refusal.finish_http(axum::response::IntoResponse::into_response(error))
+    })
+}
 
 /// `200 {"ok": true}`, or `503 {"ok": false}` while the server drains before a stop.
 pub(crate) async fn health(axum::extract::State(state): State) -> (StatusCode, Json<HealthResponse>) {

@@ -15,9 +15,8 @@ use accord_engine::{AssetTransfer, EndStatus, Part, RunEvent, RunFrame, time};
 use accord_types::lucid::{RunEndError, RunStatus, StreamEnvelope, StreamPayload};
 use axum::body::Body;
 use axum::extract::Path;
-use axum::http::{HeaderValue, header};
+use axum::response::Response;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -60,23 +59,11 @@ pub(crate) async fn stream(
     };
     let run_id = run.run_id().to_owned();
     let events = run.map(move |frame| Ok::<_, Infallible>(sse_event(&run_id, frame)));
-    let mut response = sse_response(Sse::new(events).keep_alive(KeepAlive::default()));
+    let mut response = crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()));
     if let Some(receipt) = &receipt {
         payments::with_receipt(&mut response, receipt);
     }
     Ok(response)
-}
-
-/// An SSE response with the profile's headers.
-pub(crate) fn sse_response(sse: impl IntoResponse) -> Response {
-    let mut response = sse.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
-    headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
-    // Tells nginx-like proxies not to buffer the stream.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
 }
 
 fn sse_event(run_id: &str, frame: RunFrame) -> Event {

@@ -440,7 +440,7 @@ pub(crate) async fn subscribe(
             std::future::ready(frame)
         })
         .take_until(tokio::time::sleep(state.config.subscription_timeout));
-    Ok(crate::lucid::stream::sse_response(Sse::new(frames).keep_alive(KeepAlive::default())))
+    Ok(crate::sse::sse_response(Sse::new(frames).keep_alive(KeepAlive::default())))
 }
 
 #[cfg(test)]

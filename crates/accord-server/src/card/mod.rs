@@ -1,6 +1,6 @@
 //! The agent card: one [`CardBuilder`], made when the router is built from the agent and the
 //! server's configuration, renders the card for the origin and base path a request used; every
-//! card route (the plain card here, the signed envelope in `signed_card`) serves that value. The
+//! card route (the plain card here, the signed envelope in `signed`) serves that value. The
 //! plain card carries an entity tag and a `Last-Modified` date so that caches and pollers can
 //! revalidate cheaply.
 //!
@@ -37,11 +37,14 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::payments::{PaymentsConfig, priced_operations};
-use crate::signed_card::SIGNED_CARD_PATH;
 use crate::{JSONRPC_TASKS_BINDING, ServerConfig, State};
 
-pub(crate) const CARD_PATH: &str = "/.well-known/agent-card.json";
-pub(crate) const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
+pub(crate) mod jws;
+mod paths;
+pub(crate) mod signed;
+
+pub use paths::SIGNED_CARD_PATH;
+pub(crate) use paths::{CARD_PATH, LEGACY_CARD_PATH, base_url, base_url_before, host_and_port, origin};
 
 /// The card's URL depends on these request headers, so shared caches must key on them.
 const VARY: &str = "host, x-forwarded-host, x-forwarded-proto";
@@ -485,64 +488,6 @@ pub(crate) async fn card(
     response
 }
 
-/// The agent's public base URL for this request: the origin plus the path the router is mounted
-/// under, without a trailing `/`.
-pub(crate) fn base_url(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
-    format!("{}{}", origin(headers, uri), base_path(uri.path()))
-}
-
-/// The agent's public base URL for an A2A request whose path ends with `suffix` (the binding's
-/// path, and for REST the operation): what the card's URLs start with.
-pub(crate) fn base_url_before(headers: &HeaderMap, uri: &axum::http::Uri, suffix: &str) -> String {
-    let path = uri.path().trim_end_matches('/');
-    let base = path.strip_suffix(suffix.trim_end_matches('/')).unwrap_or("").trim_end_matches('/');
-    format!("{}{base}", origin(headers, uri))
-}
-
-/// The host of a base URL (`http://agent.example:8787/base` → `agent.example`; an IPv6
-/// literal keeps its brackets) and its port (the scheme's when it has none), for the gRPC
-/// binding's `host:port`. `None` for a base URL that does not parse (it is built from the
-/// request's origin, so it always does).
-fn host_and_port(base_url: &str) -> Option<(String, u16)> {
-    let url = url::Url::parse(base_url).ok()?;
-    Some((url.host_str()?.to_owned(), url.port_or_known_default()?))
-}
-
-/// The path under which the router is mounted: the request path without the card route.
-fn base_path(path: &str) -> &str {
-    [CARD_PATH, LEGACY_CARD_PATH, SIGNED_CARD_PATH]
-        .into_iter()
-        .find_map(|route| path.strip_suffix(route))
-        .unwrap_or("")
-        .trim_end_matches('/')
-}
-
-/// The public origin. `X-Forwarded-Proto` (`http` or `https` only) and `X-Forwarded-Host` are
-/// honoured, except when the resulting host is a loopback name (`localhost`, `127.0.0.1…`), where
-/// the request's own origin is used: a loopback card must stay reachable from where it was asked.
-pub(crate) fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
-    let first = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(',').next())
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-    };
-    let request_host =
-        first("host").or_else(|| uri.authority().map(|authority| authority.as_str())).unwrap_or("localhost");
-    let request_origin = format!("http://{request_host}");
-    let scheme = match first("x-forwarded-proto").map(str::to_ascii_lowercase).as_deref() {
-        Some("https") => "https",
-        _ => "http",
-    };
-    let host = first("x-forwarded-host").unwrap_or(request_host);
-    if host.contains("localhost") || host.starts_with("127.0.0.1") {
-        return request_origin;
-    }
-    format!("{scheme}://{host}")
-}
-
 /// A strong entity tag: the first 128 bits of the body's SHA-256.
 pub(crate) fn entity_tag(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
@@ -680,13 +625,6 @@ mod tests {
         assert_eq!(same.url("https://agent.example/base"), "agent.example:443");
         assert_eq!(same.url("http://[::1]:9000"), "[::1]:9000");
         assert_eq!(same.url("http://agent.example"), "agent.example:80");
-    }
-
-    #[test]
-    fn base_path_is_what_precedes_the_card_route() {
-        assert_eq!(base_path("/.well-known/agent-card.json"), "");
-        assert_eq!(base_path("/api/agent/.well-known/agent.json"), "/api/agent");
-        assert_eq!(base_path("/a/.well-known/agent-card.signed.json"), "/a");
     }
 
     #[test]

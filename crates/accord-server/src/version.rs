@@ -1,11 +1,13 @@
-//! A2A version negotiation, once for both bindings: a layer reads the requested version
+//! A2A version negotiation, once for every binding (a layer below the faces, naming none): a layer reads the requested version
 //! (`A2A-Version` header, or the query parameter of that name) before any handler runs. The
 //! HTTP+JSON binding, whose first check it is, refuses an unsupported version in the layer; the
 //! JSON-RPC binding checks content type, size and envelope first, so its layer records what was
 //! asked for in the request's extensions and the handler picks the dialect — 1.0, or 0.3 when
 //! that dialect is served — or reports the refusal with the request's id.
 
-use accord_types::a2a::{A2aError, A2aErrorKind, ErrorMapping};
+use accord_types::a2a::{A2aError, A2aErrorKind};
+
+use crate::refusal::{Refusal, RefusalKind, Refusals};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
@@ -56,13 +58,13 @@ impl Requested {
         }
     }
 
-    /// The refusal of this request by a binding that speaks 1.0 and, when `v03`, 0.3.
-    pub(crate) fn refusal(&self, v03: bool) -> A2aError {
-        self.refusal_in(true, v03)
-    }
-
     /// The refusal of this request by a binding that speaks 1.0 when `v10` and 0.3 when `v03`.
     pub(crate) fn refusal_in(&self, v10: bool, v03: bool) -> A2aError {
+        A2aError::new(A2aErrorKind::VersionNotSupported).with_message(self.refusal_message(v10, v03))
+    }
+
+    /// Why a binding that speaks 1.0 when `v10` and 0.3 when `v03` refuses this request.
+    fn refusal_message(&self, v10: bool, v03: bool) -> String {
         let speaks = match (v10, v03) {
             (true, true) => "1.0 and 0.3",
             (true, false) => "1.0",
@@ -70,17 +72,12 @@ impl Requested {
             (false, false) => "no A2A version",
         };
         match self {
-            Self::V1_0 if !v10 => A2aError::new(A2aErrorKind::VersionNotSupported)
-                .with_message(format!("A2A 1.0 is not supported by this interface, which speaks {speaks}")),
-            Self::V0_3 if !v03 => A2aError::new(A2aErrorKind::VersionNotSupported).with_message(
-                "A2A 0.3 (no A2A-Version, or 0.3) is not supported by this interface, which speaks 1.0: \
-                 send A2A-Version: 1.0",
-            ),
-            Self::Other(version) => A2aError::new(A2aErrorKind::VersionNotSupported)
-                .with_message(format!("A2A-Version {version} is not supported; this interface speaks {speaks}")),
-            _ => {
-                A2aError::new(A2aErrorKind::VersionNotSupported).with_message(format!("this interface speaks {speaks}"))
-            }
+            Self::V1_0 if !v10 => format!("A2A 1.0 is not supported by this interface, which speaks {speaks}"),
+            Self::V0_3 if !v03 => "A2A 0.3 (no A2A-Version, or 0.3) is not supported by this interface, which \
+                                   speaks 1.0: send A2A-Version: 1.0"
+                .to_owned(),
+            Self::Other(version) => format!("A2A-Version {version} is not supported; this interface speaks {speaks}"),
+            _ => format!("this interface speaks {speaks}"),
         }
     }
 }
@@ -89,13 +86,14 @@ impl Requested {
 #[derive(Debug, Clone)]
 struct Negotiated(Requested);
 
-/// The requested protocol version, from the `A2A-Version` header or query parameter: only
-/// `1.0` (patch numbers ignored) is served by this check; none at all means 0.3, which the
-/// HTTP+JSON binding serves under a path of its own.
-pub(crate) fn negotiate(headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
+/// Whether a binding that serves 1.0 when `v10` takes a request (0.3 is served under paths of
+/// its own): only `1.0` (patch numbers ignored), from the `A2A-Version` header or query
+/// parameter; none at all means 0.3. The refusal's message otherwise.
+pub(crate) fn negotiate(headers: &HeaderMap, query: Option<&str>, v10: bool) -> Result<(), String> {
     match Requested::of(headers, query) {
-        Requested::V1_0 => Ok(()),
-        other => Err(other.refusal(false)),
+        Requested::V1_0 if v10 => Ok(()),
+        Requested::V1_0 => Err(Requested::V1_0.refusal_message(false, true)),
+        other => Err(other.refusal_message(true, false)),
     }
 }
 
@@ -106,20 +104,12 @@ pub(crate) async fn record(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// Refuses an unsupported version before anything else, rendered with `mapping` (every
-/// version, when 1.0 is not served).
-pub(crate) async fn refuse(
-    State((mapping, v10)): State<(ErrorMapping, bool)>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let negotiated = match Requested::of(request.headers(), request.uri().query()) {
-        Requested::V1_0 if !v10 => Err(Requested::V1_0.refusal_in(false, true)),
-        _ => negotiate(request.headers(), request.uri().query()),
-    };
-    match negotiated {
+/// Refuses an unsupported version before anything else, in the shape of the face mounted behind
+/// it (every version, when 1.0 is not served).
+pub(crate) async fn refuse(State((refusals, v10)): State<(Refusals, bool)>, request: Request, next: Next) -> Response {
+    match negotiate(request.headers(), request.uri().query(), v10) {
         Ok(()) => next.run(request).await,
-        Err(error) => super::rest::error_with(mapping, &error),
+        Err(message) => refusals.render(&Refusal::new(RefusalKind::VersionNotSupported, message)),
     }
 }
 
@@ -141,16 +131,17 @@ mod tests {
     #[test]
     fn version_negotiation() {
         let mut headers = HeaderMap::new();
-        assert_eq!(negotiate(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
-        assert!(negotiate(&headers, Some("A2A-Version=1.0")).is_ok());
+        assert_eq!(negotiate(&headers, None, true).map_err(|m| m.contains("not supported")), Err(true));
+        assert!(negotiate(&headers, Some("A2A-Version=1.0"), true).is_ok());
         headers.insert("a2a-version", "1.0".parse().expect("header"));
-        assert!(negotiate(&headers, None).is_ok());
+        assert!(negotiate(&headers, None, true).is_ok());
+        assert!(negotiate(&headers, None, false).is_err(), "1.0 is refused where only 0.3 is served");
         headers.insert("a2a-version", "1.0.3".parse().expect("header"));
-        assert!(negotiate(&headers, None).is_ok(), "patch numbers do not count");
+        assert!(negotiate(&headers, None, true).is_ok(), "patch numbers do not count");
         headers.insert("a2a-version", "99.0".parse().expect("header"));
-        assert_eq!(negotiate(&headers, None).map_err(|e| e.kind), Err(A2aErrorKind::VersionNotSupported));
+        assert_eq!(negotiate(&headers, None, true).map_err(|m| m.contains("not supported")), Err(true));
         headers.insert("a2a-version", "0.3".parse().expect("header"));
-        assert!(negotiate(&headers, None).is_err());
+        assert!(negotiate(&headers, None, true).is_err());
         assert_eq!(Requested::of(&headers, None), Requested::V0_3);
         assert_eq!(Requested::of(&HeaderMap::new(), None), Requested::V0_3, "no version means 0.3");
         headers.insert("a2a-version", "0.2".parse().expect("header"));

@@ -33,11 +33,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use bytes::Bytes;
 
-use crate::card::LEGACY_CARD_PATH;
+use super::paths::{LEGACY_CARD_PATH, SIGNED_CARD_PATH};
 use crate::{AppState, LucidError};
-
-/// Where the signed envelope is served, relative to the agent's base path.
-pub const SIGNED_CARD_PATH: &str = "/.well-known/agent-card.signed.json";
 
 /// The shortest TTL [`SignedCardConfig::with_ttl`] accepts. An envelope is reused for at least
 /// half its TTL, so this bounds signing to two signatures a minute per origin.
@@ -348,7 +345,7 @@ async fn signed_card(
     if method != Method::GET {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, HeaderValue::from_static("GET"))]).into_response();
     }
-    let base_url = crate::card::base_url(&headers, &uri);
+    let base_url = super::paths::base_url(&headers, &uri);
     let agent_card = state.app.card.build(&base_url);
     // Named as the agent's URL, with a trailing `/`, in logs, messages and the cache.
     let base_url = format!("{base_url}/");

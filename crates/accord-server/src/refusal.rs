@@ -1,0 +1,118 @@
+//! What the layers below the faces say when they refuse a request before any handler runs — bad
+//! credentials ([`crate::auth`]), a caller over its rate ([`crate::limits`]), an A2A version not
+//! spoken ([`crate::version`]) — and how a face turns that into its own wire answer.
+//!
+//! A layer builds a face-neutral [`Refusal`] (a kind, a message, the seconds to wait, the
+//! authentication challenges) and hands it to the [`Refusals`] it was mounted with. The face
+//! chooses that renderer when it is mounted ([`crate::Faces`]), so no layer names a face and a new
+//! binding adds a renderer of its own without touching the layers.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+
+/// Why a request was refused before it reached its face.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum RefusalKind {
+    /// The request presented credentials the server does not accept.
+    Unauthenticated,
+    /// The caller is over its rate.
+    RateLimited,
+    /// The request asked for a protocol version this interface does not speak.
+    VersionNotSupported,
+}
+
+/// A refusal by a layer below the faces, in no face's shape.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    /// What went wrong.
+    pub(crate) kind: RefusalKind,
+    /// A message for the caller (never a secret).
+    pub(crate) message: String,
+    /// The seconds the caller should wait before retrying, for a retryable refusal.
+    pub(crate) retry_after: Option<u64>,
+    /// `WWW-Authenticate` challenges, for a refusal of credentials.
+    pub(crate) challenges: Vec<HeaderValue>,
+}
+
+impl Refusal {
+    /// A refusal of `kind` with `message`.
+    pub(crate) fn new(kind: RefusalKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), retry_after: None, challenges: Vec::new() }
+    }
+
+    /// With the seconds to wait before retrying.
+    pub(crate) fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// With `WWW-Authenticate` challenges.
+    pub(crate) fn challenges(mut self, challenges: Vec<HeaderValue>) -> Self {
+        self.challenges = challenges;
+        self
+    }
+
+    /// The HTTP status an HTTP face answers this refusal with when the transport answers it
+    /// (401 for credentials, 429 for a rate), or `None` when the face's own error mapping decides
+    /// (a version the interface does not speak is an error of the request, in the dialect).
+    pub(crate) fn transport_status(&self) -> Option<StatusCode> {
+        match self.kind {
+            RefusalKind::Unauthenticated => Some(StatusCode::UNAUTHORIZED),
+            RefusalKind::RateLimited => Some(StatusCode::TOO_MANY_REQUESTS),
+            RefusalKind::VersionNotSupported => None,
+        }
+    }
+
+    /// Finishes an HTTP face's answer: the transport's status (when it has one), `Retry-After`
+    /// and the challenges. A gRPC face carries these in its status and metadata instead.
+    pub(crate) fn finish_http(&self, mut response: Response) -> Response {
+        if let Some(status) = self.transport_status() {
+            *response.status_mut() = status;
+        }
+        if let Some(seconds) = self.retry_after {
+            set_retry_after(&mut response, seconds);
+        }
+        self.append_challenges(&mut response);
+        response
+    }
+
+    /// Appends the `WWW-Authenticate` challenges to `response`.
+    pub(crate) fn append_challenges(&self, response: &mut Response) {
+        for challenge in &self.challenges {
+            response.headers_mut().append(header::WWW_AUTHENTICATE, challenge.clone());
+        }
+    }
+}
+
+/// How one face answers a [`Refusal`]: chosen by the face when it is mounted, carried by the
+/// layers in front of it.
+#[derive(Clone)]
+pub(crate) struct Refusals {
+    render: Arc<dyn Fn(&Refusal) -> Response + Send + Sync>,
+}
+
+impl std::fmt::Debug for Refusals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refusals").finish_non_exhaustive()
+    }
+}
+
+impl Refusals {
+    /// A renderer of refusals.
+    pub(crate) fn new(render: impl Fn(&Refusal) -> Response + Send + Sync + 'static) -> Self {
+        Self { render: Arc::new(render) }
+    }
+
+    /// `refusal` in the face's shape.
+    pub(crate) fn render(&self, refusal: &Refusal) -> Response {
+        (self.render)(refusal)
+    }
+}
+
+/// Sets `Retry-After: <seconds>`.
+pub(crate) fn set_retry_after(response: &mut Response, seconds: u64) {
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+}
