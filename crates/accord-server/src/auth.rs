@@ -14,9 +14,12 @@
 //! unauthenticated error ([`crate::refusal`]), so the handlers stay as they are and this module
 //! names no face.
 
+#[cfg(feature = "jwt")]
 mod jwt;
 
+#[cfg(feature = "jwt")]
 pub use jsonwebtoken::Algorithm as JwtAlgorithm;
+#[cfg(feature = "jwt")]
 pub use jwt::{
     DEFAULT_LEEWAY, DEFAULT_REFRESH_INTERVAL, JwksSource, JwtConfig, JwtSetupError, JwtVerifier, parse_algorithms,
 };
@@ -315,7 +318,7 @@ impl ApiKeys {
 #[derive(Clone, Default, Debug)]
 pub struct AuthConfig {
     pub(crate) bearer: Option<BearerTokens>,
-    pub(crate) jwt: Option<JwtVerifier>,
+    pub(crate) jwt: Option<Jwt>,
     pub(crate) api_keys: Option<ApiKeys>,
     pub(crate) extended_skills: Option<Vec<AgentSkill>>,
     pub(crate) require: bool,
@@ -333,7 +336,8 @@ impl AuthConfig {
         self
     }
 
-    /// Accepts JWTs checked by `verifier` (scheme [`JWT_SCHEME`]).
+    /// Accepts JWTs checked by `verifier` (scheme [`JWT_SCHEME`]; feature `jwt`).
+    #[cfg(feature = "jwt")]
     pub fn jwt(mut self, verifier: JwtVerifier) -> Self {
         self.jwt = Some(verifier);
         self
@@ -430,13 +434,7 @@ impl AuthConfig {
                 return Ok(Some(principal));
             }
             match (&self.jwt, &self.bearer) {
-                (Some(verifier), _) if token.split('.').count() == 3 => {
-                    return verifier
-                        .verify(token)
-                        .await
-                        .map(Some)
-                        .map_err(|rejection| Unauthenticated::new(JWT_SCHEME, rejection.as_str()));
-                }
+                (Some(verifier), _) if token.split('.').count() == 3 => return verify_jwt(verifier, token).await,
                 (_, Some(_)) => return Err(Unauthenticated::new(BEARER_SCHEME, "unknown_token")),
                 (Some(_), None) => return Err(Unauthenticated::new(JWT_SCHEME, "malformed")),
                 (None, None) => {}
@@ -452,6 +450,25 @@ impl AuthConfig {
         }
         Ok(None)
     }
+}
+
+/// The JWT scheme's verifier.
+#[cfg(feature = "jwt")]
+type Jwt = JwtVerifier;
+
+/// Without the `jwt` feature no JWT scheme can be configured: no value of this type exists.
+#[cfg(not(feature = "jwt"))]
+#[derive(Clone, Debug)]
+pub(crate) enum Jwt {}
+
+#[cfg(feature = "jwt")]
+async fn verify_jwt(verifier: &Jwt, token: &str) -> Result<Option<Principal>, Unauthenticated> {
+    verifier.verify(token).await.map(Some).map_err(|rejection| Unauthenticated::new(JWT_SCHEME, rejection.as_str()))
+}
+
+#[cfg(not(feature = "jwt"))]
+async fn verify_jwt(verifier: &Jwt, _token: &str) -> Result<Option<Principal>, Unauthenticated> {
+    match *verifier {}
 }
 
 fn bearer_token(headers: &HeaderMap) -> Option<&str> {

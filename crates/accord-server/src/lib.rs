@@ -180,7 +180,8 @@ pub struct A2aConfig {
     pub v10: bool,
     /// Where the gRPC binding ([`Faces::a2a_grpc`]) is reached, which the card lists as its
     /// `GRPC` interface (default: none — the binding is served only where its router is mounted,
-    /// and the card does not list it). `accord serve --grpc-port` sets it.
+    /// and the card does not list it). `accord serve --grpc-port` sets it. Without the `grpc`
+    /// feature the binding is neither served nor listed, whatever this says.
     pub grpc: Option<GrpcAddress>,
 }
 
@@ -503,7 +504,7 @@ impl Faces {
         }
         if config.metrics {
             // Installed now, so that what the faces record from the first request is kept.
-            let _ = observe::prometheus_handle();
+            let _ = observe::recorder_installed();
         }
         let state = Arc::new(AppState {
             agent: agent.clone(),
@@ -548,18 +549,23 @@ impl Faces {
 
     /// `GET /metrics` in the Prometheus text format, with the task gauges read from this agent's
     /// store. Empty unless [`ServerConfig::metrics`] is on (and Accord's recorder could be
-    /// installed: [`observe::prometheus_handle`]).
+    /// installed: `observe::prometheus_handle`, feature `prometheus`).
     pub fn metrics(&self) -> Router {
         self.metrics_routes().into_router()
     }
 
     fn metrics_routes(&self) -> openapi::Routes {
         // Not served (nor documented) when another recorder holds the process's metrics.
-        if !self.state.config.metrics || observe::prometheus_handle().is_none() {
+        if !self.state.config.metrics || !observe::recorder_installed() {
             return openapi::Routes::new();
         }
-        let router = observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone()));
-        openapi::Routes::new().endpoint(router, openapi::describe::metrics())
+        #[cfg(feature = "prometheus")]
+        return openapi::Routes::new().endpoint(
+            observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone())),
+            openapi::describe::metrics(),
+        );
+        #[cfg(not(feature = "prometheus"))]
+        openapi::Routes::new()
     }
 
     /// The Lucid HTTP profile: `/entrypoints…` and, with a task runtime, `/tasks…`. Empty when
@@ -699,7 +705,9 @@ impl Faces {
     /// (HTTP/2), behind the same credentials and rate limits as the other faces. Empty without a
     /// task runtime, with the A2A faces turned off, with 1.0 turned off, or without
     /// [`A2aConfig::grpc`]. [`Faces::router`] includes it, so the binding is served on the HTTP
-    /// port and on any other listener given the same router.
+    /// port and on any other listener given the same router. Always empty without the `grpc`
+    /// feature.
+    #[cfg(feature = "grpc")]
     pub fn a2a_grpc(&self) -> Router {
         let (Some(core), Some(a2a_config)) = (&self.a2a, self.state.config.served_a2a()) else {
             return Router::new();
@@ -717,6 +725,15 @@ impl Faces {
             "a2a_grpc",
             a2a::grpc::refusals(a2a_config.error_mapping),
         )
+    }
+
+    /// The official A2A gRPC binding: not built in (the `grpc` feature is off).
+    #[cfg(not(feature = "grpc"))]
+    pub fn a2a_grpc(&self) -> Router {
+        if self.state.config.served_a2a().is_some_and(|a2a| a2a.grpc.is_some()) {
+            tracing::warn!("the A2A gRPC binding is configured but not built in (feature `grpc`)");
+        }
+        Router::new()
     }
 
     /// `GET /openapi.json`: the OpenAPI 3.1 document of the routes [`Faces::router`] serves

@@ -43,6 +43,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 mod errors;
+#[cfg(feature = "grpc")]
 pub(crate) mod grpc;
 pub(crate) mod jsonrpc;
 mod push;

@@ -118,7 +118,8 @@ pub(crate) fn declared_interfaces(config: &ServerConfig) -> Vec<DeclaredInterfac
         if a2a.v10 {
             interfaces.push(DeclaredInterface::new(&a2a.jsonrpc_path, PROTOCOL_BINDING_JSONRPC, PROTOCOL_VERSION));
             interfaces.push(DeclaredInterface::new(&a2a.rest_path, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_VERSION));
-            if let Some(grpc) = &a2a.grpc {
+            // Listed only where it is served: without the `grpc` feature there is no binding.
+            if let Some(grpc) = a2a.grpc.as_ref().filter(|_| cfg!(feature = "grpc")) {
                 interfaces.push(DeclaredInterface::grpc(grpc));
             }
         }

@@ -89,6 +89,7 @@ pub(crate) fn landing_asset() -> Vec<Operation> {
 }
 
 /// `GET /metrics`.
+#[cfg(feature = "prometheus")]
 pub(crate) fn metrics() -> Vec<Operation> {
     vec![Operation::get("getMetrics", "Metrics in the Prometheus text exposition format").tag(CARDS).public().text(
         200,

@@ -2,7 +2,9 @@
 //! into the server's [`AuthConfig`] (which the card's security schemes come from).
 
 use accord_engine::task::AccessToken;
-use accord_server::auth::{ApiKeys, AuthConfig, BearerTokens, JwksSource, JwtConfig, JwtVerifier, parse_algorithms};
+use accord_server::auth::{ApiKeys, AuthConfig, BearerTokens};
+#[cfg(feature = "jwt")]
+use accord_server::auth::{JwksSource, JwtConfig, JwtVerifier, parse_algorithms};
 
 /// The authentication flags. Every principal they admit is the agent's operator and holds the
 /// scopes given to [`Serve::operator_scopes`](super::Serve::operator_scopes).
@@ -64,6 +66,7 @@ impl AuthArgs {
             let token = AccessToken::parse(token).map_err(|error| format!("--bearer-token: {error}"))?;
             config = config.bearer(BearerTokens::new().with(&token, "operator", scopes.iter().map(String::as_str)));
         }
+        #[cfg(feature = "jwt")]
         if let (Some(jwks), Some(issuer), Some(audience)) = (&self.jwks, &self.jwt_issuer, &self.jwt_audience) {
             let mut jwt = JwtConfig::new(JwksSource::parse(jwks), issuer, audience);
             if let Some(algorithms) = &self.jwt_algorithms {
@@ -71,6 +74,10 @@ impl AuthArgs {
                     jwt.algorithms(parse_algorithms(algorithms).map_err(|error| format!("--jwt-algorithms: {error}"))?);
             }
             config = config.jwt(JwtVerifier::load(jwt).await.map_err(|error| format!("--jwks: {error}"))?);
+        }
+        #[cfg(not(feature = "jwt"))]
+        if self.jwks.is_some() {
+            return Err("--jwks needs a build with the `jwt` cargo feature".into());
         }
         let keys: Vec<&str> = self.api_keys.iter().map(|key| key.trim()).filter(|key| !key.is_empty()).collect();
         if !keys.is_empty() {

@@ -659,6 +659,9 @@ impl Serve {
             config = config.signed_card(signed_card);
         }
         let metrics_at = args.observe.metrics_at();
+        if !cfg!(feature = "prometheus") && matches!(metrics_at, MetricsAt::Own(_)) {
+            return Err(ServeError::usage("--metrics-addr needs a build with the `prometheus` cargo feature"));
+        }
         let readiness = Readiness::default();
         config = config.metrics(metrics_at == MetricsAt::AgentListener).readiness(readiness.clone());
         if let Some(jws_card) = jws_card {
@@ -735,9 +738,10 @@ impl Serve {
         summary.push(format!("task store: {} ({})", args.store.describe(), durability.as_str()));
         let mut metrics_url = None;
         match metrics_at {
-            MetricsAt::AgentListener => {
+            MetricsAt::AgentListener if cfg!(feature = "prometheus") => {
                 metrics_url = Some(format!("{url}metrics"));
             }
+            #[cfg(feature = "prometheus")]
             MetricsAt::Own(metrics_address) => {
                 let metrics = accord_server::observe::metrics_router(Some(runtime.clone()));
                 let listener = TcpListener::bind(metrics_address).await.map_err(|error| {
@@ -750,7 +754,7 @@ impl Serve {
                     axum::serve(listener, metrics).with_graceful_shutdown(stopped).await
                 }));
             }
-            MetricsAt::Off => {}
+            _ => {}
         }
         if let Some(metrics_url) = &metrics_url {
             summary.push(format!("metrics: {metrics_url}"));
