@@ -11,7 +11,7 @@
 //! (an unknown bearer token or API key, a JWT that fails a check) is *not* anonymous: the layer
 //! records an audit event and marks the request [`Unauthenticated`], and one middleware in front of
 //! each face refuses it with a face-neutral refusal that the face renders as its own
-//! unauthenticated error ([`crate::refusal`]), so the handlers stay as they are and this module
+//! unauthenticated error, so the handlers stay as they are and this module
 //! names no face.
 
 #[cfg(feature = "jwt")]
