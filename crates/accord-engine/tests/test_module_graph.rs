@@ -37,13 +37,20 @@ fn references(module: &str, source: &str, known: &BTreeSet<String>) -> BTreeSet<
                     .collect();
                 // The longest known module the path names.
                 let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-                for length in (1..=segments.len()).rev() {
+                let named = (1..=segments.len()).rev().find_map(|length| {
                     let name = segments[..length].join("::");
                     let name = if base.is_empty() { name } else { format!("{base}::{name}") };
-                    if known.contains(&name) {
+                    known.contains(&name).then_some(name)
+                });
+                // `super::Item` names no module below the parent: it is the parent's own item.
+                match named {
+                    Some(name) => {
                         found.insert(name);
-                        break;
                     }
+                    None if known.contains(&base) => {
+                        found.insert(base.clone());
+                    }
+                    None => {}
                 }
             }
         }
@@ -106,4 +113,9 @@ fn the_engine_has_no_file_cycles() {
     // The graph was read: the service depends on the runtime, the runtime on the model.
     assert!(graph["task::service"].contains("task::runtime"), "{graph:?}");
     assert!(graph["task::runtime"].contains("model"), "{graph:?}");
+    // The service's rooms use its shared types; the service itself names neither room.
+    for room in ["task::service::paid", "task::service::push"] {
+        assert!(graph[room].contains("task::service"), "{graph:?}");
+        assert!(!graph["task::service"].contains(room), "{graph:?}");
+    }
 }
