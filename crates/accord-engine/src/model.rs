@@ -196,6 +196,21 @@ impl TaskState {
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
     }
+
+    /// The state's serde (JSON) name: what stores keep in their `state` column and metrics use as
+    /// a label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Submitted => "submitted",
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::AuthRequired => "auth_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Canceled => "canceled",
+            Self::Rejected => "rejected",
+        }
+    }
 }
 
 /// Who speaks a message.
@@ -491,4 +506,27 @@ pub struct TaskEvent {
     pub at: Millis,
     /// What happened.
     pub kind: TaskEventKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskState;
+
+    #[test]
+    fn a_states_name_is_its_json_name() {
+        let states = [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::AuthRequired,
+            TaskState::Completed,
+            TaskState::Failed,
+            TaskState::Canceled,
+            TaskState::Rejected,
+        ];
+        for state in states {
+            assert_eq!(serde_json::to_value(state).expect("a state serializes"), state.as_str());
+            assert_eq!(serde_json::from_value::<TaskState>(state.as_str().into()).expect("a name parses"), state);
+        }
+    }
 }

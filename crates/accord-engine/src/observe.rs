@@ -62,20 +62,6 @@ pub fn owner_tag(owner: &OwnerHash) -> String {
     hex
 }
 
-/// The snake_case name of a state, as the metrics label it.
-pub fn state_name(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Submitted => "submitted",
-        TaskState::Working => "working",
-        TaskState::InputRequired => "input_required",
-        TaskState::AuthRequired => "auth_required",
-        TaskState::Completed => "completed",
-        TaskState::Failed => "failed",
-        TaskState::Canceled => "canceled",
-        TaskState::Rejected => "rejected",
-    }
-}
-
 /// Every state, in the order of [`TaskState`].
 pub const STATES: [TaskState; 8] = [
     TaskState::Submitted,
@@ -251,7 +237,7 @@ impl TaskStore for ObservedStore {
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
         let reaped = self.timed("reap_expired_admissions", self.inner.reap_expired_admissions(now)).await?;
         if reaped > 0 {
-            metrics::counter!(TASK_TRANSITIONS, "to" => state_name(TaskState::Canceled)).increment(reaped as u64);
+            metrics::counter!(TASK_TRANSITIONS, "to" => TaskState::Canceled.as_str()).increment(reaped as u64);
         }
         Ok(reaped)
     }
@@ -326,6 +312,6 @@ impl TaskStore for ObservedStore {
 
 fn count_states(states: &[TaskState]) {
     for state in states {
-        metrics::counter!(TASK_TRANSITIONS, "to" => state_name(*state)).increment(1);
+        metrics::counter!(TASK_TRANSITIONS, "to" => state.as_str()).increment(1);
     }
 }

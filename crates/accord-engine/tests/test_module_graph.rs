@@ -16,4 +16,8 @@ fn the_engine_has_no_file_cycles() {
     // The graph was read: the service depends on the runtime, the runtime on the model.
     assert!(graph.imports("task::service").contains("task::runtime"), "{graph:?}");
     assert!(graph.imports("task::runtime").contains("model"), "{graph:?}");
+    // The service's rooms use its shared types.
+    for room in ["task::service::paid", "task::service::push"] {
+        assert!(graph.imports(room).contains("task::service"), "{graph:?}");
+    }
 }

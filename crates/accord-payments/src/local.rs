@@ -22,7 +22,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::codec::now_unix;
-use crate::state::Settlement;
+use crate::state::{Admitted, Settle};
 use crate::voucher::{Expected, SCHEME, SignedVoucher, SpentNonces, VoucherError};
 use crate::x402::{
     PaymentRequirements, SettleResponse, X402_VERSION, accepted_credential, has_x402_credential, rejection,
@@ -118,15 +118,14 @@ impl PaymentRail for LocalRail {
             return Err(reject(VoucherError::NonceSpent.reason()));
         }
         let transaction = voucher.receipt_id().map_err(|error| reject(error.reason()))?;
-        Ok(Box::new(LocalAdmission {
+        Ok(Box::new(Admitted::new(LocalAdmission {
             spent: self.spent.clone(),
             transaction,
             network: request.price.network.clone(),
             voucher,
             legacy,
             challenge: x402_challenge(&requirements, request, Some("settlement_failed")),
-            state: Settlement::Pending,
-        }))
+        })))
     }
 }
 
@@ -138,7 +137,6 @@ struct LocalAdmission {
     network: String,
     legacy: bool,
     challenge: Challenge,
-    state: Settlement,
 }
 
 impl fmt::Debug for LocalAdmission {
@@ -147,7 +145,6 @@ impl fmt::Debug for LocalAdmission {
             .field("payer", &self.voucher.voucher.payer)
             .field("transaction", &self.transaction)
             .field("legacy", &self.legacy)
-            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
@@ -158,10 +155,11 @@ impl LocalAdmission {
         challenge.body["error"]["reason"] = Value::from(reason);
         PaymentError::Rejected { reason: reason.to_string(), challenge }
     }
+}
 
-    // The error type is the contract's `PaymentError` (a challenge travels inside it).
-    #[allow(clippy::result_large_err)]
-    fn settle(&self) -> Result<Receipt, PaymentError> {
+#[async_trait]
+impl Settle for LocalAdmission {
+    async fn settle(&self) -> Result<Receipt, PaymentError> {
         let now = now_unix();
         if now >= self.voucher.voucher.valid_before {
             return Err(self.rejected(VoucherError::Expired.reason()));
@@ -178,24 +176,9 @@ impl LocalAdmission {
         };
         Ok(settlement_receipt(&answer, self.legacy))
     }
-}
 
-#[async_trait]
-impl Admission for LocalAdmission {
-    async fn finalize(&mut self) -> Result<Receipt, PaymentError> {
-        if let Some(outcome) = self.state.replay(&self.challenge) {
-            return outcome;
-        }
-        let outcome = self.settle();
-        self.state.record(outcome)
-    }
-
-    async fn abort(&mut self) {
-        self.state.abort();
-    }
-
-    fn is_committed(&self) -> bool {
-        self.state.is_committed()
+    fn challenge(&self) -> &Challenge {
+        &self.challenge
     }
 
     fn payer(&self) -> Option<&str> {

@@ -52,7 +52,7 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::codec::{b64url, b64url_decode, now_unix, parse_rfc3339, rfc3339};
-use crate::state::Settlement;
+use crate::state::{Admitted, Settle};
 use crate::voucher::{Expected, SignedVoucher, SpentNonces, VoucherError};
 use crate::{Admission, Challenge, Operation, PaymentError, PaymentRail, PaymentRequest, Price, Receipt};
 
@@ -579,15 +579,14 @@ impl PaymentRail for MppRail {
         let reference = voucher
             .receipt_id()
             .map_err(|error| self.reject(request, problem_code(&error), "The voucher is malformed."))?;
-        Ok(Box::new(MppAdmission {
+        Ok(Box::new(Admitted::new(MppAdmission {
             spent: self.spent.clone(),
             keys,
             until: expires.max(voucher.voucher.valid_before),
             voucher,
             reference,
             challenge: self.challenge_with(request, "verification-failed", "The payment could not be settled."),
-            state: Settlement::Pending,
-        }))
+        })))
     }
 }
 
@@ -599,7 +598,6 @@ struct MppAdmission {
     voucher: SignedVoucher,
     reference: String,
     challenge: Challenge,
-    state: Settlement,
 }
 
 impl fmt::Debug for MppAdmission {
@@ -607,7 +605,6 @@ impl fmt::Debug for MppAdmission {
         f.debug_struct("MppAdmission")
             .field("payer", &self.voucher.voucher.payer)
             .field("reference", &self.reference)
-            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
@@ -620,10 +617,11 @@ impl MppAdmission {
         challenge.body["detail"] = Value::from(detail);
         PaymentError::Rejected { reason: code.to_string(), challenge }
     }
+}
 
-    // The error type is the contract's `PaymentError` (a challenge travels inside it).
-    #[allow(clippy::result_large_err)]
-    fn settle(&self) -> Result<Receipt, PaymentError> {
+#[async_trait]
+impl Settle for MppAdmission {
+    async fn settle(&self) -> Result<Receipt, PaymentError> {
         let now = now_unix();
         if now >= self.voucher.voucher.valid_before {
             return Err(self.rejected("payment-expired", "The voucher expired before settlement."));
@@ -644,24 +642,9 @@ impl MppAdmission {
         }
         Ok(Receipt::new(headers))
     }
-}
 
-#[async_trait]
-impl Admission for MppAdmission {
-    async fn finalize(&mut self) -> Result<Receipt, PaymentError> {
-        if let Some(outcome) = self.state.replay(&self.challenge) {
-            return outcome;
-        }
-        let outcome = self.settle();
-        self.state.record(outcome)
-    }
-
-    async fn abort(&mut self) {
-        self.state.abort();
-    }
-
-    fn is_committed(&self) -> bool {
-        self.state.is_committed()
+    fn challenge(&self) -> &Challenge {
+        &self.challenge
     }
 
     fn payer(&self) -> Option<&str> {

@@ -1,6 +1,63 @@
-//! The life of an admission, shared by the rails.
+//! The life of an admission, shared by the rails: each rail writes only how it settles
+//! ([`Settle`]); [`Admitted`] runs that at most once, replays its outcome and keeps the state.
 
-use crate::{Challenge, PaymentError, Receipt};
+use std::fmt;
+
+use async_trait::async_trait;
+
+use crate::{Admission, Challenge, PaymentError, Receipt};
+
+/// A rail's part of an admission: a verified credential and how to settle it.
+#[async_trait]
+pub(crate) trait Settle: Send + Sync + fmt::Debug {
+    /// Settles the payment, once; the outcome as [`Admission::finalize`] describes it.
+    // The error type is the contract's `PaymentError` (a challenge travels inside it).
+    #[allow(clippy::result_large_err)]
+    async fn settle(&self) -> Result<Receipt, PaymentError>;
+
+    /// The challenge a refusal carries: answered to a `finalize` after an abort.
+    fn challenge(&self) -> &Challenge;
+
+    /// Who pays, when known.
+    fn payer(&self) -> Option<&str>;
+}
+
+/// The [`Admission`] every rail hands out: its [`Settle`] and where the admission stands.
+#[derive(Debug)]
+pub(crate) struct Admitted<S> {
+    rail: S,
+    state: Settlement,
+}
+
+impl<S: Settle> Admitted<S> {
+    /// A verified credential, not yet settled.
+    pub(crate) fn new(rail: S) -> Self {
+        Self { rail, state: Settlement::Pending }
+    }
+}
+
+#[async_trait]
+impl<S: Settle> Admission for Admitted<S> {
+    async fn finalize(&mut self) -> Result<Receipt, PaymentError> {
+        if let Some(outcome) = self.state.replay(self.rail.challenge()) {
+            return outcome;
+        }
+        let outcome = self.rail.settle().await;
+        self.state.record(outcome)
+    }
+
+    async fn abort(&mut self) {
+        self.state.abort();
+    }
+
+    fn is_committed(&self) -> bool {
+        self.state.is_committed()
+    }
+
+    fn payer(&self) -> Option<&str> {
+        self.rail.payer()
+    }
+}
 
 /// Where an admission stands.
 #[derive(Debug, Clone)]

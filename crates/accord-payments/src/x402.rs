@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::codec::{b64_json_decode, b64_json_header};
-use crate::state::Settlement;
+use crate::state::{Admitted, Settle};
 use crate::{Admission, Challenge, Operation, PaymentError, PaymentRail, PaymentRequest, Price, Receipt};
 
 /// The protocol version this module speaks.
@@ -758,7 +758,7 @@ impl PaymentRail for X402Rail {
                 }
             }
         };
-        Ok(Box::new(X402Admission {
+        Ok(Box::new(Admitted::new(X402Admission {
             caller,
             settle_timeout: self.settle_timeout,
             body,
@@ -767,8 +767,7 @@ impl PaymentRail for X402Rail {
             legacy,
             challenge: x402_challenge(&requirements, request, Some("settlement_failed")),
             requirements,
-            state: Settlement::Pending,
-        }))
+        })))
     }
 }
 
@@ -820,7 +819,6 @@ struct X402Admission {
     legacy: bool,
     challenge: Challenge,
     requirements: PaymentRequirements,
-    state: Settlement,
 }
 
 impl fmt::Debug for X402Admission {
@@ -830,12 +828,12 @@ impl fmt::Debug for X402Admission {
             .field("scheme", &self.requirements.scheme)
             .field("payer", &self.payer)
             .field("legacy", &self.legacy)
-            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
 
-impl X402Admission {
+#[async_trait]
+impl Settle for X402Admission {
     async fn settle(&self) -> Result<Receipt, PaymentError> {
         let outcome =
             self.caller.post("/settle", &self.body, self.settle_timeout, self.idempotency_key.as_deref()).await;
@@ -875,24 +873,9 @@ impl X402Admission {
             )),
         }
     }
-}
 
-#[async_trait]
-impl Admission for X402Admission {
-    async fn finalize(&mut self) -> Result<Receipt, PaymentError> {
-        if let Some(outcome) = self.state.replay(&self.challenge) {
-            return outcome;
-        }
-        let outcome = self.settle().await;
-        self.state.record(outcome)
-    }
-
-    async fn abort(&mut self) {
-        self.state.abort();
-    }
-
-    fn is_committed(&self) -> bool {
-        self.state.is_committed()
+    fn challenge(&self) -> &Challenge {
+        &self.challenge
     }
 
     fn payer(&self) -> Option<&str> {

@@ -115,6 +115,140 @@ pub(crate) struct Priced {
     pub(crate) price: Price,
 }
 
+/// The rail's side of a paid request, shared by every face's [`PaymentFlow`]: the price the rail
+/// collects, the admission it verified, and the metric of each step. A face keeps what is its
+/// own: where the credential comes from, the paid resource, and how a refusal is answered.
+#[derive(Default)]
+pub(crate) struct RailPayment {
+    priced: Option<(Priced, Option<String>)>,
+    admission: Option<Box<dyn Admission>>,
+}
+
+impl RailPayment {
+    /// `skill`'s request is collected at `priced`.
+    pub(crate) fn price(&mut self, priced: Priced, skill: &Skill) {
+        self.priced = Some((priced, skill.description().map(str::to_owned)));
+    }
+
+    /// The rail and price, once priced.
+    pub(crate) fn priced(&self) -> Option<&Priced> {
+        self.priced.as_ref().map(|(priced, _)| priced)
+    }
+
+    /// The protocol of the rail collecting this request's price (`none` before it is priced).
+    pub(crate) fn rail_name(&self) -> &'static str {
+        self.priced().map_or("none", |priced| priced.rail.protocol())
+    }
+
+    /// The admission, once verified.
+    pub(crate) fn admission(&self) -> Option<&dyn Admission> {
+        self.admission.as_deref()
+    }
+
+    /// The rail's request for `resource`, once priced.
+    pub(crate) fn request<'r>(
+        &'r self,
+        resource: &'r str,
+        operation: Operation,
+        headers: &'r HeaderMap,
+        idempotency_key: Option<&'r str>,
+    ) -> Option<PaymentRequest<'r>> {
+        let priced = self.priced.as_ref()?;
+        Some(request_at(priced, resource, operation, headers, idempotency_key))
+    }
+
+    /// Verifies the credential the request for `resource` carries and keeps the admission.
+    pub(crate) async fn verify(
+        &mut self,
+        resource: &str,
+        operation: Operation,
+        headers: &HeaderMap,
+        idempotency_key: Option<&str>,
+    ) -> Result<(), PaymentError> {
+        // The priced field alone is borrowed for the request, so the admission can be kept.
+        let Some(priced) = self.priced.as_ref() else {
+            return Err(PaymentError::Unavailable { message: "no payment rail".into() });
+        };
+        let request = request_at(priced, resource, operation, headers, idempotency_key);
+        let rail = &priced.0.rail;
+        match rail.verify(&request).await {
+            Ok(admission) => {
+                self.admission = Some(admission);
+                Ok(())
+            }
+            Err(error) => {
+                crate::observe::payment(rail.protocol(), "refused");
+                Err(error)
+            }
+        }
+    }
+
+    /// Settles the verified admission.
+    pub(crate) async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, PaymentError>> {
+        let rail = self.rail_name();
+        let Some(admission) = self.admission.as_mut() else {
+            return Err(SettleFailure::Refused(PaymentError::Unavailable {
+                message: "the payment was not verified".into(),
+            }));
+        };
+        let settled = admission.finalize().await;
+        crate::observe::payment(
+            rail,
+            match &settled {
+                Ok(_) => "settled",
+                Err(PaymentError::Uncertain { .. }) => "uncertain",
+                Err(_) => "settle_failed",
+            },
+        );
+        match settled {
+            Ok(receipt) => Ok(receipt),
+            Err(PaymentError::Uncertain { message, receipt }) => {
+                tracing::error!(%message, rail, "payment settlement uncertain");
+                Err(SettleFailure::Uncertain(receipt))
+            }
+            Err(error) => Err(SettleFailure::Refused(error)),
+        }
+    }
+
+    /// Releases a verified admission that will not be settled.
+    pub(crate) async fn abort(&mut self) {
+        let rail = self.rail_name();
+        if let Some(admission) = self.admission.as_mut() {
+            crate::observe::payment(rail, "aborted");
+            admission.abort().await;
+        }
+    }
+}
+
+/// The rail's request for `resource` at a price (with the skill's description).
+fn request_at<'r>(
+    (priced, description): &'r (Priced, Option<String>),
+    resource: &'r str,
+    operation: Operation,
+    headers: &'r HeaderMap,
+    idempotency_key: Option<&'r str>,
+) -> PaymentRequest<'r> {
+    PaymentRequest {
+        resource,
+        operation,
+        price: &priced.price,
+        description: description.as_deref(),
+        headers,
+        idempotency_key,
+    }
+}
+
+/// A settlement's refusal in a face's terms (an uncertain one keeps its receipt).
+pub(crate) fn refused_as<F>(
+    failure: SettleFailure<Receipt, PaymentError>,
+    refusal: impl FnOnce(PaymentError) -> F,
+) -> SettleFailure<Receipt, F> {
+    match failure {
+        SettleFailure::Refused(error) => SettleFailure::Refused(refusal(error)),
+        SettleFailure::Uncertain(receipt) => SettleFailure::Uncertain(receipt),
+    }
+}
+
 /// The price of `operation` on `skill`, if it has one: `503 payment_configuration_error` when no
 /// rail is configured to collect it, `400 payment_capability_unsupported` when the rail cannot.
 pub(crate) fn priced(
@@ -198,8 +332,7 @@ pub(crate) struct HttpPayment<'a> {
     operation: Operation,
     idempotency_key: Option<&'a str>,
     payer_unknown: Option<LucidError>,
-    priced: Option<(Priced, Option<String>)>,
-    admission: Option<Box<dyn Admission>>,
+    rail: RailPayment,
 }
 
 impl<'a> HttpPayment<'a> {
@@ -217,8 +350,7 @@ impl<'a> HttpPayment<'a> {
             operation,
             idempotency_key,
             payer_unknown: None,
-            priced: None,
-            admission: None,
+            rail: RailPayment::default(),
         }
     }
 
@@ -230,20 +362,7 @@ impl<'a> HttpPayment<'a> {
     }
 
     fn request(&self) -> Option<PaymentRequest<'_>> {
-        let (priced, description) = self.priced.as_ref()?;
-        Some(PaymentRequest {
-            resource: &self.resource,
-            operation: self.operation,
-            price: &priced.price,
-            description: description.as_deref(),
-            headers: self.headers,
-            idempotency_key: self.idempotency_key,
-        })
-    }
-
-    /// The protocol of the rail collecting this request's price (`none` before it is priced).
-    fn rail_name(&self) -> &'static str {
-        self.priced.as_ref().map_or("none", |(priced, _)| priced.rail.protocol())
+        self.rail.request(&self.resource, self.operation, self.headers, self.idempotency_key)
     }
 
     /// Who pays for this request, once its credential is verified, as a digest: the SHA-256 of
@@ -251,8 +370,8 @@ impl<'a> HttpPayment<'a> {
     /// rail names none, of the credential itself, which then matches no other credential. `None`
     /// before verification and for free work.
     pub(crate) fn payer_digest(&self) -> Option<String> {
-        let admission = self.admission.as_ref()?;
-        let rail = self.rail_name().as_bytes();
+        let admission = self.rail.admission()?;
+        let rail = self.rail.rail_name().as_bytes();
         Some(match admission.payer() {
             Some(payer) => accord_engine::idempotency::fingerprint([b"payer".as_slice(), rail, payer.as_bytes()]),
             None => {
@@ -268,8 +387,8 @@ impl<'a> HttpPayment<'a> {
 
     /// The rail's `402` for this request (an initial challenge reserves nothing).
     pub(crate) fn challenge(&self) -> Response {
-        match (self.priced.as_ref(), self.request()) {
-            (Some((priced, _)), Some(request)) => {
+        match (self.rail.priced(), self.request()) {
+            (Some(priced), Some(request)) => {
                 crate::observe::payment(priced.rail.protocol(), "required");
                 challenge_response(priced.rail.challenge(&request))
             }
@@ -290,12 +409,12 @@ impl PaymentFlow for HttpPayment<'_> {
         if let Some(error) = self.payer_unknown.take() {
             return Err(error.into_response());
         }
-        self.priced = Some((priced, skill.description().map(str::to_owned)));
+        self.rail.price(priced, skill);
         Ok(())
     }
 
     fn has_credential(&self) -> bool {
-        self.priced.as_ref().is_some_and(|(priced, _)| priced.rail.has_credential(self.headers))
+        self.rail.priced().is_some_and(|priced| priced.rail.has_credential(self.headers))
     }
 
     fn admission_ttl(&self) -> Option<Duration> {
@@ -303,50 +422,16 @@ impl PaymentFlow for HttpPayment<'_> {
     }
 
     async fn verify(&mut self) -> Result<(), Response> {
-        let (Some((priced, _)), Some(request)) = (self.priced.as_ref(), self.request()) else {
-            return Err(payment_error_response(PaymentError::Unavailable { message: "no payment rail".into() }));
-        };
-        let rail = priced.rail.protocol();
-        let admission = priced.rail.verify(&request).await.map_err(|error| {
-            crate::observe::payment(rail, "refused");
-            payment_error_response(error)
-        })?;
-        self.admission = Some(admission);
-        Ok(())
+        let verified = self.rail.verify(&self.resource, self.operation, self.headers, self.idempotency_key).await;
+        verified.map_err(payment_error_response)
     }
 
     async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Response>> {
-        let rail = self.rail_name();
-        let Some(admission) = self.admission.as_mut() else {
-            return Err(SettleFailure::Refused(payment_error_response(PaymentError::Unavailable {
-                message: "the payment was not verified".into(),
-            })));
-        };
-        let settled = admission.finalize().await;
-        crate::observe::payment(
-            rail,
-            match &settled {
-                Ok(_) => "settled",
-                Err(PaymentError::Uncertain { .. }) => "uncertain",
-                Err(_) => "settle_failed",
-            },
-        );
-        match settled {
-            Ok(receipt) => Ok(receipt),
-            Err(PaymentError::Uncertain { message, receipt }) => {
-                tracing::error!(%message, "payment settlement uncertain");
-                Err(SettleFailure::Uncertain(receipt))
-            }
-            Err(error) => Err(SettleFailure::Refused(payment_error_response(error))),
-        }
+        self.rail.settle().await.map_err(|failure| refused_as(failure, payment_error_response))
     }
 
     async fn abort(&mut self) {
-        let rail = self.rail_name();
-        if let Some(admission) = self.admission.as_mut() {
-            crate::observe::payment(rail, "aborted");
-            admission.abort().await;
-        }
+        self.rail.abort().await;
     }
 }
 

@@ -207,7 +207,7 @@ fn push_list_filters(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query:
         sql.push(" AND context_id = ").push_bind(context.clone());
     }
     if let Some(states) = &query.states {
-        let names: Vec<String> = states.iter().map(|state| state_name(*state).to_owned()).collect();
+        let names: Vec<String> = states.iter().map(|state| state.as_str().to_owned()).collect();
         sql.push(" AND state = ANY(").push_bind(names).push(")");
     }
     if let Some(skill) = &query.skill {
@@ -419,20 +419,6 @@ pub(crate) const SETTLE_PUSH_DELIVERY: &str = concat!(
     " RETURNING id"
 );
 
-/// The `state` column's spelling of a state (the engine's serde name).
-pub(crate) fn state_name(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Submitted => "submitted",
-        TaskState::Working => "working",
-        TaskState::InputRequired => "input_required",
-        TaskState::AuthRequired => "auth_required",
-        TaskState::Completed => "completed",
-        TaskState::Failed => "failed",
-        TaskState::Canceled => "canceled",
-        TaskState::Rejected => "rejected",
-    }
-}
-
 fn phase_name(phase: LeasePhase) -> &'static str {
     match phase {
         LeasePhase::Prepared => "prepared",
@@ -548,7 +534,7 @@ impl Changes {
         let task = &record.task;
         let encoded = encode(locked.head.as_ref().unwrap_or(task))?;
         self.ids.push(task.id.as_str().to_owned());
-        self.states.push(state_name(task.state));
+        self.states.push(task.state.as_str());
         self.updated_at.push(to_db(task.updated_at));
         self.tasks.push(encoded);
         self.admission_expires_at.push(record.admission_expires_at.map(to_db));
@@ -695,7 +681,7 @@ impl NewRow {
             id: task.id.as_str().to_owned(),
             owner_hash: record.owner.to_hex(),
             context_id: task.context_id.clone(),
-            state: state_name(task.state),
+            state: task.state.as_str(),
             created_at: to_db(task.created_at),
             updated_at: to_db(task.updated_at),
             task: encode_storable(task, "creating a task")?,
@@ -844,7 +830,7 @@ mod tests {
     #[test]
     fn state_names_are_the_engines_serde_names() {
         for state in ALL_STATES {
-            assert_eq!(serde_json::to_value(state).expect("a state serializes"), Value::from(state_name(state)));
+            assert_eq!(serde_json::to_value(state).expect("a state serializes"), Value::from(state.as_str()));
         }
     }
 
@@ -853,7 +839,7 @@ mod tests {
         let terminal: Vec<String> = ALL_STATES
             .into_iter()
             .filter(|state| state.is_terminal())
-            .map(|state| format!("'{}'", state_name(state)))
+            .map(|state| format!("'{}'", state.as_str()))
             .collect();
         assert_eq!(terminal_states!(), format!("({})", terminal.join(", ")));
     }

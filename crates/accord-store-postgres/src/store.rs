@@ -772,7 +772,7 @@ impl TaskStore for PostgresStore {
         let counts = unfinished
             .into_iter()
             .map(|state| {
-                let count = rows.iter().find(|(name, _)| name == sql::state_name(state)).map_or(0, |(_, n)| *n);
+                let count = rows.iter().find(|(name, _)| name == state.as_str()).map_or(0, |(_, n)| *n);
                 (state, u64::try_from(count).unwrap_or(0))
             })
             .collect();

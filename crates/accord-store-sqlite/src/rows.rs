@@ -1,7 +1,6 @@
 //! Encoding records into columns and decoding rows back, and the conversions between the
 //! engine's unsigned times and SQLite's signed integers.
 
-use accord_engine::TaskState;
 use accord_engine::task::{
     ExecutionLease, LeasePhase, Millis, OwnerHash, StoreError, StoredTask, Task, TaskEventKind, with_body_from_log,
 };
@@ -62,20 +61,6 @@ pub(crate) fn sql_time(ms: Millis) -> i64 {
 /// writes, reads as 0).
 pub(crate) fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
-}
-
-/// The name of a state in the `state` column: the same as its JSON form.
-pub(crate) fn state_name(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Submitted => "submitted",
-        TaskState::Working => "working",
-        TaskState::InputRequired => "input_required",
-        TaskState::AuthRequired => "auth_required",
-        TaskState::Completed => "completed",
-        TaskState::Failed => "failed",
-        TaskState::Canceled => "canceled",
-        TaskState::Rejected => "rejected",
-    }
 }
 
 /// The name of a lease phase in the `lease_phase` column.
@@ -188,6 +173,7 @@ fn corrupt(column: &str, detail: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use accord_engine::TaskState;
 
     #[test]
     fn state_names_are_the_json_names() {
@@ -202,7 +188,7 @@ mod tests {
             TaskState::Rejected,
         ];
         for state in states {
-            assert_eq!(serde_json::to_value(state).ok(), Some(serde_json::Value::from(state_name(state))));
+            assert_eq!(serde_json::to_value(state).ok(), Some(serde_json::Value::from(state.as_str())));
         }
     }
 

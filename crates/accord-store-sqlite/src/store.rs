@@ -24,9 +24,7 @@ use sqlx::{Connection, QueryBuilder, Row};
 
 use crate::config::{SqliteStoreConfig, Synchronous};
 use crate::error::store_error;
-use crate::rows::{
-    Fault, decode_kind, decode_record, decode_task_with_log, record_columns, sql_time, state_name, unsigned,
-};
+use crate::rows::{Fault, decode_kind, decode_record, decode_task_with_log, record_columns, sql_time, unsigned};
 use crate::writer::{Op, Outcome, Refusal, Settings, Writer};
 
 /// The longest reads go without looking for housekeeping due, in case another process sharing the
@@ -284,7 +282,7 @@ fn push_list_filters(sql: &mut QueryBuilder<Sqlite>, owner: &str, query: &ListQu
         sql.push(" AND state IN (");
         let mut names = sql.separated(", ");
         for state in states {
-            names.push_bind(state_name(*state));
+            names.push_bind(state.as_str());
         }
         sql.push(")");
     }
@@ -377,7 +375,7 @@ impl TaskStore for SqliteStore {
         let counts = accord_engine::observe::STATES
             .iter()
             .map(|state| {
-                let name = state_name(*state);
+                let name = state.as_str();
                 let count = rows.iter().find(|(row, _)| row == name).map_or(0, |(_, n)| unsigned(*n));
                 (*state, count)
             })
@@ -400,7 +398,7 @@ impl TaskStore for SqliteStore {
                 count.push(" AND state IN (");
                 let mut names = count.separated(", ");
                 for state in states {
-                    names.push_bind(state_name(*state));
+                    names.push_bind(state.as_str());
                 }
                 count.push(")");
             }

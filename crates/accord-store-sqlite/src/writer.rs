@@ -42,8 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::writer_error;
 use crate::rows::{
-    RecordColumns, decode_kind, phase_name, record_columns, record_from_columns, sql_time, state_name, to_json,
-    unsigned,
+    RecordColumns, decode_kind, phase_name, record_columns, record_from_columns, sql_time, to_json, unsigned,
 };
 
 /// The most writes grouped into one transaction.
@@ -582,7 +581,7 @@ fn create(
             id.as_str(),
             owner,
             record.task.context_id.as_deref(),
-            state_name(record.task.state),
+            record.task.state.as_str(),
             sql_time(record.task.created_at),
             sql_time(record.task.updated_at),
             task,
@@ -959,7 +958,7 @@ fn write_change(
         )?
         .execute(rusqlite::params![
             task.id.as_str(),
-            state_name(task.state),
+            task.state.as_str(),
             sql_time(task.updated_at),
             task_json,
             admission_expires_at.map(sql_time),

@@ -5,7 +5,8 @@
 //! A module is a file (`task::store`, `model`, `task` for `task/mod.rs`). An import is any
 //! `crate::…` or `super::…` path outside the file's test module, grouped ones
 //! (`use crate::{a::B, c}`) included, resolved to the longest known module it names; a name the
-//! crate root re-exports (`crate::LucidError`) counts as the module it comes from. A parent's
+//! crate root re-exports (`crate::LucidError`) counts as the module it comes from, and
+//! `super::Item` as the parent module. A parent's
 //! references to its own children are declarations (`mod x;`, `pub use x::Y`), not imports.
 
 #![allow(dead_code)]
@@ -217,6 +218,9 @@ fn references(
             let segments: Vec<&str> = path.split("::").filter(|segment| !segment.is_empty()).collect();
             if let Some(target) = longest_known(&segments, base, known) {
                 found.insert(target);
+            } else if !base.is_empty() && known.contains(base) {
+                // `super::Item` names no module below the parent: it is the parent's own item.
+                found.insert(base.to_owned());
             } else if base.is_empty()
                 && let Some(target) = segments.first().and_then(|name| reexports.get(*name))
             {

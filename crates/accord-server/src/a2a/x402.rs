@@ -16,13 +16,13 @@ use std::sync::Arc;
 use accord_engine::task::{PaymentFlow, PaymentOutcome, SettleFailure, Task};
 use accord_engine::{Agent, Message, Part, Role, Skill, SkillError};
 use accord_payments::x402::{self as wire, SettleResponse};
-use accord_payments::{Admission, Operation, PaymentError, PaymentRequest, Receipt};
+use accord_payments::{Operation, PaymentError, PaymentRequest, Receipt};
 use accord_types::a2a::{A2aError, A2aErrorKind, AgentExtension};
 use async_trait::async_trait;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use crate::payments::Priced;
+use crate::payments::{Priced, RailPayment, refused_as};
 use crate::{PaymentsConfig, ServerConfig};
 
 /// The extension's canonical URI (spec §2).
@@ -87,20 +87,14 @@ pub(crate) struct X402Payment<'a> {
     resource: String,
     /// The `PaymentPayload` the message submits.
     payload: Option<Value>,
-    priced: Option<(Priced, Option<String>)>,
+    rail: RailPayment,
     /// The payload as the rail reads a credential.
     credential: HeaderMap,
     /// Passed to the facilitator with the settlement, so a retried one is not charged twice.
     idempotency_key: Option<String>,
-    admission: Option<Box<dyn Admission>>,
 }
 
 impl<'a> X402Payment<'a> {
-    /// The protocol of the rail collecting this message's price (`none` before it is priced).
-    fn rail_name(&self) -> &'static str {
-        self.priced.as_ref().map_or("none", |(priced, _)| priced.rail.protocol())
-    }
-
     /// The flow for a message sent at `resource`. Only a follow-up pays: a payment is always for
     /// a task whose payment request the agent made, so a payload on a new message is ignored.
     pub(crate) fn new(
@@ -114,23 +108,15 @@ impl<'a> X402Payment<'a> {
             metadata.and_then(|metadata| metadata.get(STATUS)).and_then(Value::as_str) == Some("payment-submitted");
         let payload = metadata.and_then(|metadata| metadata.get(PAYLOAD)).filter(|_| submitted).cloned();
         let credential = payload.as_ref().map(wire::credential_headers).unwrap_or_default();
-        Self { config, resource, payload, priced: None, credential, idempotency_key: None, admission: None }
+        Self { config, resource, payload, rail: RailPayment::default(), credential, idempotency_key: None }
     }
 
     fn request(&self) -> Option<PaymentRequest<'_>> {
-        let (priced, description) = self.priced.as_ref()?;
-        Some(PaymentRequest {
-            resource: &self.resource,
-            operation: Operation::Task,
-            price: &priced.price,
-            description: description.as_deref(),
-            headers: &self.credential,
-            idempotency_key: self.idempotency_key.as_deref(),
-        })
+        self.rail.request(&self.resource, Operation::Task, &self.credential, self.idempotency_key.as_deref())
     }
 
     fn network(&self) -> String {
-        self.priced.as_ref().map(|(priced, _)| priced.price.network.clone()).unwrap_or_default()
+        self.rail.priced().map(|priced| priced.price.network.clone()).unwrap_or_default()
     }
 
     fn failure(&self, error: PaymentError, settling: bool) -> Refusal {
@@ -221,8 +207,7 @@ impl PaymentFlow for X402Payment<'_> {
                     .with_message(format!("Skill \"{key}\" cannot be paid for as a task: {reason}")),
             ));
         }
-        let priced = Priced { rail: Arc::clone(&config.rail), price };
-        self.priced = Some((priced, skill.description().map(str::to_owned)));
+        self.rail.price(Priced { rail: Arc::clone(&config.rail), price }, skill);
         Ok(())
     }
 
@@ -235,7 +220,7 @@ impl PaymentFlow for X402Payment<'_> {
     }
 
     fn payment_request(&self) -> Option<Message> {
-        let (priced, _) = self.priced.as_ref()?;
+        let priced = self.rail.priced()?;
         let challenge = priced.rail.challenge(&self.request()?);
         crate::observe::payment(priced.rail.protocol(), "required");
         let mut required = wire::challenge_payment_required(&challenge)?;
@@ -256,57 +241,18 @@ impl PaymentFlow for X402Payment<'_> {
     }
 
     async fn verify(&mut self) -> Result<(), Refusal> {
-        let Some((priced, _)) = self.priced.as_ref() else {
-            return Err(self.failure(PaymentError::Unavailable { message: "no payment rail".into() }, false));
-        };
-        let rail = Arc::clone(&priced.rail);
-        let verified = match self.request() {
-            Some(request) => rail.verify(&request).await,
-            None => Err(PaymentError::Unavailable { message: "no payment rail".into() }),
-        };
-        match verified {
-            Ok(admission) => {
-                self.admission = Some(admission);
-                Ok(())
-            }
-            Err(error) => {
-                crate::observe::payment(rail.protocol(), "refused");
-                Err(self.failure(error, false))
-            }
-        }
+        let key = self.idempotency_key.as_deref();
+        let verified = self.rail.verify(&self.resource, Operation::Task, &self.credential, key).await;
+        verified.map_err(|error| self.failure(error, false))
     }
 
     async fn settle(&mut self) -> Result<Receipt, SettleFailure<Receipt, Refusal>> {
-        let rail = self.rail_name();
-        let Some(admission) = self.admission.as_mut() else {
-            let error = PaymentError::Unavailable { message: "the payment was not verified".into() };
-            return Err(SettleFailure::Refused(self.failure(error, true)));
-        };
-        let settled = admission.finalize().await;
-        crate::observe::payment(
-            rail,
-            match &settled {
-                Ok(_) => "settled",
-                Err(PaymentError::Uncertain { .. }) => "uncertain",
-                Err(_) => "settle_failed",
-            },
-        );
-        match settled {
-            Ok(receipt) => Ok(receipt),
-            Err(PaymentError::Uncertain { message, receipt }) => {
-                tracing::error!(%message, "x402 settlement uncertain");
-                Err(SettleFailure::Uncertain(receipt))
-            }
-            Err(error) => Err(SettleFailure::Refused(self.failure(error, true))),
-        }
+        let settled = self.rail.settle().await;
+        settled.map_err(|failure| refused_as(failure, |error| self.failure(error, true)))
     }
 
     async fn abort(&mut self) {
-        let rail = self.rail_name();
-        if let Some(admission) = self.admission.as_mut() {
-            crate::observe::payment(rail, "aborted");
-            admission.abort().await;
-        }
+        self.rail.abort().await;
     }
 
     fn outcome_message(&self, outcome: PaymentOutcome<'_, Receipt, Refusal>) -> Option<Message> {

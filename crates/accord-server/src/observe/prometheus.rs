@@ -124,7 +124,7 @@ async fn render(handle: &PrometheusHandle, tasks: Option<&TaskRuntime>) -> Respo
         match runtime.store().count_by_state().await {
             Ok(Some(counts)) => {
                 for (state, count) in counts {
-                    let state = accord_engine::observe::state_name(state);
+                    let state = state.as_str();
                     metrics::gauge!(accord_engine::observe::TASKS, "state" => state).set(count as f64);
                 }
             }

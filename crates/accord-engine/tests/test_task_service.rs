@@ -1,0 +1,926 @@
+//! The task service driven directly, as every face drives it: send (blocking and not), follow-ups,
+//! subscriptions, lists, cancellation, the paid start and push configs — each with the error kind
+//! a caller gets when it goes wrong. Real skills run on a real runtime over the in-memory store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use accord_engine::task::{
+    AccessToken, Caller, CreateLimits, DeliverFrom, Durability, ListQuery, ListShape, MAX_PUSH_CONFIGS_PER_TASK,
+    MemoryStore, Millis, OwnerHash, PageStart, PaidStart, PaymentFlow, PushConfig, PushDelivery, PushPut, PushSettle,
+    RuntimeConfig, SendInput, SendRequest, ServiceConfig, SettleFailure, StoreError, StoredPushConfig, StoredTask,
+    SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskLimits, TaskPage, TaskRuntime, TaskService, TaskStore,
+    TaskWakeups, Wait,
+};
+use accord_engine::{
+    Agent, Completion, Error, ErrorKind, Message, Outcome, Part, Pricing, Role, Run, Skill, SkillOperation, TaskState,
+};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// Long enough for any run here to settle; a blocking send returns as soon as it does.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// The agent every test runs: `echo` answers its input, `count` takes `{"n": integer}`, `ask`
+/// waits for the caller to say "go", `hold` runs until released (or cancelled), `paid` is priced.
+fn agent(release: Arc<Notify>) -> Agent {
+    let echo = Skill::builder("echo").invoke(|run: Run| async move { Ok(Completion::new(run.input().clone()).into()) });
+    let count = Skill::builder("count")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        }))
+        .invoke(|run: Run| async move {
+            let n = run.input()["n"].as_i64().unwrap_or_default();
+            Ok(Completion::new(json!(n + 1)).into())
+        });
+    let ask = Skill::builder("ask").invoke(|run: Run| async move {
+        if run.message().is_some_and(|message| message.text() == "go") {
+            Ok(Completion::new(json!("went")).into())
+        } else {
+            Ok(Outcome::InputRequired(Message::agent_text("say go")))
+        }
+    });
+    let hold = Skill::builder("hold").invoke(move |run: Run| {
+        let release = Arc::clone(&release);
+        async move {
+            tokio::select! {
+                () = release.notified() => Ok(Completion::new(json!("released")).into()),
+                () = run.cancelled() => Ok(Completion::new(json!("cancelled")).into()),
+            }
+        }
+    });
+    let pricing = Pricing { task: Some("5".into()), free: vec![SkillOperation::Invoke], ..Pricing::default() };
+    let paid = Skill::builder("paid")
+        .pricing(pricing)
+        .invoke(|run: Run| async move { Ok(Completion::new(json!({"paid_for": run.input().clone()})).into()) });
+    Agent::builder("service-tests").skill(echo).skill(count).skill(ask).skill(hold).skill(paid).build().expect("agent")
+}
+
+/// A service over a fresh memory store, with the `hold` skill's release.
+struct Fixture {
+    service: TaskService,
+    release: Arc<Notify>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self::with(ServiceConfig::default(), Durability::Process)
+    }
+
+    fn with(config: ServiceConfig, durability: Durability) -> Self {
+        let release = Arc::new(Notify::new());
+        let memory = Arc::new(MemoryStore::default());
+        let store: Arc<dyn TaskStore> = match durability {
+            Durability::Durable => Arc::new(DurableMemory(memory)),
+            _ => memory,
+        };
+        let runtime = TaskRuntime::new(agent(Arc::clone(&release)), store, RuntimeConfig::default());
+        Self { service: TaskService::new(runtime, config), release }
+    }
+
+    async fn send(&self, caller: Caller, skill: &str, input: Value, wait: Wait) -> Result<Task, Error> {
+        self.service.send(SendRequest::new(caller, SendInput::Candidates(vec![input])).skill(skill), wait).await
+    }
+
+    /// A task of `skill` for `caller`, as it stands once it has settled.
+    async fn settled(&self, caller: Caller, skill: &str, input: Value) -> Task {
+        self.send(caller, skill, input, Wait::Settled(SETTLE)).await.expect("sent")
+    }
+
+    /// A `hold` task for `caller`, running.
+    async fn holding(&self, caller: Caller) -> Task {
+        let task = self.send(caller, "hold", json!({}), Wait::Immediately).await.expect("sent");
+        assert!(!task.state.is_terminal(), "{:?}", task.state);
+        task
+    }
+}
+
+fn caller() -> Caller {
+    Caller::owner(AccessToken::generate().owner())
+}
+
+fn user_text(text: &str) -> Message {
+    Message::new(Role::User, vec![Part::Text(text.into())])
+}
+
+fn follow_up(caller: Caller, id: &TaskId, text: &str) -> SendRequest {
+    SendRequest::new(caller, SendInput::FromMessage).message(user_text(text)).follow_up(id.clone())
+}
+
+fn kind<T: std::fmt::Debug>(result: Result<T, Error>) -> ErrorKind {
+    result.expect_err("an error").kind()
+}
+
+/// The events of a stream that ends, collected (bounded, so a stream that never ends fails).
+async fn collect(events: accord_engine::task::TaskEvents) -> Vec<TaskEvent> {
+    let all = events.map(|event| event.expect("an event")).collect::<Vec<_>>();
+    tokio::time::timeout(SETTLE, all).await.expect("the stream ends")
+}
+
+mod send {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_blocking_send_answers_with_the_completed_task() {
+        let fixture = Fixture::new();
+        let task = fixture.settled(caller(), "count", json!({"n": 41})).await;
+        assert_eq!(task.state, TaskState::Completed);
+        assert_eq!(task.skill, "count");
+        assert_eq!(task.result.expect("a result").output, json!(42));
+    }
+
+    #[tokio::test]
+    async fn a_send_that_does_not_wait_answers_while_the_task_runs() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.holding(caller).await;
+        assert_eq!(task.state, TaskState::Working);
+        fixture.release.notify_one();
+        let done = fixture.service.wait_for(&caller, task, Wait::Settled(SETTLE)).await.expect("settled");
+        assert_eq!(done.state, TaskState::Completed);
+        assert_eq!(done.result.expect("a result").output, json!("released"));
+    }
+
+    #[tokio::test]
+    async fn a_blocking_send_waits_no_longer_than_the_service_allows() {
+        let config = ServiceConfig::default().max_wait(Duration::from_millis(50));
+        let fixture = Fixture::with(config, Durability::Process);
+        let started = tokio::time::Instant::now();
+        let task =
+            fixture.send(caller(), "hold", json!({}), Wait::Settled(Duration::from_secs(60))).await.expect("sent");
+        assert_eq!(task.state, TaskState::Working, "answered while still running");
+        assert!(started.elapsed() < SETTLE);
+    }
+
+    #[tokio::test]
+    async fn the_input_comes_from_the_message_when_the_request_has_none() {
+        let fixture = Fixture::new();
+        let message = Message::new(Role::User, vec![Part::Data(json!({"n": 1}))]);
+        let request = SendRequest::new(caller(), SendInput::FromMessage).skill("count").message(message);
+        let task = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(task.result.expect("a result").output, json!(2));
+    }
+
+    #[tokio::test]
+    async fn a_send_names_a_skill_that_exists_and_can_run() {
+        let fixture = Fixture::new();
+        assert_eq!(kind(fixture.send(caller(), "nope", json!({}), Wait::Immediately).await), ErrorKind::UnknownSkill);
+    }
+
+    #[tokio::test]
+    async fn an_input_that_breaks_the_schema_is_refused_with_its_issues() {
+        let fixture = Fixture::new();
+        let refused =
+            fixture.send(caller(), "count", json!({"n": "many"}), Wait::Immediately).await.expect_err("refused");
+        assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+        assert!(!refused.issues().is_empty());
+    }
+
+    #[tokio::test]
+    async fn inputs_and_messages_beyond_the_limits_are_too_large() {
+        let limits = TaskLimits::default().max_input_bytes(32).max_message_bytes(64);
+        let fixture = Fixture::with(ServiceConfig::default().limits(limits), Durability::Process);
+        let input = json!({"text": "x".repeat(64)});
+        assert_eq!(kind(fixture.send(caller(), "echo", input, Wait::Immediately).await), ErrorKind::TooLarge);
+        let message = user_text(&"y".repeat(128));
+        let request = SendRequest::new(caller(), SendInput::FromMessage).skill("echo").message(message);
+        assert_eq!(kind(fixture.service.send(request, Wait::Immediately).await), ErrorKind::TooLarge);
+        let fits = fixture.settled(caller(), "echo", json!({"a": 1})).await;
+        assert_eq!(fits.state, TaskState::Completed);
+    }
+
+    #[tokio::test]
+    async fn a_priced_skill_does_not_start_through_a_plain_send() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        assert_eq!(kind(fixture.send(caller, "paid", json!({}), Wait::Immediately).await), ErrorKind::PaymentRequired);
+        let page = fixture.service.list(&caller, &ListQuery::default()).await.expect("list");
+        assert_eq!(page.total, 0, "nothing was reserved");
+    }
+}
+
+mod follow_ups {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_follow_up_resumes_a_task_waiting_for_input() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(waiting.state, TaskState::InputRequired);
+        assert_eq!(waiting.status_message.as_ref().map(Message::text).as_deref(), Some("say go"));
+
+        let resumed = fixture.service.send(follow_up(caller, &waiting.id, "go"), Wait::Settled(SETTLE)).await;
+        let resumed = resumed.expect("resumed");
+        assert_eq!(resumed.id, waiting.id);
+        assert_eq!(resumed.state, TaskState::Completed);
+        assert_eq!(resumed.result.expect("a result").output, json!("went"));
+        let texts: Vec<String> = resumed.history.iter().map(Message::text).collect();
+        assert!(texts.ends_with(&["say go".to_owned(), "go".to_owned()]), "{texts:?}");
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_is_refused_by_task_state_owner_and_context() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(waiting.state, TaskState::InputRequired);
+
+        let stranger = follow_up(super::caller(), &waiting.id, "go");
+        assert_eq!(kind(fixture.service.send(stranger, Wait::Immediately).await), ErrorKind::TaskNotFound);
+        let elsewhere = follow_up(caller, &waiting.id, "go").context_id(Some("another-context".into()));
+        assert_eq!(kind(fixture.service.send(elsewhere, Wait::Immediately).await), ErrorKind::InvalidRequest);
+        let silent = SendRequest::new(caller, SendInput::FromMessage).follow_up(waiting.id.clone());
+        assert_eq!(kind(fixture.service.send(silent, Wait::Immediately).await), ErrorKind::InvalidRequest);
+        let unknown = follow_up(caller, &TaskId::generate(), "go");
+        assert_eq!(kind(fixture.service.send(unknown, Wait::Immediately).await), ErrorKind::TaskNotFound);
+        // None of these touched the task.
+        let still = fixture.service.get(&caller, &waiting.id, None).await.expect("get");
+        assert_eq!(still.state, TaskState::InputRequired);
+
+        let running = fixture.holding(caller).await;
+        let busy = follow_up(caller, &running.id, "go");
+        assert_eq!(kind(fixture.service.send(busy, Wait::Immediately).await), ErrorKind::TaskRunning);
+
+        let done = fixture.settled(caller, "echo", json!({})).await;
+        let late = follow_up(caller, &done.id, "go");
+        assert_eq!(kind(fixture.service.send(late, Wait::Immediately).await), ErrorKind::TaskEnded);
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_beyond_the_history_limit_is_too_large() {
+        // The task's history holds its first message; the question and the answer would make 3.
+        let limits = TaskLimits::default().max_history(2);
+        let fixture = Fixture::with(ServiceConfig::default().limits(limits), Durability::Process);
+        let caller = caller();
+        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(waiting.state, TaskState::InputRequired);
+        let refused = fixture.service.send(follow_up(caller, &waiting.id, "go"), Wait::Immediately).await;
+        assert_eq!(kind(refused), ErrorKind::TooLarge);
+        let still = fixture.service.get(&caller, &waiting.id, None).await.expect("get");
+        assert_eq!(still.state, TaskState::InputRequired);
+    }
+}
+
+mod subscribe {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_subscription_has_the_snapshot_then_live_updates_until_the_end() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.holding(caller).await;
+        let updates = fixture.service.subscribe(&caller, &task.id, SubscribeFrom::Snapshot).await.expect("subscribed");
+        let snapshot = updates.snapshot.expect("a snapshot");
+        assert_eq!((snapshot.id.clone(), snapshot.state), (task.id.clone(), TaskState::Working));
+        fixture.release.notify_one();
+        let events = collect(updates.events).await;
+        let last = events.last().expect("events");
+        assert_eq!(last.kind.state(), Some(TaskState::Completed));
+        assert!(events.iter().all(|event| event.task_id == task.id));
+        assert!(events.first().expect("events").sequence > snapshot.version + 1, "only what came after the snapshot");
+    }
+
+    #[tokio::test]
+    async fn a_subscription_replays_the_log_from_a_point() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.settled(caller, "echo", json!({"a": 1})).await;
+        let whole = fixture.service.subscribe(&caller, &task.id, SubscribeFrom::Start).await.expect("subscribed");
+        assert!(whole.snapshot.is_none());
+        let whole = collect(whole.events).await;
+        let sequences: Vec<u64> = whole.iter().map(|event| event.sequence).collect();
+        assert_eq!(sequences, (1..=whole.len() as u64).collect::<Vec<_>>(), "the whole log, in order");
+        assert_eq!(whole[0].kind, TaskEventKind::Status { state: TaskState::Submitted, message: None });
+        assert_eq!(whole.last().expect("events").kind.state(), Some(TaskState::Completed));
+
+        let after = fixture.service.subscribe(&caller, &task.id, SubscribeFrom::After(1)).await.expect("subscribed");
+        let rest = collect(after.events).await;
+        assert_eq!(rest, whole[1..].to_vec());
+    }
+
+    #[tokio::test]
+    async fn a_subscription_is_refused_for_an_ended_task_and_another_owners() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let done = fixture.settled(caller, "echo", json!({})).await;
+        let ended = fixture.service.subscribe(&caller, &done.id, SubscribeFrom::Snapshot).await;
+        assert_eq!(kind(ended), ErrorKind::TaskEnded);
+        let running = fixture.holding(caller).await;
+        let stranger = fixture.service.subscribe(&super::caller(), &running.id, SubscribeFrom::Start).await;
+        assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
+    }
+}
+
+mod list {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_list_shows_the_callers_tasks_only_newest_first() {
+        let fixture = Fixture::new();
+        let (mine, theirs) = (caller(), caller());
+        let mut ids = Vec::new();
+        for n in 0..3 {
+            ids.push(fixture.settled(mine, "count", json!({"n": n})).await.id);
+        }
+        let other = fixture.settled(theirs, "echo", json!({})).await.id;
+
+        let page = fixture.service.list(&mine, &ListQuery::default()).await.expect("list");
+        assert_eq!(page.total, 3);
+        assert!(!page.has_more);
+        let listed: Vec<TaskId> = page.tasks.iter().map(|task| task.id.clone()).collect();
+        let mut expected = ids.clone();
+        expected.sort_by_key(|id| std::cmp::Reverse(fixture_created(&page, id)));
+        assert_eq!(listed, expected);
+        assert!(!listed.contains(&other));
+
+        let page = fixture.service.list(&theirs, &ListQuery::default()).await.expect("list");
+        assert_eq!(page.tasks.iter().map(|task| task.id.clone()).collect::<Vec<_>>(), vec![other]);
+        let stranger = fixture.service.get(&theirs, &ids[0], None).await;
+        assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
+    }
+
+    /// A task's place in a list: newest first, ties broken by id (bytewise), descending.
+    fn fixture_created(page: &TaskPage, id: &TaskId) -> (Millis, String) {
+        let task = page.tasks.iter().find(|task| &task.id == id).expect("listed");
+        (task.created_at, task.id.to_string())
+    }
+
+    #[tokio::test]
+    async fn pages_visit_every_task_once() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        for n in 0..5 {
+            fixture.settled(caller, "count", json!({"n": n})).await;
+        }
+        let mut query = ListQuery { limit: 2, ..ListQuery::default() };
+        let mut seen = Vec::new();
+        let mut pages = 0;
+        loop {
+            let page = fixture.service.list(&caller, &query).await.expect("list");
+            pages += 1;
+            assert_eq!(page.total, 5);
+            assert!(page.tasks.len() <= 2);
+            seen.extend(page.tasks.iter().map(|task| task.id.clone()));
+            if !page.has_more {
+                break;
+            }
+            query.page = PageStart::After(page.next.expect("where the next page starts"));
+            assert!(pages < 5, "paging ends");
+        }
+        assert_eq!(pages, 3);
+        let mut unique = seen.clone();
+        unique.sort_by_key(ToString::to_string);
+        unique.dedup();
+        assert_eq!((seen.len(), unique.len()), (5, 5));
+    }
+
+    #[tokio::test]
+    async fn a_page_stops_before_the_byte_budget() {
+        let lists = accord_engine::task::ListLimits::default().max_page_bytes(1);
+        let fixture = Fixture::with(ServiceConfig::default().lists(lists), Durability::Process);
+        let caller = caller();
+        for n in 0..2 {
+            fixture.settled(caller, "count", json!({"n": n})).await;
+        }
+        let page = fixture.service.list_shaped(&caller, &ListQuery::default(), ListShape::default()).await;
+        let page = page.expect("list");
+        assert_eq!(page.tasks.len(), 1, "never empty, and no more than fits");
+        assert!(page.has_more);
+        assert_eq!(page.next.map(|next| next.id), Some(page.tasks[0].id.clone()));
+    }
+
+    #[tokio::test]
+    async fn anonymous_callers_list_only_when_the_service_allows_it() {
+        let fixture = Fixture::new();
+        let anonymous = Caller::anonymous(AccessToken::generate().owner());
+        fixture.settled(anonymous, "echo", json!({})).await;
+        let refused = fixture.service.list(&anonymous, &ListQuery::default()).await;
+        assert_eq!(kind(refused), ErrorKind::AnonymousNotAllowed);
+
+        let config = ServiceConfig::default().anonymous(accord_engine::task::AnonymousAccess::ListShared);
+        let fixture = Fixture::with(config, Durability::Process);
+        fixture.settled(anonymous, "echo", json!({})).await;
+        assert_eq!(fixture.service.list(&anonymous, &ListQuery::default()).await.expect("list").total, 1);
+    }
+}
+
+mod cancel {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_running_task_is_cancelled_and_stays_so() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.holding(caller).await;
+        let cancelled = fixture.service.cancel(&caller, &task.id).await.expect("cancelled");
+        assert_eq!(cancelled.state, TaskState::Canceled);
+        // The handler's own end, which the cancellation let it reach, does not overwrite it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let read = fixture.service.get(&caller, &task.id, None).await.expect("get");
+        assert_eq!(read.state, TaskState::Canceled);
+        assert!(read.result.is_none());
+    }
+
+    #[tokio::test]
+    async fn an_ended_task_or_another_owners_is_not_cancelled() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let done = fixture.settled(caller, "echo", json!({})).await;
+        assert_eq!(kind(fixture.service.cancel(&caller, &done.id).await), ErrorKind::NotCancelable);
+        let running = fixture.holding(caller).await;
+        let stranger = fixture.service.cancel(&super::caller(), &running.id).await;
+        assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
+        let still = fixture.service.get(&caller, &running.id, None).await.expect("get");
+        assert_eq!(still.state, TaskState::Working);
+        assert_eq!(kind(fixture.service.cancel(&caller, &TaskId::generate()).await), ErrorKind::TaskNotFound);
+    }
+}
+
+/// A memory store that says it is durable, so the paid start runs in-process. Everything else is
+/// the memory store's.
+struct DurableMemory(Arc<MemoryStore>);
+
+#[async_trait]
+impl TaskStore for DurableMemory {
+    fn durability(&self) -> Durability {
+        Durability::Durable
+    }
+
+    async fn create_limited(
+        &self,
+        record: StoredTask,
+        event: TaskEventKind,
+        then: Vec<TaskEventKind>,
+        limits: CreateLimits,
+    ) -> Result<StoredTask, StoreError> {
+        self.0.create_limited(record, event, then, limits).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
+        self.0.get(id).await
+    }
+
+    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
+        self.0.owner_of(id).await
+    }
+
+    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.0.list(owner, query).await
+    }
+
+    async fn claim_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.0.claim_execution(id, worker, expires_at, now).await
+    }
+
+    async fn renew_execution_claim(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.0.renew_execution_claim(id, worker, expires_at, now).await
+    }
+
+    async fn activate_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.0.activate_execution(id, worker, expires_at, now).await
+    }
+
+    async fn append_all(
+        &self,
+        id: &TaskId,
+        expected: &[TaskState],
+        events: Vec<TaskEventKind>,
+        execution_owner: Option<&str>,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.0.append_all(id, expected, events, execution_owner, now).await
+    }
+
+    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
+        self.0.reap_expired_admissions(now).await
+    }
+
+    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        self.0.expired_active_leases(now, limit).await
+    }
+
+    async fn events_since(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        after: u64,
+    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
+        self.0.events_since(id, owner, after).await
+    }
+
+    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
+        self.0.subscribe(id, owner).await
+    }
+
+    async fn put_push_config(
+        &self,
+        owner: &OwnerHash,
+        config: StoredPushConfig,
+        from: DeliverFrom,
+    ) -> Result<PushPut, StoreError> {
+        self.0.put_push_config(owner, config, from).await
+    }
+
+    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
+        self.0.push_configs(id, owner).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        id: &TaskId,
+        owner: &OwnerHash,
+        config_id: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        self.0.delete_push_config(id, owner, config_id).await
+    }
+
+    async fn claim_push_deliveries(
+        &self,
+        worker: &str,
+        now: Millis,
+        lease_until: Millis,
+        limit: usize,
+        events: usize,
+    ) -> Result<Vec<PushDelivery>, StoreError> {
+        self.0.claim_push_deliveries(worker, now, lease_until, limit, events).await
+    }
+
+    async fn settle_push_delivery(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+        worker: &str,
+        settle: PushSettle,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.0.settle_push_delivery(task_id, config_id, worker, settle, now).await
+    }
+
+    async fn close(&self) {
+        self.0.close().await;
+    }
+}
+
+mod paid {
+    use super::*;
+
+    /// How the test rail's settlement goes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Settles {
+        Yes,
+        Refused,
+        Uncertain,
+    }
+
+    /// A payment flow that records each step the service takes, in order.
+    #[derive(Debug)]
+    struct TestPayment {
+        accepts: bool,
+        credential: bool,
+        verifies: bool,
+        settles: Settles,
+        request: Option<Message>,
+        steps: Vec<&'static str>,
+    }
+
+    impl TestPayment {
+        fn paying() -> Self {
+            Self {
+                accepts: true,
+                credential: true,
+                verifies: true,
+                settles: Settles::Yes,
+                request: None,
+                steps: Vec::new(),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl PaymentFlow for TestPayment {
+        type Receipt = String;
+        type Refusal = &'static str;
+
+        fn accept(&mut self, skill: &Skill, amount: &str) -> Result<(), Self::Refusal> {
+            self.steps.push("accept");
+            assert_eq!((skill.key(), amount), ("paid", "5"));
+            if self.accepts { Ok(()) } else { Err("not on this rail") }
+        }
+
+        fn has_credential(&self) -> bool {
+            self.credential
+        }
+
+        async fn verify(&mut self) -> Result<(), Self::Refusal> {
+            self.steps.push("verify");
+            if self.verifies { Ok(()) } else { Err("bad signature") }
+        }
+
+        async fn settle(&mut self) -> Result<Self::Receipt, SettleFailure<Self::Receipt, Self::Refusal>> {
+            self.steps.push("settle");
+            match self.settles {
+                Settles::Yes => Ok("receipt-1".into()),
+                Settles::Refused => Err(SettleFailure::Refused("insufficient funds")),
+                Settles::Uncertain => Err(SettleFailure::Uncertain("receipt-?".into())),
+            }
+        }
+
+        async fn abort(&mut self) {
+            self.steps.push("abort");
+        }
+
+        fn payment_request(&self) -> Option<Message> {
+            self.request.clone()
+        }
+
+        fn payment_for(&mut self, task: &Task) {
+            assert_eq!(task.state, TaskState::InputRequired);
+            self.steps.push("payment_for");
+        }
+    }
+
+    fn durable() -> Fixture {
+        Fixture::with(ServiceConfig::default(), Durability::Durable)
+    }
+
+    fn paid_request(caller: Caller) -> SendRequest {
+        SendRequest::new(caller, SendInput::Candidates(vec![json!({"item": 7})])).skill("paid")
+    }
+
+    async fn tasks_of(fixture: &Fixture, caller: &Caller) -> Vec<Task> {
+        fixture.service.list(caller, &ListQuery::default()).await.expect("list").tasks
+    }
+
+    #[tokio::test]
+    async fn a_paid_start_verifies_settles_then_runs_with_the_receipt() {
+        let fixture = durable();
+        let caller = caller();
+        let mut payment = TestPayment::paying();
+        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        let PaidStart::Started { task, receipt } = started else { panic!("not started: {started:?}") };
+        assert_eq!(receipt.as_deref(), Some("receipt-1"));
+        assert_eq!(payment.steps, ["accept", "verify", "settle"]);
+        let done = fixture.service.wait_for(&caller, task, Wait::Settled(SETTLE)).await.expect("settled");
+        assert_eq!(done.state, TaskState::Completed);
+        assert_eq!(done.result.expect("a result").output, json!({"paid_for": {"item": 7}}));
+    }
+
+    #[tokio::test]
+    async fn without_a_credential_nothing_is_reserved() {
+        let fixture = durable();
+        let caller = caller();
+        let mut payment = TestPayment { credential: false, ..TestPayment::paying() };
+        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        assert!(matches!(started, PaidStart::ChallengeNeeded), "{started:?}");
+        assert_eq!(payment.steps, ["accept"]);
+        assert!(tasks_of(&fixture, &caller).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rail_that_cannot_collect_refuses_before_anything_is_reserved() {
+        let fixture = durable();
+        let caller = caller();
+        let mut payment = TestPayment { accepts: false, ..TestPayment::paying() };
+        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        assert!(matches!(started, PaidStart::Refused("not on this rail")), "{started:?}");
+        assert!(tasks_of(&fixture, &caller).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refused_verification_or_settlement_charges_nothing_and_releases_the_reservation() {
+        for (verifies, settles, steps) in [
+            (false, Settles::Yes, &["accept", "verify"][..]),
+            (true, Settles::Refused, &["accept", "verify", "settle"][..]),
+        ] {
+            let fixture = durable();
+            let caller = caller();
+            let mut payment = TestPayment { verifies, settles, ..TestPayment::paying() };
+            let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+            assert!(matches!(started, PaidStart::Refused(_)), "{started:?}");
+            assert_eq!(payment.steps, steps);
+            let tasks = tasks_of(&fixture, &caller).await;
+            assert_eq!(tasks.len(), 1);
+            assert_eq!(tasks[0].state, TaskState::Canceled, "the reservation is released, never run");
+            assert!(tasks[0].result.is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn an_uncertain_settlement_ends_the_task_failed_and_keeps_the_receipt() {
+        let fixture = durable();
+        let caller = caller();
+        let mut payment = TestPayment { settles: Settles::Uncertain, ..TestPayment::paying() };
+        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        let PaidStart::EndedAfterPayment { task, receipt } = started else { panic!("not ended: {started:?}") };
+        assert_eq!(receipt, "receipt-?");
+        assert_eq!(task.state, TaskState::Failed);
+        assert_eq!(task.error.expect("an error").code, "settlement_uncertain");
+        assert!(task.result.is_none(), "the skill never ran");
+    }
+
+    #[tokio::test]
+    async fn paid_work_needs_a_durable_store() {
+        let fixture = Fixture::new();
+        let mut payment = TestPayment::paying();
+        let refused = fixture.service.send_paid(paid_request(caller()), &mut payment).await;
+        assert_eq!(kind(refused), ErrorKind::DurableStoreRequired);
+        assert_eq!(payment.steps, ["accept"], "refused before any payment step");
+    }
+
+    #[tokio::test]
+    async fn a_free_skill_starts_without_a_payment_and_bad_input_is_refused_first() {
+        let fixture = durable();
+        let caller = caller();
+        let mut payment = TestPayment::paying();
+        let free = SendRequest::new(caller, SendInput::Candidates(vec![json!({"n": 1})])).skill("count");
+        let started = fixture.service.send_paid(free, &mut payment).await.expect("free start");
+        let PaidStart::Started { task, receipt } = started else { panic!("not started: {started:?}") };
+        assert!(receipt.is_none());
+        assert_eq!(task.skill, "count");
+
+        let invalid = SendRequest::new(caller, SendInput::Candidates(vec![json!({"n": "x"})])).skill("count");
+        assert_eq!(kind(fixture.service.send_paid(invalid, &mut payment).await), ErrorKind::InvalidInput);
+        assert!(payment.steps.is_empty(), "no payment step for a free skill or an invalid input");
+    }
+
+    #[tokio::test]
+    async fn a_task_waiting_for_its_payment_runs_once_a_follow_up_pays() {
+        let fixture = durable();
+        let caller = caller();
+        let request = Some(Message::agent_text("pay 5"));
+        let mut asking = TestPayment { credential: false, request: request.clone(), ..TestPayment::paying() };
+        let started = fixture.service.send_paid(paid_request(caller), &mut asking).await.expect("paid start");
+        let PaidStart::AwaitingPayment { task } = started else { panic!("not awaiting: {started:?}") };
+        assert_eq!(task.state, TaskState::InputRequired);
+        assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("pay 5"));
+
+        // A follow-up without a credential leaves it waiting.
+        let mut still_asking = TestPayment { credential: false, request, ..TestPayment::paying() };
+        let again = fixture.service.send_paid(follow_up(caller, &task.id, "here"), &mut still_asking).await;
+        assert!(matches!(again.expect("paid follow-up"), PaidStart::AwaitingPayment { .. }));
+        assert_eq!(still_asking.steps, ["payment_for", "accept"]);
+
+        let mut paying = TestPayment::paying();
+        let paid = fixture.service.send_paid(follow_up(caller, &task.id, "paid"), &mut paying).await;
+        let PaidStart::Started { task: running, receipt } = paid.expect("paid follow-up") else {
+            panic!("not started")
+        };
+        assert_eq!(receipt.as_deref(), Some("receipt-1"));
+        assert_eq!(paying.steps, ["payment_for", "accept", "verify", "settle"]);
+        let done = fixture.service.wait_for(&caller, running, Wait::Settled(SETTLE)).await.expect("settled");
+        assert_eq!(done.state, TaskState::Completed);
+        assert_eq!(done.result.expect("a result").output, json!({"paid_for": {"item": 7}}), "the original input");
+    }
+
+    #[tokio::test]
+    async fn a_refused_payment_for_a_waiting_task_ends_it_failed() {
+        let fixture = durable();
+        let caller = caller();
+        let mut asking =
+            TestPayment { credential: false, request: Some(Message::agent_text("pay")), ..TestPayment::paying() };
+        let started = fixture.service.send_paid(paid_request(caller), &mut asking).await.expect("paid start");
+        let PaidStart::AwaitingPayment { task } = started else { panic!("not awaiting: {started:?}") };
+
+        let mut bad = TestPayment { verifies: false, ..TestPayment::paying() };
+        let paid = fixture.service.send_paid(follow_up(caller, &task.id, "paid"), &mut bad).await;
+        let PaidStart::PaymentFailed { task: failed, refusal } = paid.expect("paid follow-up") else {
+            panic!("not failed")
+        };
+        assert_eq!(refusal, "bad signature");
+        assert_eq!(failed.state, TaskState::Failed);
+        assert_eq!(failed.error.expect("an error").code, "payment_refused");
+        assert!(!bad.steps.contains(&"settle"));
+
+        // A stranger's follow-up reads as a missing task.
+        let mut payment = TestPayment::paying();
+        let stranger = fixture.service.send_paid(follow_up(super::caller(), &task.id, "x"), &mut payment).await;
+        assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
+    }
+}
+
+mod push {
+    use super::*;
+
+    fn config(id: &str) -> PushConfig {
+        PushConfig { id: id.into(), url: format!("https://hooks.example/{id}"), token: None, authentication: None }
+    }
+
+    #[tokio::test]
+    async fn push_configs_are_set_read_listed_and_deleted() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.holding(caller).await;
+        let service = &fixture.service;
+
+        let kept = service.set_push_config(&caller, &task.id, config(""), DeliverFrom::Now).await.expect("set");
+        assert!(!kept.id.is_empty(), "an id is generated");
+        service.set_push_config(&caller, &task.id, config("b"), DeliverFrom::Now).await.expect("set");
+        let mut replaced = config("b");
+        replaced.url = "https://hooks.example/other".into();
+        service.set_push_config(&caller, &task.id, replaced, DeliverFrom::Now).await.expect("replaced");
+
+        let all = service.push_configs(&caller, &task.id).await.expect("list");
+        assert_eq!(all.len(), 2);
+        let b = service.push_config(&caller, &task.id, "b").await.expect("get");
+        assert_eq!(b.url, "https://hooks.example/other");
+        assert_eq!(service.push_config(&caller, &task.id, &kept.id).await.expect("get").url, kept.url);
+
+        service.delete_push_config(&caller, &task.id, "b").await.expect("deleted");
+        assert_eq!(kind(service.push_config(&caller, &task.id, "b").await), ErrorKind::TaskNotFound);
+        service.delete_push_config(&caller, &task.id, "b").await.expect("deleting again succeeds");
+        assert_eq!(service.push_configs(&caller, &task.id).await.expect("list").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn another_owners_task_has_no_push_configs() {
+        let fixture = Fixture::new();
+        let (owner, stranger) = (caller(), caller());
+        let task = fixture.holding(owner).await;
+        let service = &fixture.service;
+        service.set_push_config(&owner, &task.id, config("a"), DeliverFrom::Now).await.expect("set");
+
+        let set = service.set_push_config(&stranger, &task.id, config("s"), DeliverFrom::Now).await;
+        assert_eq!(kind(set), ErrorKind::TaskNotFound);
+        assert_eq!(kind(service.push_configs(&stranger, &task.id).await), ErrorKind::TaskNotFound);
+        assert_eq!(kind(service.push_config(&stranger, &task.id, "a").await), ErrorKind::TaskNotFound);
+        assert_eq!(kind(service.delete_push_config(&stranger, &task.id, "a").await), ErrorKind::TaskNotFound);
+        let missing = service.set_push_config(&owner, &TaskId::generate(), config("m"), DeliverFrom::Now).await;
+        assert_eq!(kind(missing), ErrorKind::TaskNotFound);
+        // The owner's config is untouched.
+        let ids: Vec<String> =
+            service.push_configs(&owner, &task.id).await.expect("list").into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["a"]);
+    }
+
+    #[tokio::test]
+    async fn push_configs_are_bounded_in_number_and_size() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let task = fixture.holding(caller).await;
+        let service = &fixture.service;
+
+        let mut url_less = config("u");
+        url_less.url.clear();
+        let refused = service.set_push_config(&caller, &task.id, url_less, DeliverFrom::Now).await;
+        assert_eq!(kind(refused), ErrorKind::InvalidRequest);
+        let long_id = config(&"i".repeat(129));
+        assert_eq!(
+            kind(service.set_push_config(&caller, &task.id, long_id, DeliverFrom::Now).await),
+            ErrorKind::InvalidRequest
+        );
+
+        for n in 0..MAX_PUSH_CONFIGS_PER_TASK {
+            service.set_push_config(&caller, &task.id, config(&format!("c{n}")), DeliverFrom::Now).await.expect("set");
+        }
+        let one_more = service.set_push_config(&caller, &task.id, config("extra"), DeliverFrom::Now).await;
+        assert_eq!(kind(one_more), ErrorKind::InvalidRequest);
+        service.set_push_config(&caller, &task.id, config("c0"), DeliverFrom::Now).await.expect("a replacement fits");
+        assert_eq!(service.push_configs(&caller, &task.id).await.expect("list").len(), MAX_PUSH_CONFIGS_PER_TASK);
+    }
+
+    #[tokio::test]
+    async fn a_send_registers_its_webhook_with_the_new_task() {
+        let fixture = Fixture::new();
+        let caller = caller();
+        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo").push(config("w"));
+        let task = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
+        let configs = fixture.service.push_configs(&caller, &task.id).await.expect("list");
+        assert_eq!(configs.into_iter().map(|c| c.url).collect::<Vec<_>>(), ["https://hooks.example/w"]);
+
+        let mut bad = config("x");
+        bad.url.clear();
+        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo").push(bad);
+        assert_eq!(kind(fixture.service.send(request, Wait::Immediately).await), ErrorKind::InvalidRequest);
+        assert_eq!(
+            fixture.service.list(&caller, &ListQuery::default()).await.expect("list").total,
+            1,
+            "no task for it"
+        );
+    }
+}
