@@ -38,6 +38,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod http;
 pub mod payment;
 pub mod rpc;
 mod signed;
