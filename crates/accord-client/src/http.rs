@@ -1,8 +1,12 @@
-//! The HTTP core every client of the crate reads answers through: the response-size cap, the
-//! bounded body reader and the bounded SSE byte stream. It knows no dialect and no error type of
+//! The HTTP core every client of the crate reads answers through: the card GET, the
+//! response-size cap, the bounded body reader and the bounded SSE byte stream. It knows no dialect and no error type of
 //! the clients above it; each maps [`BodyError`] and [`BoundError`] into its own.
 
+use std::time::Duration;
+
 use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, HeaderMap};
+use reqwest::{StatusCode, Url};
 
 /// The largest response body accepted (for a stream: the largest single event).
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -14,6 +18,23 @@ pub(crate) enum BodyError {
     TooLarge(usize),
     /// The connection failed while the body was read.
     Transport(reqwest::Error),
+}
+
+/// GETs an agent card at `url` as JSON, with `headers`: the status and the body read under
+/// [`MAX_RESPONSE_BYTES`] (kept apart, as callers judge a failed body by the status).
+pub(crate) async fn get_card(
+    http: &reqwest::Client,
+    url: &Url,
+    headers: HeaderMap,
+    timeout: Option<Duration>,
+) -> Result<(StatusCode, Result<Vec<u8>, BodyError>), reqwest::Error> {
+    let mut request = http.get(url.clone()).headers(headers).header(ACCEPT, "application/json");
+    if let Some(timeout) = timeout {
+        request = request.timeout(timeout);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    Ok((status, read_bounded(response, MAX_RESPONSE_BYTES).await))
 }
 
 /// Reads a body, refusing more than `limit` bytes (announced or received).

@@ -7,30 +7,24 @@ use accord_types::a2a::card::{PROTOCOL_BINDING_JSONRPC, WELL_KNOWN_AGENT_CARD_PA
 use accord_types::a2a::v03 as wire;
 use accord_types::a2a::{AgentCard, AgentInterface};
 use reqwest::Url;
-use reqwest::header::{ACCEPT, HeaderMap};
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::error::A2aClientError;
 use super::transport::{A2A_VERSION, A2A_VERSION_HEADER, Binding};
-use crate::http::{MAX_RESPONSE_BYTES, excerpt, read_bounded};
+use crate::http::{excerpt, get_card};
 
 /// Fetches an agent card: `url` is the card's own URL (ending in `.json`) or the agent's base
 /// URL, under which `/.well-known/agent-card.json` is read (30 s timeout; `headers` are sent
 /// along, with `A2A-Version: 1.0`). See [`parse_card`] for what is accepted.
 pub async fn fetch_card(http: &reqwest::Client, url: &str, headers: &HeaderMap) -> Result<AgentCard, A2aClientError> {
     let card_url = card_url(url)?;
-    let response = http
-        .get(card_url.clone())
-        .headers(headers.clone())
-        .header(A2A_VERSION_HEADER, A2A_VERSION)
-        .header(ACCEPT, "application/json")
-        .timeout(Duration::from_secs(30))
-        .send()
+    let mut headers = headers.clone();
+    headers.append(A2A_VERSION_HEADER, HeaderValue::from_static(A2A_VERSION));
+    let (status, body) = get_card(http, &card_url, headers, Some(Duration::from_secs(30)))
         .await
         .map_err(|source| A2aClientError::transport(&card_url, source))?;
-    let status = response.status();
-    let body =
-        read_bounded(response, MAX_RESPONSE_BYTES).await.map_err(|error| A2aClientError::body(&card_url, error))?;
+    let body = body.map_err(|error| A2aClientError::body(&card_url, error))?;
     if !status.is_success() {
         return Err(A2aClientError::Status {
             url: card_url.to_string(),
