@@ -7,8 +7,11 @@ use eventsource_stream::Eventsource;
 use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use crate::StreamEvent;
-use crate::a2a::{bounded_sse, settles, stream_rest_item, stream_rpc_item, task_id_of};
+use crate::a2a::jsonrpc::stream_rpc_item;
+use crate::a2a::rest::stream_rest_item;
+use crate::a2a::transport::{settles, task_id_of};
+use crate::http::bounded_sse;
+use crate::lucid::StreamEvent;
 
 /// One event of an A2A stream as the client reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,13 +5,40 @@
 //! `Idempotency-Key`, so the agent's payment provider can deduplicate a retried settlement). A
 //! hook that declines, or a second `402`, is returned to the caller as the `402` it is.
 //! Settlement evidence (`Payment-Receipt`, `Payment-Response`, `X-Payment-Response`) comes back
-//! as a [`Settlement`](crate::Settlement) on successes and on
+//! as a [`Settlement`] on successes and on
 //! [`TaskCreationError`](crate::TaskCreationError).
 
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use reqwest::header::HeaderMap;
+
+/// The response headers that carry settlement evidence.
+const SETTLEMENT_HEADERS: [&str; 3] = ["payment-receipt", "payment-response", "x-payment-response"];
+
+/// Payment evidence returned with a task capability.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settlement {
+    /// `Payment-Receipt`.
+    pub payment_receipt: Option<String>,
+    /// `Payment-Response`.
+    pub payment_response: Option<String>,
+    /// `X-Payment-Response`.
+    pub x_payment_response: Option<String>,
+}
+
+impl Settlement {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Self> {
+        let get = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
+        let [receipt, response, x_response] = SETTLEMENT_HEADERS.map(get);
+        (receipt.is_some() || response.is_some() || x_response.is_some()).then_some(Self {
+            payment_receipt: receipt,
+            payment_response: response,
+            x_payment_response: x_response,
+        })
+    }
+}
 
 /// A `402` answer, as the hook sees it.
 #[derive(Debug, Clone, Copy)]
@@ -48,30 +75,31 @@ pub(crate) enum Sent {
     Declined(String),
 }
 
-impl crate::Client {
-    /// Sends `request`; on a `402`, with a payment hook, pays and retries once.
-    pub(crate) async fn send_paying(&self, request: reqwest::RequestBuilder) -> Result<Sent, reqwest::Error> {
-        let Some(hook) = &self.payments else { return request.send().await.map(Sent::Response) };
-        let retry = request.try_clone();
-        let response = request.send().await?;
-        let (true, Some(retry)) = (response.status() == reqwest::StatusCode::PAYMENT_REQUIRED, retry) else {
-            return Ok(Sent::Response(response));
-        };
-        let status = response.status();
-        let headers = response.headers().clone();
-        let url = response.url().to_string();
-        let body = response.bytes().await?;
-        let challenge = PaymentChallenge { url: &url, headers: &headers, body: &body };
-        match hook.credential(&challenge).await {
-            Ok(Some(credential)) => retry.headers(credential).send().await.map(Sent::Response),
-            Ok(None) => {
-                // Nothing payable: the caller gets the 402 as it came.
-                let mut rebuilt = http::Response::new(body.to_vec());
-                *rebuilt.status_mut() = status;
-                *rebuilt.headers_mut() = headers;
-                Ok(Sent::Response(reqwest::Response::from(rebuilt)))
-            }
-            Err(reason) => Ok(Sent::Declined(reason)),
+/// Sends `request`; on a `402`, with a payment hook, pays and retries once.
+pub(crate) async fn send_paying(
+    payments: Option<&Arc<dyn PaymentHook>>,
+    request: reqwest::RequestBuilder,
+) -> Result<Sent, reqwest::Error> {
+    let Some(hook) = payments else { return request.send().await.map(Sent::Response) };
+    let retry = request.try_clone();
+    let response = request.send().await?;
+    let (true, Some(retry)) = (response.status() == reqwest::StatusCode::PAYMENT_REQUIRED, retry) else {
+        return Ok(Sent::Response(response));
+    };
+    let status = response.status();
+    let headers = response.headers().clone();
+    let url = response.url().to_string();
+    let body = response.bytes().await?;
+    let challenge = PaymentChallenge { url: &url, headers: &headers, body: &body };
+    match hook.credential(&challenge).await {
+        Ok(Some(credential)) => retry.headers(credential).send().await.map(Sent::Response),
+        Ok(None) => {
+            // Nothing payable: the caller gets the 402 as it came.
+            let mut rebuilt = http::Response::new(body.to_vec());
+            *rebuilt.status_mut() = status;
+            *rebuilt.headers_mut() = headers;
+            Ok(Sent::Response(reqwest::Response::from(rebuilt)))
         }
+        Err(reason) => Ok(Sent::Declined(reason)),
     }
 }

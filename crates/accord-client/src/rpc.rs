@@ -13,15 +13,15 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use accord_types::jsonrpc;
-use futures_util::StreamExt;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::{Map, Value, json};
 
-use crate::Client;
+use crate::http::{BodyError, read_bounded};
+use crate::lucid::Client;
 
-/// The largest response accepted.
-pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// The largest response accepted: the crate's one cap.
+pub use crate::http::MAX_RESPONSE_BYTES;
 
 /// Options of the JSON-RPC tasks calls.
 #[derive(Debug, Clone, Default)]
@@ -223,15 +223,10 @@ impl Client {
         if !status.is_success() {
             return Err(RpcClientError::HttpStatus { method, status: status.as_u16() });
         }
-        let mut bytes = Vec::new();
-        let mut chunks = response.bytes_stream();
-        while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(|source| RpcClientError::Transport { method, source })?;
-            if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(RpcClientError::BadResponse { method, reason: "response exceeds 8 MiB".into() });
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = read_bounded(response, MAX_RESPONSE_BYTES).await.map_err(|error| match error {
+            BodyError::TooLarge(_) => RpcClientError::BadResponse { method, reason: "response exceeds 8 MiB".into() },
+            BodyError::Transport(source) => RpcClientError::Transport { method, source },
+        })?;
         read_answer(method, &bytes, &id)
     }
 }

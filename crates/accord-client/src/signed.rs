@@ -11,7 +11,9 @@ use reqwest::header::ACCEPT;
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
-use crate::{Client, ClientError, Operation, directory, parse_url, status_error};
+use crate::error::{ClientError, Operation};
+use crate::http::{BodyError, read_bounded};
+use crate::lucid::{Client, directory, parse_url, status_error};
 
 /// Where a signed card may be found, relative to an agent's base URL, in the order tried after
 /// the URL itself.
@@ -146,8 +148,7 @@ impl Client {
     /// that is not an envelope.
     async fn get_envelope(&self, operation: Operation, url: &Url) -> Result<Option<(Value, Vec<u8>)>, ClientError> {
         let transport = |source| ClientError::Transport { operation, url: url.to_string(), source };
-        let mut response =
-            self.http.get(url.clone()).header(ACCEPT, "application/json").send().await.map_err(transport)?;
+        let response = self.http.get(url.clone()).header(ACCEPT, "application/json").send().await.map_err(transport)?;
         let status = response.status();
         if status == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -159,16 +160,10 @@ impl Client {
             operation,
             reason: format!("the answer from {url} exceeds {MAX_ENVELOPE_RESPONSE_BYTES} bytes"),
         };
-        if response.content_length().is_some_and(|length| length > MAX_ENVELOPE_RESPONSE_BYTES as u64) {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            if body.len() + chunk.len() > MAX_ENVELOPE_RESPONSE_BYTES {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = read_bounded(response, MAX_ENVELOPE_RESPONSE_BYTES).await.map_err(|error| match error {
+            BodyError::TooLarge(_) => too_large(),
+            BodyError::Transport(source) => transport(source),
+        })?;
         let Ok(value) = serde_json::from_slice::<Value>(&body) else { return Ok(None) };
         let is_envelope =
             value.as_object().is_some_and(|fields| fields.contains_key("card") && fields.contains_key("signature"));

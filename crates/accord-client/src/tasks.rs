@@ -13,14 +13,15 @@ use accord_types::card::AgentCard;
 use accord_types::tasks::{TaskCapability, TaskList, TaskStatus, TaskUpdate, TaskView};
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
-use reqwest::header::{ACCEPT, HeaderMap};
+use reqwest::header::ACCEPT;
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
-use crate::{Client, ClientError, Operation, directory, parse_url, status_error};
+use crate::error::{ClientError, Operation};
+use crate::lucid::{Client, directory, parse_url, read_answer, status_error};
+use crate::payment::{Sent, Settlement, send_paying};
 
 const TOKEN_HEADER: &str = "task-access-token";
-const SETTLEMENT_HEADERS: [&str; 3] = ["payment-receipt", "payment-response", "x-payment-response"];
 
 /// A task and the token that owns it.
 #[derive(Clone, PartialEq, Eq)]
@@ -49,29 +50,6 @@ pub struct SendOptions {
     pub access_token: Option<String>,
     /// The key a payment provider deduplicates on (20–256 characters). Generated when absent.
     pub idempotency_key: Option<String>,
-}
-
-/// Payment evidence returned with a task capability.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Settlement {
-    /// `Payment-Receipt`.
-    pub payment_receipt: Option<String>,
-    /// `Payment-Response`.
-    pub payment_response: Option<String>,
-    /// `X-Payment-Response`.
-    pub x_payment_response: Option<String>,
-}
-
-impl Settlement {
-    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Self> {
-        let get = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
-        let [receipt, response, x_response] = SETTLEMENT_HEADERS.map(get);
-        (receipt.is_some() || response.is_some() || x_response.is_some()).then_some(Self {
-            payment_receipt: receipt,
-            payment_response: response,
-            x_payment_response: x_response,
-        })
-    }
 }
 
 /// What [`Client::send_message`] returns.
@@ -228,9 +206,9 @@ impl Client {
         }
         let request =
             self.http.post(url.clone()).header(TOKEN_HEADER, &token).header("idempotency-key", &key).json(&body);
-        let response = match self.send_paying(request).await {
-            Ok(crate::payment::Sent::Response(response)) => response,
-            Ok(crate::payment::Sent::Declined(reason)) => {
+        let response = match send_paying(self.payments.as_ref(), request).await {
+            Ok(Sent::Response(response)) => response,
+            Ok(Sent::Declined(reason)) => {
                 let cause = ClientError::PaymentDeclined { operation: Operation::SendMessage, reason };
                 return Err(fail(format!("Task creation failed: {cause}"), Some(cause)));
             }
@@ -241,14 +219,12 @@ impl Client {
         };
         let status = response.status();
         let settlement = Settlement::from_headers(response.headers());
-        let text = response.text().await.map_err(|source| {
-            let cause = ClientError::Transport { operation: Operation::SendMessage, url: url.to_string(), source };
-            TaskCreationError {
-                status: Some(status.as_u16()),
-                settlement: settlement.clone(),
-                ..fail("Task creation response could not be inspected".into(), Some(cause))
-            }
+        let body = read_answer(Operation::SendMessage, response).await.map_err(|cause| TaskCreationError {
+            status: Some(status.as_u16()),
+            settlement: settlement.clone(),
+            ..fail("Task creation response could not be inspected".into(), Some(cause))
         })?;
+        let text = String::from_utf8_lossy(&body).into_owned();
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
         let task_id = parsed.as_ref().and_then(|body| body.get("taskId")).and_then(Value::as_str).map(str::to_owned);
         let task_status =
@@ -305,8 +281,7 @@ impl Client {
         operation: Operation,
         response: reqwest::Response,
     ) -> Result<T, ClientError> {
-        let url = response.url().to_string();
-        let body = response.bytes().await.map_err(|source| ClientError::Transport { operation, url, source })?;
+        let body = read_answer(operation, response).await?;
         serde_json::from_slice(&body).map_err(|error| ClientError::Decode { operation, reason: error.to_string() })
     }
 
@@ -378,7 +353,7 @@ impl Client {
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
-        let events = response.bytes_stream().eventsource().map(move |item| {
+        let events = crate::http::bounded_sse(response.bytes_stream()).eventsource().map(move |item| {
             let event = item.map_err(|error| ClientError::Decode { operation, reason: error.to_string() })?;
             let data = serde_json::from_str(&event.data)
                 .map_err(|error| ClientError::Decode { operation, reason: format!("event data: {error}") })?;

@@ -12,33 +12,49 @@
 //! [`A2aClientOptions::headers`]: super::A2aClientOptions::headers
 
 use std::fmt::Display;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use accord_grpc::pb;
 use accord_grpc::pb::a2a_service_client::A2aServiceClient;
-use accord_types::a2a::StreamResponse;
+use accord_types::a2a::{AgentInterface, StreamResponse};
+use async_trait::async_trait;
 use futures_util::StreamExt;
 use reqwest::Url;
+use reqwest::header::HeaderMap;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use super::{A2A_VERSION, A2A_VERSION_HEADER, A2aClient, A2aClientError, Bound, Connection, Frame, MAX_RESPONSE_BYTES};
-use super::{StreamFault, excerpt};
+use super::error::A2aClientError;
+use super::transport::{
+    A2A_VERSION, A2A_VERSION_HEADER, Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport,
+    Unary,
+};
+use crate::http::{MAX_RESPONSE_BYTES, excerpt};
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where a gRPC interface is, and its channel once the first call opened it.
+/// The gRPC binding of one interface: where it is, and its channel once the first call opened it.
 #[derive(Debug)]
-pub(super) struct Target {
+pub(crate) struct Grpc {
+    interface: AgentInterface,
+    /// The channel's origin, `http(s)://host:port/`.
+    url: Url,
     endpoint: Endpoint,
     channel: OnceLock<Channel>,
+    headers: HeaderMap,
+    request_timeout: Duration,
 }
 
-impl Target {
-    /// The target of the gRPC interface `url` (see [`endpoint_url`]).
-    pub(super) fn new(url: &str) -> Result<(Url, Self), A2aClientError> {
+impl Grpc {
+    /// The binding of the gRPC interface `interface` (its URL read by [`endpoint_url`]).
+    pub(crate) fn new(
+        interface: &AgentInterface,
+        headers: HeaderMap,
+        request_timeout: Duration,
+    ) -> Result<Self, A2aClientError> {
+        let url = &interface.url;
         let invalid = |reason: String| A2aClientError::InvalidUrl { url: url.to_owned(), reason };
         let endpoint_url = endpoint_url(url).map_err(invalid)?;
         let origin = endpoint_url.as_str().trim_end_matches('/').to_owned();
@@ -49,7 +65,14 @@ impl Target {
                 .tls_config(ClientTlsConfig::new().with_native_roots())
                 .map_err(|error| invalid(format!("TLS: {error}")))?;
         }
-        Ok((endpoint_url, Self { endpoint, channel: OnceLock::new() }))
+        Ok(Self {
+            interface: interface.clone(),
+            url: endpoint_url,
+            endpoint,
+            channel: OnceLock::new(),
+            headers,
+            request_timeout,
+        })
     }
 
     /// The generated client on this target's channel (opened lazily: no connection is made
@@ -57,6 +80,164 @@ impl Target {
     fn client(&self) -> A2aServiceClient<Channel> {
         let channel = self.channel.get_or_init(|| self.endpoint.connect_lazy()).clone();
         A2aServiceClient::new(channel).max_decoding_message_size(MAX_RESPONSE_BYTES)
+    }
+
+    /// A gRPC request: the converted message, with the caller's headers and `a2a-version` as
+    /// metadata.
+    fn request<T, P>(&self, message: T) -> Result<tonic::Request<P>, A2aClientError>
+    where
+        P: TryFrom<T>,
+        P::Error: Display,
+    {
+        let message = P::try_from(message).map_err(|error| A2aClientError::InvalidResponse {
+            url: self.url.to_string(),
+            reason: format!("request: {error}"),
+        })?;
+        let mut headers = self.headers.clone();
+        headers.insert(A2A_VERSION_HEADER, http::HeaderValue::from_static(A2A_VERSION));
+        // Reserved names (`content-type`, `te`, `grpc-*` …) are removed by tonic when it sends.
+        Ok(tonic::Request::from_parts(MetadataMap::from_headers(headers), tonic::Extensions::default(), message))
+    }
+
+    /// One unary RPC: converts `request`, calls `rpc` within the request timeout, converts the
+    /// answer back.
+    async fn unary<T, P, R, A, F, Fut>(&self, request: T, rpc: F) -> Result<A, A2aClientError>
+    where
+        P: TryFrom<T>,
+        P::Error: Display,
+        A: TryFrom<R>,
+        A::Error: Display,
+        F: FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let url = self.url.to_string();
+        let request = self.request(request)?;
+        let answer = match tokio::time::timeout(self.request_timeout, rpc(self.client(), request)).await {
+            Err(_) => return Err(A2aClientError::Timeout { url }),
+            Ok(answer) => answer.map_err(|status| status_error(&url, status))?,
+        };
+        A::try_from(answer.into_inner())
+            .map_err(|error| A2aClientError::InvalidResponse { url, reason: error.to_string() })
+    }
+}
+
+#[async_trait]
+impl Transport for Grpc {
+    fn binding(&self) -> Binding {
+        Binding::Grpc
+    }
+
+    fn version(&self) -> ProtocolVersion {
+        ProtocolVersion::V1_0
+    }
+
+    fn interface(&self) -> &AgentInterface {
+        &self.interface
+    }
+
+    fn endpoint(&self) -> &Url {
+        &self.url
+    }
+
+    async fn call(&self, mut request: Unary) -> Result<Answer, A2aClientError> {
+        request.fill_tenant(&self.interface);
+        Ok(match request {
+            Unary::SendMessage(request) => Answer::Message(
+                self.unary::<_, pb::SendMessageRequest, _, _, _, _>(*request, |mut c, r| async move {
+                    c.send_message(r).await
+                })
+                .await?,
+            ),
+            Unary::GetTask(request) => Answer::Task(
+                self.unary::<_, pb::GetTaskRequest, _, _, _, _>(request, |mut c, r| async move { c.get_task(r).await })
+                    .await?,
+            ),
+            Unary::ListTasks(request) => Answer::Tasks(
+                self.unary::<_, pb::ListTasksRequest, _, _, _, _>(
+                    request,
+                    |mut c, r| async move { c.list_tasks(r).await },
+                )
+                .await?,
+            ),
+            Unary::CancelTask(request) => Answer::Task(
+                self.unary::<_, pb::CancelTaskRequest, _, _, _, _>(request, |mut c, r| async move {
+                    c.cancel_task(r).await
+                })
+                .await?,
+            ),
+            Unary::GetExtendedCard(request) => Answer::Card(Box::new(
+                self.unary::<_, pb::GetExtendedAgentCardRequest, _, _, _, _>(request, |mut c, r| async move {
+                    c.get_extended_agent_card(r).await
+                })
+                .await?,
+            )),
+            Unary::CreatePushConfig(config) => Answer::PushConfig(
+                self.unary::<_, pb::TaskPushNotificationConfig, _, _, _, _>(config, |mut c, r| async move {
+                    c.create_task_push_notification_config(r).await
+                })
+                .await?,
+            ),
+            Unary::GetPushConfig(request) => Answer::PushConfig(
+                self.unary::<_, pb::GetTaskPushNotificationConfigRequest, _, _, _, _>(request, |mut c, r| async move {
+                    c.get_task_push_notification_config(r).await
+                })
+                .await?,
+            ),
+            Unary::ListPushConfigs(request) => Answer::PushConfigs(
+                self.unary::<_, pb::ListTaskPushNotificationConfigsRequest, _, _, _, _>(
+                    request,
+                    |mut c, r| async move { c.list_task_push_notification_configs(r).await },
+                )
+                .await?,
+            ),
+            Unary::DeletePushConfig(request) => {
+                self.unary::<_, pb::DeleteTaskPushNotificationConfigRequest, _, (), _, _>(
+                    request,
+                    |mut c, r| async move { c.delete_task_push_notification_config(r).await },
+                )
+                .await?;
+                Answer::Deleted
+            }
+        })
+    }
+
+    /// Opens a server-streaming RPC (within the request timeout). gRPC events have no ids: a
+    /// subscription starts with the task's snapshot, and `last_event_id` is not sent.
+    async fn open(&self, mut request: Streaming, _last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+        request.fill_tenant(&self.interface);
+        let url = self.url.to_string();
+        let mut client = self.client();
+        let open = async {
+            match request {
+                Streaming::SendMessage(request) => {
+                    client.send_streaming_message(self.request::<_, pb::SendMessageRequest>(*request)?).await
+                }
+                Streaming::Subscribe(request) => {
+                    client.subscribe_to_task(self.request::<_, pb::SubscribeToTaskRequest>(request)?).await
+                }
+            }
+            .map_err(|status| status_error(&url, status))
+        };
+        let streaming = match tokio::time::timeout(self.request_timeout, open).await {
+            Err(_) => return Err(A2aClientError::Timeout { url }),
+            Ok(answer) => answer?.into_inner(),
+        };
+        let frames_url = url.clone();
+        let events = streaming.map(move |item| match item {
+            Ok(message) => StreamResponse::try_from(message).map(|response| (None, response)).map_err(|error| {
+                StreamFault::Failed(A2aClientError::InvalidResponse {
+                    url: frames_url.clone(),
+                    reason: format!("stream event: {error}"),
+                })
+            }),
+            // A broken connection is worth a resubscription; the peer's error or an oversized
+            // event is not.
+            Err(status) => Err(match status_error(&frames_url, status) {
+                A2aClientError::GrpcTransport { status, .. } => StreamFault::Dropped(status.to_string()),
+                error => StreamFault::Failed(error),
+            }),
+        });
+        Ok(Connection { url, events: Box::pin(events) })
     }
 }
 
@@ -94,113 +275,6 @@ pub(crate) fn endpoint_url(url: &str) -> Result<Url, String> {
         return Err("a gRPC interface URL without a scheme is host:port; the port is missing".into());
     }
     Ok(parsed)
-}
-
-/// What a streaming RPC asks for.
-pub(super) enum StreamCall {
-    /// `SendStreamingMessage`.
-    Send(Box<accord_types::a2a::SendMessageRequest>),
-    /// `SubscribeToTask`.
-    Subscribe(accord_types::a2a::SubscribeToTaskRequest),
-}
-
-impl A2aClient {
-    /// A gRPC request: the converted message, with the caller's headers and `a2a-version` as
-    /// metadata.
-    fn grpc_request<T, P>(&self, bound: &Bound, message: T) -> Result<tonic::Request<P>, A2aClientError>
-    where
-        P: TryFrom<T>,
-        P::Error: Display,
-    {
-        let message = P::try_from(message).map_err(|error| A2aClientError::InvalidResponse {
-            url: bound.endpoint.to_string(),
-            reason: format!("request: {error}"),
-        })?;
-        let mut headers = self.options.headers.clone();
-        headers.insert(A2A_VERSION_HEADER, http::HeaderValue::from_static(A2A_VERSION));
-        // Reserved names (`content-type`, `te`, `grpc-*` …) are removed by tonic when it sends.
-        Ok(tonic::Request::from_parts(MetadataMap::from_headers(headers), tonic::Extensions::default(), message))
-    }
-
-    fn target(bound: &Bound) -> Result<&Target, A2aClientError> {
-        bound.grpc.as_ref().ok_or_else(|| A2aClientError::InvalidUrl {
-            url: bound.interface.url.clone(),
-            reason: "not a gRPC interface".into(),
-        })
-    }
-
-    /// One unary RPC: converts `request`, calls `rpc` within the request timeout, converts the
-    /// answer back.
-    pub(super) async fn grpc_unary<T, P, R, A, F, Fut>(
-        &self,
-        bound: &Bound,
-        request: T,
-        rpc: F,
-    ) -> Result<A, A2aClientError>
-    where
-        P: TryFrom<T>,
-        P::Error: Display,
-        A: TryFrom<R>,
-        A::Error: Display,
-        F: FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> Fut,
-        Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
-    {
-        let url = bound.endpoint.to_string();
-        let request = self.grpc_request(bound, request)?;
-        let client = Self::target(bound)?.client();
-        let answer = match tokio::time::timeout(self.options.request_timeout, rpc(client, request)).await {
-            Err(_) => return Err(A2aClientError::Timeout { url }),
-            Ok(answer) => answer.map_err(|status| status_error(&url, status))?,
-        };
-        A::try_from(answer.into_inner())
-            .map_err(|error| A2aClientError::InvalidResponse { url, reason: error.to_string() })
-    }
-
-    /// Opens a server-streaming RPC (within the request timeout) as a [`Connection`] whose frames
-    /// are already converted.
-    pub(super) async fn grpc_open_stream(
-        &self,
-        bound: Arc<Bound>,
-        call: StreamCall,
-    ) -> Result<Connection, A2aClientError> {
-        let url = bound.endpoint.to_string();
-        let mut client = Self::target(&bound)?.client();
-        let open = async {
-            match call {
-                StreamCall::Send(request) => {
-                    client
-                        .send_streaming_message(self.grpc_request::<_, pb::SendMessageRequest>(&bound, *request)?)
-                        .await
-                }
-                StreamCall::Subscribe(request) => {
-                    client.subscribe_to_task(self.grpc_request::<_, pb::SubscribeToTaskRequest>(&bound, request)?).await
-                }
-            }
-            .map_err(|status| status_error(&url, status))
-        };
-        let streaming = match tokio::time::timeout(self.options.request_timeout, open).await {
-            Err(_) => return Err(A2aClientError::Timeout { url }),
-            Ok(answer) => answer?.into_inner(),
-        };
-        let frames_url = url.clone();
-        let events = streaming.map(move |item| match item {
-            Ok(message) => {
-                StreamResponse::try_from(message).map(|response| Frame::Decoded(Box::new(response))).map_err(|error| {
-                    StreamFault::Failed(A2aClientError::InvalidResponse {
-                        url: frames_url.clone(),
-                        reason: format!("stream event: {error}"),
-                    })
-                })
-            }
-            // A broken connection is worth a resubscription; the peer's error or an oversized
-            // event is not.
-            Err(status) => Err(match status_error(&frames_url, status) {
-                A2aClientError::GrpcTransport { status, .. } => StreamFault::Dropped(status.to_string()),
-                error => StreamFault::Failed(error),
-            }),
-        });
-        Ok(Connection { url, rpc_id: None, bound, events: Box::pin(events) })
-    }
 }
 
 /// Reads a failed RPC: a transport failure (the status came from the connection, not the peer),
@@ -280,20 +354,5 @@ mod tests {
         let error = status_error("u", peer);
         assert_eq!(error.kind(), Some(accord_types::a2a::A2aErrorKind::TaskNotFound));
         assert!(!error.is_retryable());
-    }
-
-    #[test]
-    fn a_bad_grpc_url_fails_the_client_before_any_request() {
-        let card = super::super::parse_card(serde_json::json!({
-            "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {},
-            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
-            "supportedInterfaces": [{"url": "peer.example/a2a", "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
-        }))
-        .expect("card");
-        let error = A2aClient::from_card(card, super::super::A2aClientOptions::default()).expect_err("bad URL");
-        assert!(
-            matches!(&error, A2aClientError::InvalidUrl { url, reason } if url == "peer.example/a2a" && reason.contains("no path")),
-            "{error}"
-        );
     }
 }

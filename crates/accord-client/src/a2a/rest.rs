@@ -1,0 +1,344 @@
+//! The HTTP+JSON binding at 1.0 (`HTTP+JSON`, spec §11): each operation is its REST route under
+//! the interface URL (and the tenant, when set), with the 1.0 request as the body of a POST and
+//! its fields as the query of a GET; errors are `google.rpc.Status` bodies; streams are SSE
+//! events each carrying a bare `StreamResponse`. Also the reading of a REST error, which the 0.3
+//! adapter falls back on.
+
+use accord_types::a2a::{A2aError, AgentInterface, RestErrorBody, StreamResponse};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use reqwest::{Method, StatusCode, Url};
+use serde_json::Value;
+
+use super::error::A2aClientError;
+use super::http::{HttpCall, HttpWire, Opened, answer_v1, interface_url, to_value};
+use super::transport::{Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport, Unary};
+use crate::http::excerpt;
+
+/// The 1.0 HTTP+JSON binding of one interface.
+#[derive(Debug)]
+pub(crate) struct Rest {
+    wire: HttpWire,
+    interface: AgentInterface,
+    endpoint: Url,
+}
+
+impl Rest {
+    pub(crate) fn new(wire: HttpWire, interface: &AgentInterface) -> Result<Self, A2aClientError> {
+        Ok(Self { wire, endpoint: interface_url(interface)?, interface: interface.clone() })
+    }
+
+    /// The route `path` (under the tenant, when set) with `params` as the body of a POST (its
+    /// `tenant` removed; it travels in the path) and `query` for a GET.
+    pub(crate) fn route(
+        &self,
+        method: Method,
+        path: &[&str],
+        query: &[(&str, String)],
+        params: Value,
+    ) -> Result<HttpCall, A2aClientError> {
+        let mut url = self.endpoint.clone();
+        {
+            let mut segments = url.path_segments_mut().map_err(|()| A2aClientError::InvalidUrl {
+                url: self.endpoint.to_string(),
+                reason: "cannot be a base".into(),
+            })?;
+            segments.pop_if_empty();
+            if let Some(tenant) = self.interface.tenant.as_deref().filter(|tenant| !tenant.is_empty()) {
+                segments.push(tenant);
+            }
+            segments.extend(path);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query.iter().map(|(name, value)| (*name, value.as_str())));
+        }
+        let body = (method == Method::POST).then(|| {
+            let mut params = params;
+            if let Value::Object(fields) = &mut params {
+                fields.remove("tenant");
+            }
+            params
+        });
+        Ok(HttpCall { method, url, body, versioned: true })
+    }
+
+    /// The HTTP request of a unary operation.
+    fn unary_call(&self, request: &Unary) -> Result<HttpCall, A2aClientError> {
+        match request {
+            Unary::SendMessage(request) => self.route(Method::POST, &["message:send"], &[], to_value(request)?),
+            Unary::GetTask(request) => {
+                let query: Vec<(&str, String)> =
+                    request.history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
+                self.route(Method::GET, &["tasks", &request.id], &query, to_value(request)?)
+            }
+            Unary::ListTasks(request) => {
+                let mut query: Vec<(&str, String)> = Vec::new();
+                if let Some(context_id) = &request.context_id {
+                    query.push(("contextId", context_id.clone()));
+                }
+                if let Some(status) = request.status {
+                    query.push(("status", status.as_str().to_owned()));
+                }
+                if let Some(page_size) = request.page_size {
+                    query.push(("pageSize", page_size.to_string()));
+                }
+                if let Some(page_token) = &request.page_token {
+                    query.push(("pageToken", page_token.clone()));
+                }
+                if let Some(history_length) = request.history_length {
+                    query.push(("historyLength", history_length.to_string()));
+                }
+                if let Some(after) = &request.status_timestamp_after {
+                    query.push(("statusTimestampAfter", after.clone()));
+                }
+                if let Some(include) = request.include_artifacts {
+                    query.push(("includeArtifacts", include.to_string()));
+                }
+                self.route(Method::GET, &["tasks"], &query, to_value(request)?)
+            }
+            Unary::CancelTask(request) => {
+                let action = format!("{}:cancel", request.id);
+                let mut call = self.route(Method::POST, &["tasks", &action], &[], to_value(request)?)?;
+                // The id travels in the path and there is no metadata: no body, as the TCK sends it.
+                call.body = None;
+                Ok(call)
+            }
+            Unary::GetExtendedCard(request) => self.route(Method::GET, &["extendedAgentCard"], &[], to_value(request)?),
+            Unary::CreatePushConfig(config) => {
+                let task_id = config.task_id.clone().unwrap_or_default();
+                let path = ["tasks", &task_id, "pushNotificationConfigs"];
+                let mut call = self.route(Method::POST, &path, &[], to_value(config)?)?;
+                if let Some(Value::Object(body)) = call.body.as_mut() {
+                    // Path parameters are not repeated in the body (§1.1).
+                    body.remove("taskId");
+                }
+                Ok(call)
+            }
+            Unary::GetPushConfig(request) => {
+                let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
+                self.route(Method::GET, &path, &[], to_value(request)?)
+            }
+            Unary::ListPushConfigs(request) => {
+                let mut query: Vec<(&str, String)> = Vec::new();
+                if let Some(page_size) = request.page_size {
+                    query.push(("pageSize", page_size.to_string()));
+                }
+                if let Some(page_token) = &request.page_token {
+                    query.push(("pageToken", page_token.clone()));
+                }
+                let path = ["tasks", &request.task_id, "pushNotificationConfigs"];
+                self.route(Method::GET, &path, &query, to_value(request)?)
+            }
+            Unary::DeletePushConfig(request) => {
+                let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
+                self.route(Method::DELETE, &path, &[], to_value(request)?)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for Rest {
+    fn binding(&self) -> Binding {
+        Binding::HttpJson
+    }
+
+    fn version(&self) -> ProtocolVersion {
+        ProtocolVersion::V1_0
+    }
+
+    fn interface(&self) -> &AgentInterface {
+        &self.interface
+    }
+
+    fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+
+    async fn call(&self, mut request: Unary) -> Result<Answer, A2aClientError> {
+        request.fill_tenant(&self.interface);
+        let call = self.unary_call(&request)?;
+        let (url, value) = rest_exchange(&self.wire, &call, rest_error).await?;
+        answer_v1(&request, url, value)
+    }
+
+    async fn open(&self, mut request: Streaming, last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+        request.fill_tenant(&self.interface);
+        match request {
+            Streaming::SendMessage(request) => {
+                let call = self.route(Method::POST, &["message:stream"], &[], to_value(&request)?)?;
+                open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await
+            }
+            Streaming::Subscribe(request) => {
+                let action = format!("{}:subscribe", request.id);
+                let mut call = self.route(Method::POST, &["tasks", &action], &[], to_value(&request)?)?;
+                // No body, as the TCK and the SDK clients send it.
+                call.body = None;
+                match open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await {
+                    // The proto routes subscribe as GET; the spec as POST. Try GET when POST is refused.
+                    Err(A2aClientError::Status { status: 405, .. }) => {
+                        let call = HttpCall { method: Method::GET, ..call };
+                        open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+}
+
+/// Sends a REST call and reads its JSON answer; an error status is read by `error_of`.
+pub(crate) async fn rest_exchange(
+    wire: &HttpWire,
+    call: &HttpCall,
+    error_of: fn(&str, StatusCode, &[u8]) -> A2aClientError,
+) -> Result<(String, Value), A2aClientError> {
+    let (status, body) = wire.exchange(call).await?;
+    let url = call.url.to_string();
+    if !status.is_success() {
+        return Err(error_of(&url, status, &body));
+    }
+    let value = serde_json::from_slice(&body)
+        .map_err(|error| A2aClientError::InvalidResponse { url: url.clone(), reason: format!("not JSON: {error}") })?;
+    Ok((url, value))
+}
+
+/// Opens a REST stream: an error status is read by `error_of`, each event by `item_of`.
+pub(crate) async fn open_rest_stream(
+    wire: &HttpWire,
+    call: &HttpCall,
+    last_event_id: Option<&str>,
+    error_of: fn(&str, StatusCode, &[u8]) -> A2aClientError,
+    item_of: fn(&str, &str, &str) -> Result<StreamResponse, A2aClientError>,
+) -> Result<Connection, A2aClientError> {
+    let url = call.url.to_string();
+    let events = match wire.open(call, last_event_id).await? {
+        Opened::Events(events) => events,
+        Opened::Refused { status, body } if !status.is_success() => return Err(error_of(&url, status, &body)),
+        Opened::Refused { .. } => {
+            return Err(A2aClientError::InvalidResponse {
+                url,
+                reason: "a JSON body where an event stream was expected".into(),
+            });
+        }
+    };
+    let events_url = url.clone();
+    let events = events.map(move |item| {
+        let event = item?;
+        let response = item_of(&events_url, &event.event, &event.data).map_err(StreamFault::Failed)?;
+        Ok(((!event.id.is_empty()).then_some(event.id), response))
+    });
+    Ok(Connection { url, events: Box::pin(events) })
+}
+
+/// One SSE event of the HTTP+JSON binding: a bare `StreamResponse`, or (SDK behaviour, not spec)
+/// an `event: error` frame carrying a `google.rpc.Status` body.
+pub(crate) fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse, A2aClientError> {
+    let invalid = |reason: String| A2aClientError::InvalidResponse { url: url.to_owned(), reason };
+    let value: Value =
+        serde_json::from_str(data).map_err(|error| invalid(format!("stream event is not JSON: {error}")))?;
+    if event == "error" || value.get("error").is_some_and(Value::is_object) {
+        let body: RestErrorBody =
+            serde_json::from_value(value).map_err(|error| invalid(format!("stream error event: {error}")))?;
+        let status = body.error.code;
+        return Err(match A2aError::from_rest_body(&body) {
+            Some(error) => A2aClientError::A2a { http_status: Some(status), error },
+            None => A2aClientError::Status { url: url.to_owned(), status, body: excerpt(data.as_bytes()) },
+        });
+    }
+    serde_json::from_value(value).map_err(|error| invalid(format!("stream event: {error}")))
+}
+
+/// Reads a REST error: the A2A error of its `google.rpc.Status` body, else the status and body.
+pub(crate) fn rest_error(url: &str, status: StatusCode, body: &[u8]) -> A2aClientError {
+    let a2a = serde_json::from_slice::<RestErrorBody>(body).ok().and_then(|body| A2aError::from_rest_body(&body));
+    match a2a {
+        Some(error) => A2aClientError::A2a { http_status: Some(status.as_u16()), error },
+        None => A2aClientError::Status { url: url.to_owned(), status: status.as_u16(), body: excerpt(body) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::card::parse_card;
+    use crate::a2a::jsonrpc::rpc_call;
+    use crate::a2a::transport::settles;
+    use accord_types::a2a::A2aErrorKind;
+    use accord_types::jsonrpc;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn card(interfaces: Value) -> Value {
+        json!({
+            "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {"streaming": true},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "echo", "name": "echo", "description": "echo", "tags": ["echo"]}],
+            "supportedInterfaces": interfaces,
+        })
+    }
+
+    fn interface(binding: &str, url: &str, tenant: Option<&str>) -> AgentInterface {
+        let mut interface = json!({"url": url, "protocolBinding": binding, "protocolVersion": "1.0"});
+        if let Some(tenant) = tenant {
+            interface["tenant"] = json!(tenant);
+        }
+        let card = parse_card(card(json!([interface]))).expect("card");
+        card.supported_interfaces[0].clone()
+    }
+
+    fn wire() -> HttpWire {
+        HttpWire { http: reqwest::Client::new(), headers: Default::default(), request_timeout: Duration::from_secs(1) }
+    }
+
+    #[test]
+    fn rest_calls_follow_the_routes_under_the_tenant() {
+        let rest = Rest::new(wire(), &interface("HTTP+JSON", "http://h/a2a/rest/", Some("acme"))).expect("binding");
+        let call =
+            rest.route(Method::GET, &["tasks", "t/1"], &[("historyLength", "2".into())], json!({})).expect("call");
+        assert_eq!(call.url.as_str(), "http://h/a2a/rest/acme/tasks/t%2F1?historyLength=2");
+        assert!(call.body.is_none());
+        let call =
+            rest.route(Method::POST, &["message:send"], &[], json!({"tenant": "acme", "message": {}})).expect("call");
+        assert_eq!(call.url.as_str(), "http://h/a2a/rest/acme/message:send");
+        assert_eq!(call.body, Some(json!({"message": {}})), "the tenant travels in the path");
+
+        let rpc = interface("JSONRPC", "http://h/a2a/jsonrpc", Some("acme"));
+        let mut request =
+            Unary::GetTask(accord_types::a2a::GetTaskRequest { tenant: None, id: "x".into(), history_length: None });
+        request.fill_tenant(&rpc);
+        let Unary::GetTask(request) = request else { unreachable!("the same operation") };
+        assert_eq!(request.tenant.as_deref(), Some("acme"));
+        let endpoint = Url::parse(&rpc.url).expect("url");
+        let (call, id) = rpc_call(&endpoint, "GetTask", json!({"id": "x"}), true).expect("call");
+        assert_eq!((call.method, call.url.as_str()), (Method::POST, "http://h/a2a/jsonrpc"));
+        let body = call.body.expect("body");
+        assert_eq!((body["jsonrpc"].clone(), body["method"].clone()), (json!("2.0"), json!("GetTask")));
+        assert_eq!(body["id"], id);
+        let request = jsonrpc::Request::from_value(body).expect("a request the servers read");
+        assert_eq!((request.method.as_str(), request.params), ("GetTask", Some(json!({"id": "x"}))));
+    }
+
+    #[test]
+    fn rest_errors_keep_status_reason_and_message() {
+        let body = br#"{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"done already","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}"#;
+        let error = rest_error("u", StatusCode::BAD_REQUEST, body);
+        assert_eq!((error.kind(), error.http_status()), (Some(A2aErrorKind::TaskNotCancelable), Some(400)));
+        assert_eq!(error.a2a_error().map(|e| e.message.as_str()), Some("done already"));
+        let plain = rest_error("u", StatusCode::NOT_FOUND, b"Not Found");
+        assert!(matches!(plain, A2aClientError::Status { status: 404, ref body, .. } if body == "Not Found"));
+        let streamed = stream_rest_item("u", "error", std::str::from_utf8(body).expect("utf8")).expect_err("error");
+        assert_eq!(streamed.kind(), Some(A2aErrorKind::TaskNotCancelable));
+        let update = stream_rest_item(
+            "u",
+            "message",
+            r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}"#,
+        )
+        .expect("update");
+        assert!(!settles(&update));
+        assert!(matches!(
+            stream_rest_item("u", "", r#"{"kind":"status-update"}"#),
+            Err(A2aClientError::InvalidResponse { .. })
+        ));
+    }
+}
