@@ -13,6 +13,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use accord_types::jsonrpc;
+use accord_types::tasks_rpc::{SkillKey, TaskRef, TaskSpec};
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::{Map, Value, json};
@@ -140,17 +141,6 @@ pub fn check_peer_url(peer_url: &str, allow_loopback_http: bool) -> Result<Url, 
     }
 }
 
-fn valid_skill(skill: &str) -> bool {
-    let bytes = skill.as_bytes();
-    (1..=64).contains(&bytes.len())
-        && bytes[0].is_ascii_alphabetic()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-fn valid_task_id(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
 impl Client {
     /// `tasks/send`: starts a task on the peer; returns the peer's result (typically
     /// `{taskId, status}`, or the final state when the task finished quickly).
@@ -161,23 +151,16 @@ impl Client {
         options: RpcOptions,
     ) -> Result<Value, RpcClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
-        if !valid_skill(&task.skill) {
-            return Err(RpcClientError::BadSkill);
-        }
-        let mut params = json!({"task": {"skill": task.skill}});
-        if let Some(input) = task.input {
-            params["task"]["input"] = Value::Object(input);
-        }
+        let skill = SkillKey::parse(&task.skill).ok_or(RpcClientError::BadSkill)?;
+        let params = TaskSpec { skill, input: task.input.unwrap_or_default() }.to_params();
         self.rpc_call(url, "tasks/send", params, options, Duration::from_secs(30)).await
     }
 
     /// `tasks/get`: the peer's `{taskId, status, result?, error?}`.
     pub async fn tasks_get(&self, peer_url: &str, task_id: &str, options: RpcOptions) -> Result<Value, RpcClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
-        if !valid_task_id(task_id) {
-            return Err(RpcClientError::BadTaskId);
-        }
-        self.rpc_call(url, "tasks/get", json!({"taskId": task_id}), options, Duration::from_secs(15)).await
+        let task = TaskRef::parse(task_id).ok_or(RpcClientError::BadTaskId)?;
+        self.rpc_call(url, "tasks/get", task.to_params(), options, Duration::from_secs(15)).await
     }
 
     /// `tasks/cancel`: cancels the task on the peer.
@@ -188,10 +171,8 @@ impl Client {
         options: RpcOptions,
     ) -> Result<Value, RpcClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
-        if !valid_task_id(task_id) {
-            return Err(RpcClientError::BadTaskId);
-        }
-        self.rpc_call(url, "tasks/cancel", json!({"taskId": task_id}), options, Duration::from_secs(15)).await
+        let task = TaskRef::parse(task_id).ok_or(RpcClientError::BadTaskId)?;
+        self.rpc_call(url, "tasks/cancel", task.to_params(), options, Duration::from_secs(15)).await
     }
 
     async fn rpc_call(
@@ -301,11 +282,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn skill_and_task_id_are_checked_before_sending() {
-        assert!(valid_skill("summarize"));
-        assert!(!valid_skill("9lives"));
-        assert!(valid_task_id("abc-123_x"));
-        assert!(!valid_task_id("a b"));
+    #[tokio::test(flavor = "current_thread")]
+    async fn skill_and_task_id_are_checked_before_sending() {
+        // Port 9 is closed: a call that reached the network would be a transport error.
+        let options = || RpcOptions { allow_loopback_http: true, ..RpcOptions::default() };
+        let peer = "http://127.0.0.1:9/rpc";
+        let client = Client::new();
+        let task = RpcTask { skill: "9lives".into(), input: None };
+        assert!(matches!(client.tasks_send(peer, task, options()).await, Err(RpcClientError::BadSkill)));
+        assert!(matches!(client.tasks_get(peer, "a b", options()).await, Err(RpcClientError::BadTaskId)));
+        assert!(matches!(client.tasks_cancel(peer, "../x", options()).await, Err(RpcClientError::BadTaskId)));
+        let task = RpcTask { skill: "summarize".into(), input: None };
+        assert!(matches!(client.tasks_send(peer, task, options()).await, Err(RpcClientError::Transport { .. })));
     }
 }

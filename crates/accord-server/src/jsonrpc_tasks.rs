@@ -34,7 +34,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures_util::{Stream, StreamExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::auth::Principal;
 use crate::body::BodyFailure;
@@ -111,14 +111,7 @@ impl From<ErrorObject> for RpcError {
     }
 }
 
-/// The task of a `tasks/send`: a skill and its input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskSpec {
-    /// The skill key.
-    pub skill: String,
-    /// The input (an object; `{}` when the caller sent none).
-    pub input: Map<String, Value>,
-}
+pub use accord_types::tasks_rpc::{SkillKey, TaskFailure, TaskRef, TaskSpec, TaskUpdate, TaskView};
 
 /// What a handler knows about the call.
 #[derive(Debug, Clone)]
@@ -290,7 +283,7 @@ impl TasksEndpoint {
             }
         };
         if let Call::Send(task) | Call::SendSubscribe(task) = &call
-            && let Some(scope) = self.scopes.get(&task.skill)
+            && let Some(scope) = self.scopes.get(task.skill.as_str())
             && !context.principal.as_ref().is_some_and(|principal| principal.has_scope(scope))
         {
             tracing::warn!(target: "accord::audit", event = "a2a.tasks.scope_denied", method = %method, skill = %task.skill, scope = %scope, subject = %subject);
@@ -374,46 +367,13 @@ enum Call {
     SendSubscribe(TaskSpec),
 }
 
-fn valid_skill(skill: &str) -> bool {
-    let bytes = skill.as_bytes();
-    (1..=64).contains(&bytes.len())
-        && bytes[0].is_ascii_alphabetic()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-fn valid_task_id(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
 fn parse_call(method: &str, params: &Value) -> Result<Call, RpcError> {
     let invalid = |message: String| RpcError::new(RpcError::INVALID_PARAMS, message);
-    let Some(params) = params.as_object() else { return Err(invalid(format!("{method}: params must be an object"))) };
     match method {
-        "tasks/send" | "tasks/sendSubscribe" => {
-            let task = params
-                .get("task")
-                .and_then(Value::as_object)
-                .ok_or_else(|| invalid(format!("{method}: params.task must be a non-null object")))?;
-            let skill =
-                task.get("skill").and_then(Value::as_str).filter(|skill| valid_skill(skill)).ok_or_else(|| {
-                    invalid(format!("{method}: params.task.skill must match /^[a-zA-Z][a-zA-Z0-9._-]{{0,63}}$/"))
-                })?;
-            let input = match task.get("input") {
-                None => Map::new(),
-                Some(Value::Object(input)) => input.clone(),
-                Some(_) => return Err(invalid(format!("{method}: params.task.input must be a non-null object"))),
-            };
-            let spec = TaskSpec { skill: skill.to_owned(), input };
-            Ok(if method == "tasks/send" { Call::Send(spec) } else { Call::SendSubscribe(spec) })
-        }
-        _ => {
-            let task_id = params
-                .get("taskId")
-                .and_then(Value::as_str)
-                .filter(|id| valid_task_id(id))
-                .ok_or_else(|| invalid(format!("{method}: params.taskId must match /^[A-Za-z0-9_-]{{1,64}}$/")))?;
-            Ok(if method == "tasks/get" { Call::Get(task_id.to_owned()) } else { Call::Cancel(task_id.to_owned()) })
-        }
+        "tasks/send" => TaskSpec::from_params(method, params).map(Call::Send).map_err(invalid),
+        "tasks/sendSubscribe" => TaskSpec::from_params(method, params).map(Call::SendSubscribe).map_err(invalid),
+        "tasks/get" => TaskRef::from_params(method, params).map(|task| Call::Get(task.into_string())).map_err(invalid),
+        _ => TaskRef::from_params(method, params).map(|task| Call::Cancel(task.into_string())).map_err(invalid),
     }
 }
 
@@ -475,7 +435,7 @@ impl EngineTasks {
 
     fn request(task: TaskSpec, context: &RpcContext) -> SendRequest {
         SendRequest::new(Self::caller(context), SendInput::Candidates(vec![Value::Object(task.input)]))
-            .skill(task.skill)
+            .skill(task.skill.as_str())
     }
 }
 
@@ -511,23 +471,32 @@ fn failure_error(error: Error) -> RpcError {
     }
 }
 
-fn state_name(state: TaskState) -> Value {
-    serde_json::to_value(state).unwrap_or(Value::Null)
+/// The engine's name of `state` (`submitted`, `working`, …), as this dialect writes it.
+fn state_name(state: TaskState) -> String {
+    state.as_str().to_owned()
 }
 
-/// `{taskId, status, contextId?, result?, error?}` with the engine's state names.
+/// The error a settled task reports, in this dialect's shape.
+fn failure_of(error: &accord_engine::SkillError) -> TaskFailure {
+    TaskFailure { code: error.code.clone(), message: error.message.clone() }
+}
+
+/// The [`TaskView`] of `task`.
 fn task_json(task: &Task) -> Value {
-    let mut view = json!({"taskId": task.id.as_str(), "status": state_name(task.state)});
-    if let Some(context) = &task.context_id {
-        view["contextId"] = json!(context);
-    }
-    if let (TaskState::Completed, Some(result)) = (task.state, &task.result) {
-        view["result"] = serde_json::to_value(result).unwrap_or(Value::Null);
-    }
-    if let (TaskState::Failed | TaskState::Rejected, Some(error)) = (task.state, &task.error) {
-        view["error"] = json!({"code": error.code, "message": error.message});
-    }
-    view
+    let view = TaskView {
+        task_id: task.id.as_str().to_owned(),
+        status: state_name(task.state),
+        context_id: task.context_id.clone(),
+        result: match (task.state, &task.result) {
+            (TaskState::Completed, Some(result)) => Some(serde_json::to_value(result).unwrap_or(Value::Null)),
+            _ => None,
+        },
+        error: match (task.state, &task.error) {
+            (TaskState::Failed | TaskState::Rejected, Some(error)) => Some(failure_of(error)),
+            _ => None,
+        },
+    };
+    serde_json::to_value(view).unwrap_or(Value::Null)
 }
 
 #[async_trait]
@@ -558,34 +527,35 @@ impl TasksHandler for EngineTasks {
             self.service.subscribe(&caller, &started.id, SubscribeFrom::Start).await.map_err(failure_error)?;
         let updates = updates.events.map(|item| {
             let event = item.map_err(failure_error)?;
-            let mut update = json!({"taskId": event.task_id.as_str(), "sequence": event.sequence});
+            let mut update = TaskUpdate::new(event.task_id.as_str(), event.sequence, "other");
             match &event.kind {
                 TaskEventKind::Status { state, .. } => {
-                    update["event"] = json!("status");
-                    update["status"] = state_name(*state);
+                    update.event = "status".into();
+                    update.status = Some(state_name(*state));
                 }
                 TaskEventKind::Result { result } => {
-                    update["event"] = json!("result");
-                    update["status"] = state_name(TaskState::Completed);
-                    update["result"] = serde_json::to_value(result).unwrap_or(Value::Null);
+                    update.event = "result".into();
+                    update.status = Some(state_name(TaskState::Completed));
+                    update.result = Some(serde_json::to_value(result).unwrap_or(Value::Null));
                 }
                 TaskEventKind::Error { state, error } => {
-                    update["event"] = json!("error");
-                    update["status"] = state_name(*state);
-                    update["error"] = json!({"code": error.code, "message": error.message});
+                    update.event = "error".into();
+                    update.status = Some(state_name(*state));
+                    update.error = Some(failure_of(error));
                 }
                 TaskEventKind::Artifact { artifact, append, last_chunk } => {
-                    update["event"] = json!("artifact");
-                    update["artifact"] = serde_json::to_value(artifact).unwrap_or(Value::Null);
-                    update["append"] = json!(append);
-                    update["lastChunk"] = json!(last_chunk);
+                    update.event = "artifact".into();
+                    update.artifact = Some(serde_json::to_value(artifact).unwrap_or(Value::Null));
+                    update.append = Some(*append);
+                    update.last_chunk = Some(*last_chunk);
                 }
                 TaskEventKind::Message { message } => {
-                    update["event"] = json!("message");
-                    update["message"] = serde_json::to_value(message).unwrap_or(Value::Null);
+                    update.event = "message".into();
+                    update.message = Some(serde_json::to_value(message).unwrap_or(Value::Null));
                 }
-                _ => update["event"] = json!("other"),
+                _ => {}
             }
+            let update = serde_json::to_value(update).unwrap_or(Value::Null);
             Ok(update)
         });
         Ok(Box::pin(updates))

@@ -10,6 +10,7 @@ pub mod card;
 pub mod jsonrpc;
 pub mod lucid;
 pub mod tasks;
+pub mod tasks_rpc;
 
 mod lenient;
 

@@ -145,7 +145,7 @@ fn expand(rest: &str, base: String, out: &mut Vec<String>) {
     let head: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
     let path = format!("{base}{head}");
     let after = &rest[head.len()..];
-    if head.ends_with("::") && after.starts_with('{') {
+    if (head.is_empty() || head.ends_with("::")) && after.starts_with('{') {
         // A group: split its top level on commas.
         let mut depth = 0usize;
         let mut start = 1;
@@ -229,4 +229,28 @@ fn references(
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_aliased_and_relative_imports_are_read() {
+        let known: BTreeSet<String> = ["a", "a::b", "a::c", "d", "e"].into_iter().map(str::to_owned).collect();
+        let reexports: BTreeMap<String, String> = [("Root".to_owned(), "e".to_owned())].into_iter().collect();
+        let source = "use crate::{d, e::Item as Alias};\nuse super::{b::X,\n    c as C};\n// use crate::a;\n\
+                      fn f() { crate::Root; super::Own; my_crate::d::x(); }\n#[cfg(test)]\nmod tests { use crate::a; }\n";
+        let found = references("a::z", source, &known, &reexports);
+        let expected: BTreeSet<String> = ["a", "a::b", "a::c", "d", "e"].into_iter().map(str::to_owned).collect();
+        assert_eq!(found, expected);
+        let root = reexports_of("pub use a::b::{X, Y as Z};\npub(crate) use d::W;\nmod e;\n", &known);
+        assert_eq!(root.get("X").map(String::as_str), Some("a::b"));
+        assert_eq!(root.get("Y").map(String::as_str), Some("a::b"));
+        assert_eq!(root.get("W").map(String::as_str), Some("d"));
+    }
+
+    fn reexports_of(root: &str, known: &BTreeSet<String>) -> BTreeMap<String, String> {
+        reexports(root, known)
+    }
 }

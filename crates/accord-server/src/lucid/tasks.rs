@@ -15,7 +15,10 @@ use accord_engine::task::{
 };
 use accord_engine::{Error, ErrorKind, TaskState, time};
 use accord_payments::Operation;
-use accord_types::tasks::{TaskCapability, TaskErrorView, TaskList, TaskResultView, TaskStatus, TaskUpdate, TaskView};
+use accord_types::tasks::{
+    CreateTaskRequest, TaskCapability, TaskErrorView, TaskList, TaskMessageContent, TaskResultView, TaskStatus,
+    TaskUpdate, TaskView,
+};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Query};
@@ -180,52 +183,28 @@ fn invalid_body() -> LucidError {
     LucidError::new(StatusCode::BAD_REQUEST, "invalid_request", "Invalid request body")
 }
 
-/// The parts of a `SendMessageRequest` the face uses, checked for shape.
-struct SendMessage {
-    skill_id: String,
-    content: Value,
-    context_id: Option<String>,
-    metadata: Option<Map<String, Value>>,
-}
-
-fn parse_send_message(payload: &Value) -> Result<SendMessage, LucidError> {
-    let object = payload.as_object().ok_or_else(invalid_body)?;
-    let skill_id =
-        object.get("skillId").and_then(Value::as_str).filter(|id| !id.trim().is_empty()).ok_or_else(invalid_body)?;
-    let message = object.get("message").and_then(Value::as_object).ok_or_else(invalid_body)?;
-    match message.get("role").and_then(Value::as_str) {
-        Some("user" | "assistant" | "system") => {}
-        _ => return Err(invalid_body()),
-    }
-    let content = message.get("content").and_then(Value::as_object).ok_or_else(invalid_body)?;
-    let has_text = content.get("text").is_some_and(Value::is_string);
-    let has_parts = content.get("parts").is_some_and(Value::is_array);
-    if !has_text && !has_parts {
+/// The body of `POST /tasks`, as its schema ([`CreateTaskRequest`]) documents it: a non-blank
+/// skill, a message whose content has `text` or `parts`; `null` optional members are absent.
+fn parse_create(payload: Value) -> Result<CreateTaskRequest, LucidError> {
+    let request: CreateTaskRequest = serde_json::from_value(payload).map_err(|_| invalid_body())?;
+    if request.skill_id.trim().is_empty()
+        || (request.message.content.text.is_none() && request.message.content.parts.is_none())
+    {
         return Err(invalid_body());
     }
-    let context_id = match object.get("contextId") {
-        None => None,
-        Some(Value::String(context)) => Some(context.clone()),
-        Some(_) => return Err(invalid_body()),
-    };
-    let metadata = match object.get("metadata") {
-        None => None,
-        Some(Value::Object(metadata)) => Some(metadata.clone()),
-        Some(_) => return Err(invalid_body()),
-    };
-    Ok(SendMessage { skill_id: skill_id.to_owned(), content: Value::Object(content.clone()), context_id, metadata })
+    Ok(request)
 }
 
 /// The skill input carried by a message: `text` parsed as JSON when it is JSON (else the string
 /// itself), or the first part (its `text` when it has one).
-fn message_input(content: &Value) -> Value {
+fn message_input(content: &TaskMessageContent) -> Value {
     fn from_text(text: &str) -> Value {
         serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
     }
-    if let Some(text) = content.get("text").and_then(Value::as_str) {
+    if let Some(text) = &content.text {
         return from_text(text);
     }
-    match content.get("parts").and_then(|parts| parts.get(0)) {
+    match content.parts.as_ref().and_then(|parts| parts.first()) {
         Some(part) => match part.get("text").and_then(Value::as_str) {
             Some(text) => from_text(text),
             None => part.clone(),
@@ -244,17 +223,19 @@ pub(crate) async fn create(
     body::require_json(&headers, &body)?;
     let bytes = body::read_limited(body, state.config.body_limit).await?;
     let payload: Value = serde_json::from_slice(&bytes).map_err(|_| LucidError::invalid_json())?;
-    let request = parse_send_message(&payload)?;
+    let request = parse_create(payload)?;
     // A free task without a token gets a fresh one; a paid task's owner must be known before any
     // payment step, so there the caller must supply it (the payment flow checks).
     let supplied = supplied_token(&headers)?;
     let token_supplied = supplied.is_some();
     let token = supplied.unwrap_or_else(AccessToken::generate);
-    let send =
-        SendRequest::new(Caller::owner(token.owner()), SendInput::Candidates(vec![message_input(&request.content)]))
-            .skill(request.skill_id)
-            .context_id(request.context_id)
-            .metadata(request.metadata.map(Value::Object));
+    let send = SendRequest::new(
+        Caller::owner(token.owner()),
+        SendInput::Candidates(vec![message_input(&request.message.content)]),
+    )
+    .skill(request.skill_id)
+    .context_id(request.context_id)
+    .metadata(request.metadata.map(Value::Object));
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
     let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);
     let mut payment =
