@@ -1,7 +1,7 @@
 //! Who may call `accord serve`, as a real process: anonymous callers get a share each per client
 //! address (a trusted proxy's `X-Forwarded-For` names the address), `--require-auth` refuses
 //! anonymous callers on every face, and `--no-streaming` turns streaming off on the card and on
-//! every streaming method.
+//! every streaming method of every face.
 
 mod support;
 
@@ -189,6 +189,18 @@ async fn no_streaming_turns_streaming_off_on_the_card_and_every_streaming_method
     assert_eq!(subscribe.status().as_u16(), 400);
     let subscribe: Value = subscribe.json().await.expect("json");
     assert_eq!(subscribe["error"]["code"], json!("stream_not_supported"), "{subscribe}");
+    // The JSON-RPC tasks face's stream too, before any task starts.
+    let tasks_rpc: Value = client
+        .post(format!("{}/a2a/tasks", served.url))
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/sendSubscribe",
+                      "params": {"task": {"skill": "ticks", "input": {"count": 2}}}}))
+        .send()
+        .await
+        .expect("tasks/sendSubscribe")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(tasks_rpc["error"]["code"], json!(-32601), "{tasks_rpc}");
     let entrypoints: Value =
         client.get(format!("{}/entrypoints", served.url)).send().await.expect("list").json().await.expect("json");
     let ticks = entrypoints["items"].as_array().expect("items").iter().find(|item| item["key"] == "ticks").cloned();

@@ -16,7 +16,7 @@ use accord_types::jsonrpc;
 use accord_types::tasks_rpc::{SkillKey, TaskRef, TaskSpec};
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::http::{BodyError, read_bounded};
 use crate::lucid::Client;
@@ -237,6 +237,7 @@ fn uuid_like() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn peer_urls_are_https_or_opted_in_loopback_http() {

@@ -156,6 +156,9 @@ pub enum ErrorKind {
     DurableStoreRequired,
     /// Anonymous callers may not do this (list tasks, by default).
     AnonymousNotAllowed,
+    /// The agent serves no streams ([`crate::task::ServiceConfig::streaming`] is off): a
+    /// streaming send or a subscription is refused before anything starts.
+    StreamingOff,
     /// The request is larger than a limit of the task service allows (an input, a message, a
     /// task's history): not retryable as it is.
     TooLarge,

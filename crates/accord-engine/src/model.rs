@@ -197,6 +197,18 @@ impl TaskState {
         matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
     }
 
+    /// Every state, in declaration order.
+    pub const ALL: [Self; 8] = [
+        Self::Submitted,
+        Self::Working,
+        Self::InputRequired,
+        Self::AuthRequired,
+        Self::Completed,
+        Self::Failed,
+        Self::Canceled,
+        Self::Rejected,
+    ];
+
     /// The state's serde (JSON) name: what stores keep in their `state` column and metrics use as
     /// a label.
     pub fn as_str(self) -> &'static str {
@@ -514,17 +526,7 @@ mod tests {
 
     #[test]
     fn a_states_name_is_its_json_name() {
-        let states = [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::AuthRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-            TaskState::Rejected,
-        ];
-        for state in states {
+        for state in TaskState::ALL {
             assert_eq!(serde_json::to_value(state).expect("a state serializes"), state.as_str());
             assert_eq!(serde_json::from_value::<TaskState>(state.as_str().into()).expect("a name parses"), state);
         }

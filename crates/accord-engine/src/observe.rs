@@ -63,16 +63,7 @@ pub fn owner_tag(owner: &OwnerHash) -> String {
 }
 
 /// Every state, in the order of [`TaskState`].
-pub const STATES: [TaskState; 8] = [
-    TaskState::Submitted,
-    TaskState::Working,
-    TaskState::InputRequired,
-    TaskState::AuthRequired,
-    TaskState::Completed,
-    TaskState::Failed,
-    TaskState::Canceled,
-    TaskState::Rejected,
-];
+pub const STATES: [TaskState; 8] = TaskState::ALL;
 
 /// The state an event puts its task in, if it sets one.
 fn entered(event: &TaskEventKind) -> Option<TaskState> {

@@ -317,6 +317,21 @@ mod subscribe {
         let stranger = fixture.service.subscribe(&super::caller(), &running.id, SubscribeFrom::Start).await;
         assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
     }
+
+    #[tokio::test]
+    async fn with_streaming_off_streams_are_refused_and_nothing_starts() {
+        let fixture = Fixture::with(ServiceConfig::default().streaming(false), Durability::Process);
+        let caller = caller();
+        assert_eq!(kind(fixture.service.ensure_streaming()), ErrorKind::StreamingOff);
+        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo");
+        assert_eq!(kind(fixture.service.send_streaming(request).await), ErrorKind::StreamingOff);
+        let page = fixture.service.list(&caller, &ListQuery::default()).await.expect("listed");
+        assert!(page.tasks.is_empty(), "a refused streaming send starts no task");
+        // A blocking send still works; its task cannot be subscribed to.
+        let running = fixture.holding(caller).await;
+        let subscribed = fixture.service.subscribe(&caller, &running.id, SubscribeFrom::Start).await;
+        assert_eq!(kind(subscribed), ErrorKind::StreamingOff);
+    }
 }
 
 mod list {

@@ -455,6 +455,10 @@ fn failure_error(error: Error) -> RpcError {
         | ErrorKind::InvalidRequest
         | ErrorKind::TooLarge
         | ErrorKind::PaymentRequired => RpcError::new(RpcError::INVALID_PARAMS, error.message()),
+        // As a handler that serves no streams answers (see `TasksHandler::send_subscribe`).
+        ErrorKind::StreamingOff => {
+            RpcError::new(RpcError::METHOD_NOT_FOUND, "method 'tasks/sendSubscribe' is not supported here")
+        }
         ErrorKind::CapacityExhausted => RpcError::new(RpcError::TASK_CAPACITY_EXHAUSTED, error.message())
             .with_data(json!({"reason": "TASK_CAPACITY_EXHAUSTED", "retryAfter": crate::CAPACITY_RETRY_AFTER_SECS})),
         ErrorKind::OwnerShareExhausted => RpcError::new(RpcError::OWNER_SHARE_EXHAUSTED, error.message())
@@ -519,6 +523,8 @@ impl TasksHandler for EngineTasks {
     }
 
     async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
+        // Refused before the task starts: the stream is built from a send and a subscription.
+        self.service.ensure_streaming().map_err(failure_error)?;
         let caller = Self::caller(&context);
         let started =
             self.service.send(Self::request(task, &context), Wait::Immediately).await.map_err(failure_error)?;
@@ -567,14 +573,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn skill_and_task_id_patterns() {
-        assert!(valid_skill("summarize"));
-        assert!(valid_skill("a.b_c-d"));
-        assert!(!valid_skill("1abc"));
-        assert!(!valid_skill("../etc"));
-        assert!(!valid_skill(&"a".repeat(65)));
-        assert!(valid_task_id("0b9c2f6e-1d2a-4c1b-9a55-3f3c0b7d1e22"));
-        assert!(!valid_task_id("a/b"));
-        assert!(!valid_task_id(""));
+    fn calls_are_read_with_the_dialects_rules() {
+        let send = parse_call("tasks/send", &json!({"task": {"skill": "summarize", "input": {"a": 1}}}));
+        assert!(matches!(send, Ok(Call::Send(spec)) if spec.skill.as_str() == "summarize" && spec.input["a"] == 1));
+        assert!(matches!(
+            parse_call("tasks/sendSubscribe", &json!({"task": {"skill": "s"}})),
+            Ok(Call::SendSubscribe(_))
+        ));
+        assert!(matches!(parse_call("tasks/get", &json!({"taskId": "t-1"})), Ok(Call::Get(id)) if id == "t-1"));
+        assert!(matches!(parse_call("tasks/cancel", &json!({"taskId": "t_2"})), Ok(Call::Cancel(id)) if id == "t_2"));
+        for (method, params, message) in [
+            (
+                "tasks/send",
+                json!({"task": {"skill": "1abc"}}),
+                "tasks/send: params.task.skill must match /^[a-zA-Z][a-zA-Z0-9._-]{0,63}$/",
+            ),
+            ("tasks/get", json!({"taskId": "a/b"}), "tasks/get: params.taskId must match /^[A-Za-z0-9_-]{1,64}$/"),
+            ("tasks/cancel", json!([]), "tasks/cancel: params must be an object"),
+        ] {
+            let Err(error) = parse_call(method, &params) else { panic!("{method} {params} was accepted") };
+            assert_eq!((error.code, error.message.as_str()), (RpcError::INVALID_PARAMS, message));
+        }
     }
 }

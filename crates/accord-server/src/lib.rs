@@ -72,8 +72,11 @@ pub struct ServerConfig {
     /// The task runtime behind the `/tasks` routes; without one the routes are not mounted and
     /// the card does not advertise tasks.
     pub tasks: Option<TaskRuntime>,
-    /// How long a task subscription stays open at most (default 5 min).
-    pub subscription_timeout: Duration,
+    /// The Lucid profile's safety timeout of `GET /tasks/{id}/subscribe`: the stream ends after
+    /// this long even if the task has not (default 5 min, as the profile says). The A2A and
+    /// JSON-RPC task streams have no such timeout: their specifications keep a subscription open
+    /// until the task ends, and their clients resume with `Last-Event-ID`.
+    pub lucid_subscription_timeout: Duration,
     /// The JSON-RPC tasks face, mounted with the task routes (default: at `/a2a/tasks`, no
     /// scopes). `None` leaves it out.
     pub jsonrpc_tasks: Option<JsonRpcTasksConfig>,
@@ -238,7 +241,7 @@ impl Default for ServerConfig {
             card_max_age: Duration::from_secs(300),
             idempotency: IdempotencyConfig::default(),
             tasks: None,
-            subscription_timeout: Duration::from_secs(300),
+            lucid_subscription_timeout: Duration::from_secs(300),
             jsonrpc_tasks: Some(JsonRpcTasksConfig::default()),
             a2a: Some(A2aConfig::default()),
             signed_card: None,
@@ -342,9 +345,9 @@ impl ServerConfig {
         self
     }
 
-    /// Sets [`ServerConfig::subscription_timeout`].
-    pub fn subscription_timeout(mut self, timeout: Duration) -> Self {
-        self.subscription_timeout = timeout;
+    /// Sets [`ServerConfig::lucid_subscription_timeout`].
+    pub fn lucid_subscription_timeout(mut self, timeout: Duration) -> Self {
+        self.lucid_subscription_timeout = timeout;
         self
     }
 
@@ -486,6 +489,8 @@ impl Faces {
             {
                 service_config.default_skill.clone_from(&a2a.default_skill);
             }
+            // Streaming off is the service's rule, so that every face refuses streams alike.
+            service_config.streaming &= config.streaming;
             TaskService::new(runtime.clone(), service_config)
         });
         let a2a = match (&service, config.served_a2a()) {
@@ -494,7 +499,6 @@ impl Faces {
                 extensions: a2a_config.extensions.clone().into(),
                 payments: config.payments.clone(),
                 push: config.served_push().map(|push| Arc::new(push.policy.clone())),
-                streaming: config.streaming,
             }),
             _ => None,
         };

@@ -816,27 +816,9 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const ALL_STATES: [TaskState; 8] = [
-        TaskState::Submitted,
-        TaskState::Working,
-        TaskState::InputRequired,
-        TaskState::AuthRequired,
-        TaskState::Completed,
-        TaskState::Failed,
-        TaskState::Canceled,
-        TaskState::Rejected,
-    ];
-
-    #[test]
-    fn state_names_are_the_engines_serde_names() {
-        for state in ALL_STATES {
-            assert_eq!(serde_json::to_value(state).expect("a state serializes"), Value::from(state.as_str()));
-        }
-    }
-
     #[test]
     fn the_sql_terminal_states_are_the_engines() {
-        let terminal: Vec<String> = ALL_STATES
+        let terminal: Vec<String> = TaskState::ALL
             .into_iter()
             .filter(|state| state.is_terminal())
             .map(|state| format!("'{}'", state.as_str()))

@@ -173,24 +173,6 @@ fn corrupt(column: &str, detail: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use accord_engine::TaskState;
-
-    #[test]
-    fn state_names_are_the_json_names() {
-        let states = [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::AuthRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-            TaskState::Rejected,
-        ];
-        for state in states {
-            assert_eq!(serde_json::to_value(state).ok(), Some(serde_json::Value::from(state.as_str())));
-        }
-    }
 
     #[test]
     fn lease_phase_names_are_the_json_names_and_round_trip() {

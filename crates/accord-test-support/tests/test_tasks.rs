@@ -337,7 +337,7 @@ async fn capacity_holds_only_active_tasks_then_refuses() {
         (status, json_of(&body)),
         (
             503,
-            json!({"error": {"code": "task_capacity_exhausted", "message": "A2A task capacity (2) is exhausted by active tasks"}})
+            json!({"error": {"code": "task_capacity_exhausted", "message": "Task capacity (2) is exhausted by active tasks"}})
         )
     );
 }

@@ -202,10 +202,10 @@ impl std::fmt::Display for TaskFailure {
                 )
             }
             Self::CapacityExhausted { capacity } => {
-                write!(f, "A2A task capacity ({capacity}) is exhausted by active tasks")
+                write!(f, "Task capacity ({capacity}) is exhausted by active tasks")
             }
             Self::BytesExhausted { budget } => {
-                write!(f, "A2A task memory ({budget} bytes) is exhausted by active tasks")
+                write!(f, "Task memory ({budget} bytes) is exhausted by active tasks")
             }
             Self::ClaimLost { id } => write!(f, "the execution claim on task {id} was lost"),
             Self::NotWaiting { id, state } if state.is_terminal() => {

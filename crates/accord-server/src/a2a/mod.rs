@@ -114,8 +114,6 @@ pub(crate) struct A2aCore {
     pub(crate) payments: Option<crate::PaymentsConfig>,
     /// Which webhook URLs are accepted; `None` when this server sends no push notifications.
     pub(crate) push: Option<std::sync::Arc<crate::push::guard::WebhookPolicy>>,
-    /// Whether the streaming operations are served ([`crate::ServerConfig::streaming`]).
-    pub(crate) streaming: bool,
 }
 
 /// What the JSON-RPC endpoint needs, in both dialects ([`jsonrpc`], [`v03`]).
@@ -248,13 +246,10 @@ impl A2aCore {
         Ok(a2a::SendMessageResponse::Task(a2a_task(&task, configuration.history_length, true)))
     }
 
-    /// Refuses a streaming operation when streaming is off (`capabilities.streaming: false`).
+    /// Refuses a streaming operation when the service serves no streams
+    /// (`capabilities.streaming: false`), before the request is read any further.
     fn ensure_streaming(&self) -> Result<(), A2aError> {
-        if self.streaming {
-            Ok(())
-        } else {
-            Err(A2aError::new(A2aErrorKind::UnsupportedOperation).with_message("this agent does not stream"))
-        }
+        self.service.ensure_streaming().map_err(a2a_error)
     }
 
     /// `SendStreamingMessage`: the task, then its updates until it ends or waits.
@@ -429,9 +424,8 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         ErrorKind::TaskRunning
         | ErrorKind::TaskEnded
         | ErrorKind::PaymentRequired
-        | ErrorKind::DurableStoreRequired => {
-            A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(error.message())
-        }
+        | ErrorKind::DurableStoreRequired
+        | ErrorKind::StreamingOff => A2aError::new(A2aErrorKind::UnsupportedOperation).with_message(error.message()),
         ErrorKind::NoSkill
         | ErrorKind::UnknownSkill
         | ErrorKind::NotInvocable

@@ -109,6 +109,7 @@ pub(crate) fn lucid_error(error: Error) -> LucidError {
         ErrorKind::PaymentRequired => {
             LucidError::new(StatusCode::PAYMENT_REQUIRED, "payment_required", error.message())
         }
+        ErrorKind::StreamingOff => LucidError::code_only(StatusCode::BAD_REQUEST, "stream_not_supported"),
         ErrorKind::TaskRunning | ErrorKind::TaskEnded | ErrorKind::AnonymousNotAllowed => {
             LucidError::new(StatusCode::BAD_REQUEST, "invalid_state", error.message())
         }
@@ -391,9 +392,7 @@ pub(crate) async fn subscribe(
 ) -> Result<Response, LucidError> {
     let service = tasks_of(&state)?;
     let caller = caller(&headers)?;
-    if !state.config.streaming {
-        return Err(LucidError::code_only(axum::http::StatusCode::BAD_REQUEST, "stream_not_supported"));
-    }
+    service.ensure_streaming().map_err(lucid_error)?;
     // `Last-Event-ID` resumes after the last event the client saw; otherwise the whole log is
     // replayed, which starts with the task's current status.
     let from = headers
@@ -420,7 +419,7 @@ pub(crate) async fn subscribe(
             };
             std::future::ready(frame)
         })
-        .take_until(tokio::time::sleep(state.config.subscription_timeout));
+        .take_until(tokio::time::sleep(state.config.lucid_subscription_timeout));
     Ok(crate::sse::sse_response(Sse::new(frames).keep_alive(KeepAlive::default())))
 }
 
@@ -429,12 +428,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn input_of(content: Value) -> Value {
+        message_input(&serde_json::from_value(content).expect("a message content"))
+    }
+
     #[test]
     fn message_input_parses_json_text_and_falls_back_to_the_string() {
-        assert_eq!(message_input(&json!({"text": "{\"a\":1}"})), json!({"a": 1}));
-        assert_eq!(message_input(&json!({"text": "plain words"})), json!("plain words"));
-        assert_eq!(message_input(&json!({"parts": [{"text": "{\"b\":2}"}]})), json!({"b": 2}));
-        assert_eq!(message_input(&json!({"parts": [{"data": 3}]})), json!({"data": 3}));
+        assert_eq!(input_of(json!({"text": "{\"a\":1}"})), json!({"a": 1}));
+        assert_eq!(input_of(json!({"text": "plain words"})), json!("plain words"));
+        assert_eq!(input_of(json!({"parts": [{"text": "{\"b\":2}"}]})), json!({"b": 2}));
+        assert_eq!(input_of(json!({"parts": [{"data": 3}]})), json!({"data": 3}));
+    }
+
+    #[test]
+    fn the_create_body_is_read_as_its_schema() {
+        let body = |value: Value| parse_create(value).map_err(|error| error.status.as_u16());
+        let good = json!({"skillId": "echo", "message": {"role": "user", "content": {"text": "hi"}}});
+        assert!(body(good).is_ok());
+        let null_context =
+            json!({"skillId": "e", "message": {"role": "user", "content": {"parts": []}}, "contextId": null});
+        assert!(body(null_context).is_ok(), "a null optional member is absent");
+        for bad in [
+            json!([]),
+            json!({"skillId": " ", "message": {"role": "user", "content": {"text": "hi"}}}),
+            json!({"skillId": "e", "message": {"role": "robot", "content": {"text": "hi"}}}),
+            json!({"skillId": "e", "message": {"role": "user", "content": {}}}),
+            json!({"skillId": "e", "message": {"role": "user", "content": {"text": "hi"}}, "metadata": [1]}),
+            json!({"skillId": "e", "message": {"role": "user", "content": {"text": "hi"}}, "contextId": 7}),
+        ] {
+            assert_eq!(body(bad.clone()), Err(400), "{bad}");
+        }
     }
 
     #[test]

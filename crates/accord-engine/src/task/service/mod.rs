@@ -111,6 +111,10 @@ pub struct ServiceConfig {
     pub limits: TaskLimits,
     /// How large a list's answer may be.
     pub lists: ListLimits,
+    /// Whether streams are served: streaming sends and subscriptions (default `true`). Off, they
+    /// are refused with [`ErrorKind::StreamingOff`] on every face, and blocking sends, reads and
+    /// push notifications still work.
+    pub streaming: bool,
 }
 
 /// Size limits a send is held to before anything is stored: a request beyond one is refused with
@@ -246,6 +250,7 @@ impl Default for ServiceConfig {
             push_key: PushKey::generate(),
             limits: TaskLimits::default(),
             lists: ListLimits::default(),
+            streaming: true,
         }
     }
 }
@@ -284,6 +289,12 @@ impl ServiceConfig {
     /// Sets [`ServiceConfig::lists`].
     pub fn lists(mut self, lists: ListLimits) -> Self {
         self.lists = lists;
+        self
+    }
+
+    /// Sets [`ServiceConfig::streaming`].
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
         self
     }
 }
@@ -623,9 +634,21 @@ impl TaskService {
         }
     }
 
+    /// Refuses when the agent serves no streams ([`ServiceConfig::streaming`]): the streaming
+    /// operations check it first, and a face that must refuse before it parses more (or that
+    /// builds a stream of its own from a send) asks here.
+    pub fn ensure_streaming(&self) -> Result<(), Error> {
+        if self.config.streaming {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::StreamingOff, "this agent does not stream"))
+        }
+    }
+
     /// Sends a message and streams the task: its snapshot, then its log until it settles (ends,
     /// or waits for the caller).
     pub async fn send_streaming(&self, request: SendRequest) -> Result<TaskUpdates, Error> {
+        self.ensure_streaming()?;
         let caller = request.caller;
         let task = self.start(request).await?;
         self.follow(&caller, task).await
@@ -756,6 +779,7 @@ impl TaskService {
     /// The caller's task's updates, from `from`, open through states that wait for the caller
     /// and ending after the terminal event.
     pub async fn subscribe(&self, caller: &Caller, id: &TaskId, from: SubscribeFrom) -> Result<TaskUpdates, Error> {
+        self.ensure_streaming()?;
         let owner = caller.owner;
         let (snapshot, after) = match from {
             SubscribeFrom::Snapshot => {
