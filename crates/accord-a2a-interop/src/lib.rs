@@ -17,7 +17,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use accord_client::a2a::{A2aClient, A2aClientError, A2aClientOptions, A2aEvent, ProtocolVersion, user_text_message};
+use accord_client::ClientError;
+use accord_client::a2a::{A2aClient, A2aClientOptions, A2aEvent, ProtocolVersion, user_text_message};
 use accord_types::a2a::{
     A2aErrorKind, ListTasksRequest, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
     Task, TaskState,
@@ -228,9 +229,9 @@ pub async fn check_peer(card_url: &str, binding: &str) -> Vec<Check> {
             // Undeclared, the spec (§3.3.4) asks for UnsupportedOperation; the official Rust SDK
             // (a2a-server-lf 0.5.3) answers ExtendedAgentCardNotConfigured, which is accepted
             // as the other error the spec names for a card that is not there.
-            Err(error) if !declared => match error.kind() {
+            Err(error) if !declared => match error.a2a_kind() {
                 Some(A2aErrorKind::UnsupportedOperation | A2aErrorKind::ExtendedAgentCardNotConfigured) => {
-                    Ok(error.kind().map(|kind| kind.name()).unwrap_or_default().to_owned())
+                    Ok(error.a2a_kind().map(|kind| kind.name()).unwrap_or_default().to_owned())
                 }
                 _ => Err(format!("expected UnsupportedOperation, got {error}")),
             },
@@ -272,8 +273,8 @@ fn ensure(condition: bool, why: impl Into<String>) -> Result<(), String> {
     if condition { Ok(()) } else { Err(why.into()) }
 }
 
-fn expect_kind(error: &A2aClientError, kind: A2aErrorKind) -> Outcome {
-    match error.kind() {
+fn expect_kind(error: &ClientError, kind: A2aErrorKind) -> Outcome {
+    match error.a2a_kind() {
         Some(found) if found == kind => Ok(format!("{} ({})", kind.name(), kind.code())),
         _ => Err(format!("expected {}, got {error}", kind.name())),
     }

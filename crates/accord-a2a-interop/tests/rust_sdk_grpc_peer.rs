@@ -12,9 +12,9 @@ use a2a::{
 };
 use a2a_pb::proto::a2a_service_server::A2aServiceServer;
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemoryTaskStore, StaticAgentCard};
+use accord_client::ClientError;
 use accord_client::a2a::{
-    A2aClient, A2aClientError, A2aClientOptions, A2aEvent, Binding, MAX_RESPONSE_BYTES, ProtocolVersion,
-    user_text_message,
+    A2aClient, A2aClientOptions, A2aEvent, Binding, MAX_RESPONSE_BYTES, ProtocolVersion, user_text_message,
 };
 use accord_types::a2a::{
     A2aErrorKind, ListTasksRequest, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
@@ -257,13 +257,13 @@ async fn send_get_list_and_cancel_over_grpc_with_metadata_and_tenant() {
     assert_eq!(again.status.state, TaskState::Canceled);
 
     let done = client.cancel_task(&task.id).await.expect_err("a completed task");
-    assert_eq!(done.kind(), Some(A2aErrorKind::TaskNotCancelable), "{done}");
+    assert_eq!(done.a2a_kind(), Some(A2aErrorKind::TaskNotCancelable), "{done}");
 
     // Without the token, the peer's authorizer refuses: the metadata is what carried it.
     let card = client.card().clone();
     let anonymous = A2aClient::from_card(card, A2aClientOptions::with_bindings(["GRPC"])).expect("client");
     let refused = anonymous.get_task(&task.id, None).await.expect_err("no token");
-    assert_eq!(refused.kind(), Some(A2aErrorKind::UnsupportedOperation), "{refused}");
+    assert_eq!(refused.a2a_kind(), Some(A2aErrorKind::UnsupportedOperation), "{refused}");
 }
 
 #[tokio::test]
@@ -306,7 +306,7 @@ async fn streams_arrive_in_order_and_subscriptions_follow_a_running_task() {
             let events = collect(events).await;
             assert!(events.last().map(shape).is_some_and(|last| last.ends_with("TASK_STATE_COMPLETED")));
         }
-        Err(error) => assert_eq!(error.kind(), Some(A2aErrorKind::UnsupportedOperation), "{error}"),
+        Err(error) => assert_eq!(error.a2a_kind(), Some(A2aErrorKind::UnsupportedOperation), "{error}"),
     }
 }
 
@@ -316,10 +316,10 @@ async fn errors_and_message_sizes_over_grpc() {
     let client = client(&peer).await;
 
     let missing = client.get_task("no-such-task", None).await.expect_err("not found");
-    assert_eq!(missing.kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
-    assert_eq!(missing.http_status(), None);
+    assert_eq!(missing.a2a_kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
+    assert_eq!(missing.status(), None);
     let missing = client.subscribe("no-such-task").await.err().expect("not found");
-    assert_eq!(missing.kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
+    assert_eq!(missing.a2a_kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
 
     // Over gRPC's default 4 MiB and under the client's limit: read.
     let five_mib = 5 * 1024 * 1024;
@@ -328,7 +328,7 @@ async fn errors_and_message_sizes_over_grpc() {
     // Over the client's limit: refused as an unreadable answer, not a peer error.
     let too_big = client.send_message(request(&format!("big {}", MAX_RESPONSE_BYTES + 1024), false)).await;
     match too_big {
-        Err(A2aClientError::InvalidResponse { reason, .. }) => assert!(reason.contains("exceeds"), "{reason}"),
+        Err(ClientError::InvalidResponse { reason, .. }) => assert!(reason.contains("exceeds"), "{reason}"),
         other => panic!("an oversized answer must be refused: {other:?}"),
     }
     let mut events = client
@@ -341,7 +341,7 @@ async fn errors_and_message_sizes_over_grpc() {
             failure = Some(error);
         }
     }
-    assert!(matches!(failure, Some(A2aClientError::InvalidResponse { .. })), "{failure:?}");
+    assert!(matches!(failure, Some(ClientError::InvalidResponse { .. })), "{failure:?}");
 
     // Nothing listens: a transport error, after no more than the connect attempt.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -351,13 +351,13 @@ async fn errors_and_message_sizes_over_grpc() {
     card.supported_interfaces[0].url = format!("http://{address}");
     let nowhere = A2aClient::from_card(card, options()).expect("client");
     let error = nowhere.get_task("x", None).await.expect_err("no server");
-    assert!(matches!(error, A2aClientError::GrpcTransport { .. }), "{error:?}");
+    assert!(matches!(error, ClientError::GrpcTransport { .. }), "{error:?}");
 
     // A card whose gRPC URL has a path is refused before any call.
     let mut card = client.card().clone();
     card.supported_interfaces[0].url = format!("http://{}/a2a", peer.grpc);
     let error = A2aClient::from_card(card, options()).expect_err("a path");
-    assert!(matches!(error, A2aClientError::InvalidUrl { .. }), "{error}");
+    assert!(matches!(error, ClientError::InvalidUrl { .. }), "{error}");
 }
 
 /// A TCP proxy to `upstream` whose open connections can be cut (new ones are still accepted).
@@ -430,5 +430,5 @@ async fn a_dropped_grpc_stream_resubscribes_and_ends_with_the_task() {
     assert_eq!(shape(&first), "task:TASK_STATE_SUBMITTED");
     proxy.cut();
     let last = tokio::time::timeout(Duration::from_secs(10), events.next()).await.expect("an item").expect("an item");
-    assert!(matches!(last, Err(A2aClientError::StreamInterrupted { attempts: 0, .. })), "{last:?}");
+    assert!(matches!(last, Err(ClientError::StreamInterrupted { attempts: 0, .. })), "{last:?}");
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use accord::serve::{ServeArgs, ServeError, ServeErrorKind};
-use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
+use accord_client::rpc::{RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
 use accord_types::a2a::ErrorMapping;
 use accord_types::tasks::{TaskStatus, TaskView};
@@ -324,13 +324,23 @@ struct Failure {
 impl From<ClientError> for Failure {
     fn from(error: ClientError) -> Self {
         let code = match error {
-            ClientError::Transport { .. } | ClientError::CardNotFound { .. } => EXIT_UNREACHABLE,
-            ClientError::InvalidIdempotencyKey | ClientError::InvalidAccessToken | ClientError::InvalidUrl { .. } => {
-                EXIT_USAGE
-            }
+            ClientError::CardNotFound { .. } => EXIT_UNREACHABLE,
+            _ if error.is_unreachable() => EXIT_UNREACHABLE,
+            ClientError::InvalidIdempotencyKey
+            | ClientError::InvalidAccessToken
+            | ClientError::InvalidUrl { .. }
+            | ClientError::InvalidSkill { .. }
+            | ClientError::InvalidTaskId { .. } => EXIT_USAGE,
             _ => EXIT_FAILED,
         };
-        Self { code, message: error.to_string() }
+        let mut message = error.to_string();
+        if let ClientError::TaskNotCreated(failure) = &error
+            && failure.status.is_none()
+            && error.is_unreachable()
+        {
+            message.push_str(" (the task may exist: list with the access token before retrying)");
+        }
+        Self { code, message }
     }
 }
 
@@ -526,21 +536,6 @@ impl From<ServeError> for Failure {
     }
 }
 
-impl From<RpcClientError> for Failure {
-    fn from(error: RpcClientError) -> Self {
-        let code = match error {
-            RpcClientError::Transport { .. } => EXIT_UNREACHABLE,
-            RpcClientError::BadPeerUrl { .. } | RpcClientError::BadSkill | RpcClientError::BadTaskId => EXIT_USAGE,
-            _ => EXIT_FAILED,
-        };
-        let mut message = error.to_string();
-        if matches!(error, RpcClientError::BadPeerUrl { .. }) {
-            message.push_str(" (use https, or --allow-loopback-http for a local agent)");
-        }
-        Self { code, message }
-    }
-}
-
 fn rpc_options(target: &RpcTarget) -> Result<RpcOptions, Failure> {
     let mut options = RpcOptions { allow_loopback_http: target.allow_loopback_http, ..RpcOptions::default() };
     if let Some(token) = &target.bearer {
@@ -554,6 +549,15 @@ fn rpc_options(target: &RpcTarget) -> Result<RpcOptions, Failure> {
 
 async fn rpc(command: RpcCommand) -> Result<(), Failure> {
     let client = Client::new();
+    // A refused peer URL says how to reach a local agent.
+    let hint = |error: ClientError| {
+        let refused_url = matches!(error, ClientError::InvalidUrl { .. });
+        let mut failure = Failure::from(error);
+        if refused_url {
+            failure.message.push_str(" (use https, or --allow-loopback-http for a local agent)");
+        }
+        failure
+    };
     let result = match command {
         RpcCommand::Send { target, skill, input } => {
             let input = match parse_input(&input)? {
@@ -561,10 +565,14 @@ async fn rpc(command: RpcCommand) -> Result<(), Failure> {
                 _ => return Err(usage("the input must be a JSON object")),
             };
             let options = rpc_options(&target)?;
-            client.tasks_send(&target.url, RpcTask { skill, input: Some(input) }, options).await?
+            client.tasks_send(&target.url, RpcTask { skill, input: Some(input) }, options).await.map_err(hint)?
         }
-        RpcCommand::Get { target, id } => client.tasks_get(&target.url, &id, rpc_options(&target)?).await?,
-        RpcCommand::Cancel { target, id } => client.tasks_cancel(&target.url, &id, rpc_options(&target)?).await?,
+        RpcCommand::Get { target, id } => {
+            client.tasks_get(&target.url, &id, rpc_options(&target)?).await.map_err(hint)?
+        }
+        RpcCommand::Cancel { target, id } => {
+            client.tasks_cancel(&target.url, &id, rpc_options(&target)?).await.map_err(hint)?
+        }
     };
     print_json(&result, true);
     Ok(())
@@ -578,14 +586,7 @@ async fn task(command: TaskCommand) -> Result<(), Failure> {
             let input = parse_input(&input)?;
             let card = client.fetch_card(&url).await?;
             let options = SendOptions { access_token: token, context_id: context, ..SendOptions::default() };
-            let sent = client.send_message(&card, &skill, input, options).await.map_err(|error| {
-                let mut message = error.to_string();
-                let unanswered = matches!(error.cause, Some(ClientError::Transport { .. }));
-                if error.status.is_none() && unanswered {
-                    message.push_str(" (the task may exist: list with the access token before retrying)");
-                }
-                Failure { code: if unanswered { EXIT_UNREACHABLE } else { EXIT_FAILED }, message }
-            })?;
+            let sent = client.send_message(&card, &skill, input, options).await?;
             if !wait {
                 let mut printed = json!({"taskId": sent.access.task_id, "accessToken": sent.access.access_token,
                                          "status": sent.status});

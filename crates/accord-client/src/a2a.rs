@@ -6,7 +6,7 @@
 //! use accord_types::a2a::{SendMessageRequest, SendMessageResponse};
 //! use futures_util::StreamExt;
 //!
-//! # async fn run() -> Result<(), accord_client::a2a::A2aClientError> {
+//! # async fn run() -> Result<(), accord_client::ClientError> {
 //! let client = A2aClient::from_card_url("http://127.0.0.1:8787", A2aClientOptions::default()).await?;
 //! println!("speaking {} at {}", client.binding(), client.interface().url);
 //! let request = SendMessageRequest {
@@ -33,15 +33,15 @@
 //! To prefer gRPC, say so: `A2aClientOptions::with_bindings(["GRPC", "JSONRPC"])`. When no 1.x entry fits, a `0.3` entry is taken the same way (a 0.3 card, which has
 //! no `supportedInterfaces`, is read as one listing its `url` and `additionalInterfaces` at 0.3:
 //! [`parse_card`]). When nothing fits, construction fails with
-//! [`A2aClientError::NoCompatibleInterface`] before any request is made.
+//! [`ClientError::NoCompatibleInterface`](crate::ClientError::NoCompatibleInterface) before any request is made.
 //!
 //! **gRPC.** A `GRPC` interface's `url` is `host:port` (plaintext HTTP/2, as the official SDKs and
 //! the TCK connect), `http://host:port` (the same) or `https://host:port` (HTTP/2 over TLS, with
 //! the system's root certificates); anything else fails construction with
-//! [`A2aClientError::InvalidUrl`]. Calls are the RPCs of `lf.a2a.v1.A2AService`, converted to and
+//! [`ClientError::InvalidUrl`](crate::ClientError::InvalidUrl). Calls are the RPCs of `lf.a2a.v1.A2AService`, converted to and
 //! from the same types as the other bindings; the caller's headers travel as metadata with
 //! `a2a-version: 1.0`, the interface's `tenant` in each request's `tenant` field, and errors are
-//! read from the `google.rpc.Status` (a connection failure is [`A2aClientError::GrpcTransport`]).
+//! read from the `google.rpc.Status` (a connection failure is [`ClientError::GrpcTransport`](crate::ClientError::GrpcTransport)).
 //! Answers are decoded up to [`MAX_RESPONSE_BYTES`] per message. There is no 0.3 fallback on gRPC
 //! (0.3's gRPC is another service): `VersionNotSupported` is returned as it comes.
 //! [`A2aClientOptions::http`] is not used by gRPC calls.
@@ -70,7 +70,7 @@
 //! [`A2aClientOptions::reconnect_delay`] before each attempt; a received event resets the count.
 //! Without any SSE id seen (always, on gRPC), the resumed stream starts with the task's current
 //! snapshot. When the
-//! attempts are used up the stream yields [`A2aClientError::StreamInterrupted`] and ends. An error
+//! attempts are used up the stream yields [`ClientError::StreamInterrupted`](crate::ClientError::StreamInterrupted) and ends. An error
 //! inside a stream (a JSON-RPC error response, or an SSE `event: error` frame), an unreadable
 //! event or one larger than [`MAX_RESPONSE_BYTES`] is yielded as one error item, and the stream
 //! ends. Once the task has settled, the stream waits at most 5 s more for the server to close it
@@ -84,7 +84,8 @@
 
 pub(crate) mod card;
 pub(crate) mod client;
-pub(crate) mod error;
+
+#[cfg(feature = "grpc")]
 pub(crate) mod grpc;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
@@ -95,7 +96,7 @@ pub(crate) mod v03;
 
 pub use card::{choose_interface, choose_interface_v03, fetch_card, parse_card};
 pub use client::{A2aClient, A2aClientOptions, DEFAULT_BINDINGS, new_message_id, user_text_message};
-pub use error::A2aClientError;
+
 pub use stream::{A2aEvent, A2aEventStream};
 pub use transport::{A2A_VERSION, A2A_VERSION_HEADER, Binding, ProtocolVersion};
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::a2a::jsonrpc::stream_rpc_item;
 use crate::a2a::rest::stream_rest_item;
 use crate::a2a::transport::{settles, task_id_of};
+use crate::error::{Operation, Site};
 use crate::http::bounded_sse;
 use crate::lucid::StreamEvent;
 
@@ -33,6 +34,7 @@ pub struct A2aStreamItem {
 pub fn a2a_stream(chunks: Vec<Vec<u8>>, json_rpc: bool, rpc_id: Option<&Value>) -> Vec<Result<A2aStreamItem, String>> {
     let bytes = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, reqwest::Error>));
     let events = bounded_sse(bytes).eventsource().collect::<Vec<_>>().now_or_never().unwrap_or_default();
+    let site = Site::new(Operation::SubscribeTask, "fuzz");
     let mut items = Vec::new();
     for event in events {
         let event = match event {
@@ -43,9 +45,9 @@ pub fn a2a_stream(chunks: Vec<Vec<u8>>, json_rpc: bool, rpc_id: Option<&Value>) 
             }
         };
         let parsed = if json_rpc {
-            stream_rpc_item("fuzz", &event.data, rpc_id)
+            stream_rpc_item(&site, &event.data, rpc_id)
         } else {
-            stream_rest_item("fuzz", &event.event, &event.data)
+            stream_rest_item(&site, &event.event, &event.data)
         };
         match parsed {
             Ok(response) => items.push(Ok(A2aStreamItem {

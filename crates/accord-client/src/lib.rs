@@ -21,7 +21,15 @@
 //! whose binding contains `HTTP`, else `url` — so an agent mounted under a base path is reached
 //! under it.
 //!
-//! For the official A2A v1.0 protocol (JSON-RPC and HTTP+JSON bindings), use [`a2a::A2aClient`].
+//! For the official A2A protocol (1.0 over JSON-RPC, HTTP+JSON and gRPC, with 0.3 as the fallback),
+//! use [`a2a::A2aClient`]; for the JSON-RPC tasks dialect, [`rpc`].
+//!
+//! **Errors.** Every call of the crate fails with [`ClientError`]: its variants are the kinds (the
+//! peer not reached, an error answer, an unreadable answer, input refused before sending), and an
+//! error that a request produced names its [`Operation`] and URL.
+//!
+//! **Features.** `grpc` (on by default) builds the A2A gRPC binding (tonic); without it the A2A
+//! client passes over a card's `GRPC` interfaces, as bindings it does not speak.
 
 pub mod a2a;
 mod error;
@@ -38,11 +46,9 @@ mod tasks;
 /// The signed-card crate, re-exported so that keys, claims and reject reasons are of the version
 /// this client verifies with.
 pub use accord_card;
-pub use error::{ClientError, Operation};
+pub use error::{ClientError, Operation, TaskCreationFailure};
 pub use http::MAX_RESPONSE_BYTES;
 pub use lucid::{CARD_PATHS, Client, EventStream, InvokeOptions, StreamEvent};
 pub use payment::Settlement;
 pub use signed::{FetchedEnvelope, MAX_ENVELOPE_RESPONSE_BYTES, SIGNED_CARD_PATHS, VerifiedCard};
-pub use tasks::{
-    ListOptions, SendMessageResponse, SendOptions, TaskAccess, TaskCreationError, TaskEventStream, TaskStreamEvent,
-};
+pub use tasks::{ListOptions, SendMessageResponse, SendOptions, TaskAccess, TaskEventStream, TaskStreamEvent};

@@ -113,12 +113,12 @@ impl Client {
         for url in candidates {
             let (status, body) = http::get_card(&self.http, &url, HeaderMap::new(), None)
                 .await
-                .map_err(|source| ClientError::Transport { operation, url: url.to_string(), source })?;
+                .map_err(|source| ClientError::transport(operation, &url, source))?;
             if status == StatusCode::NOT_FOUND {
                 continue;
             }
             if !status.is_success() {
-                return Err(status_body_error(operation, status, &body.unwrap_or_default()));
+                return Err(ClientError::status_body(operation, &url, status.as_u16(), &body.unwrap_or_default()));
             }
             let Ok(body) = body else { continue };
             let Ok(value) = serde_json::from_slice::<Value>(&body) else { continue };
@@ -163,15 +163,15 @@ impl Client {
         let response = match send_paying(self.payments.as_ref(), request).await {
             Ok(payment::Sent::Response(response)) => response,
             Ok(payment::Sent::Declined(reason)) => return Err(ClientError::PaymentDeclined { operation, reason }),
-            Err(source) => return Err(ClientError::Transport { operation, url: url.to_string(), source }),
+            Err(source) => return Err(ClientError::transport(operation, &url, source)),
         };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
         let settlement = Settlement::from_headers(response.headers());
         let body = read_answer(operation, response).await?;
-        let answer = serde_json::from_slice(&body)
-            .map_err(|error| ClientError::Decode { operation, reason: error.to_string() })?;
+        let answer =
+            serde_json::from_slice(&body).map_err(|error| ClientError::invalid(operation, &url, error.to_string()))?;
         Ok((answer, settlement))
     }
 
@@ -186,7 +186,7 @@ impl Client {
             .json(&json!({ "input": input }))
             .send()
             .await
-            .map_err(|source| ClientError::Transport { operation, url: url.to_string(), source })?;
+            .map_err(|source| ClientError::transport(operation, &url, source))?;
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
@@ -196,11 +196,11 @@ impl Client {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
         if !is_sse {
-            return Err(ClientError::Decode { operation, reason: "the response is not an event stream".into() });
+            return Err(ClientError::invalid(operation, &url, "the response is not an event stream"));
         }
         let events = http::bounded_sse(response.bytes_stream()).eventsource().map(move |item| match item {
             Ok(event) => Ok(StreamEvent::from_sse(event)),
-            Err(error) => Err(ClientError::Decode { operation, reason: error.to_string() }),
+            Err(error) => Err(ClientError::invalid(operation, &url, error.to_string())),
         });
         Ok(Box::pin(events))
     }
@@ -238,28 +238,17 @@ pub(crate) fn entrypoint_url(card: &AgentCard, skill: &str, action: &str) -> Res
 
 /// Reads a whole answer, refusing more than [`MAX_RESPONSE_BYTES`].
 pub(crate) async fn read_answer(operation: Operation, response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
-    let url = response.url().to_string();
-    http::read_bounded(response, MAX_RESPONSE_BYTES).await.map_err(|error| match error {
-        http::BodyError::TooLarge(limit) => {
-            ClientError::Decode { operation, reason: format!("the answer from {url} exceeds {limit} bytes") }
-        }
-        http::BodyError::Transport(source) => ClientError::Transport { operation, url, source },
-    })
+    let url = response.url().clone();
+    http::read_bounded(response, MAX_RESPONSE_BYTES).await.map_err(|error| ClientError::body(operation, &url, error))
 }
 
+/// The error of an answer with an error status, with its body.
 pub(crate) async fn status_error(operation: Operation, response: reqwest::Response) -> ClientError {
     let status = response.status();
+    let url = response.url().clone();
     // An unreadable or oversized error body is reported as empty: the status is the answer.
     let body = http::read_bounded(response, MAX_RESPONSE_BYTES).await.unwrap_or_default();
-    status_body_error(operation, status, &body)
-}
-
-/// The error of an answer with an error status: the body as JSON when it parses, else as text.
-pub(crate) fn status_body_error(operation: Operation, status: StatusCode, body: &[u8]) -> ClientError {
-    let status = status.as_u16();
-    let text = String::from_utf8_lossy(body).into_owned();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    ClientError::Status { operation, status, body }
+    ClientError::status_body(operation, &url, status.as_u16(), &body)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! hook that declines, or a second `402`, is returned to the caller as the `402` it is.
 //! Settlement evidence (`Payment-Receipt`, `Payment-Response`, `X-Payment-Response`) comes back
 //! as a [`Settlement`] on successes and on
-//! [`TaskCreationError`](crate::TaskCreationError).
+//! [`TaskCreationFailure`](crate::TaskCreationFailure).
 
 use std::fmt;
 use std::sync::Arc;

@@ -12,7 +12,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
 use crate::error::{ClientError, Operation};
-use crate::http::{BodyError, read_bounded};
+use crate::http::read_bounded;
 use crate::lucid::{Client, directory, parse_url, status_error};
 
 /// Where a signed card may be found, relative to an agent's base URL, in the order tried after
@@ -147,7 +147,7 @@ impl Client {
     /// GETs `url`: the envelope and the body it was read from, or `Ok(None)` for a 404 or a body
     /// that is not an envelope.
     async fn get_envelope(&self, operation: Operation, url: &Url) -> Result<Option<(Value, Vec<u8>)>, ClientError> {
-        let transport = |source| ClientError::Transport { operation, url: url.to_string(), source };
+        let transport = |source| ClientError::transport(operation, url, source);
         let response = self.http.get(url.clone()).header(ACCEPT, "application/json").send().await.map_err(transport)?;
         let status = response.status();
         if status == StatusCode::NOT_FOUND {
@@ -156,14 +156,9 @@ impl Client {
         if !status.is_success() {
             return Err(status_error(operation, response).await);
         }
-        let too_large = || ClientError::Decode {
-            operation,
-            reason: format!("the answer from {url} exceeds {MAX_ENVELOPE_RESPONSE_BYTES} bytes"),
-        };
-        let body = read_bounded(response, MAX_ENVELOPE_RESPONSE_BYTES).await.map_err(|error| match error {
-            BodyError::TooLarge(_) => too_large(),
-            BodyError::Transport(source) => transport(source),
-        })?;
+        let body = read_bounded(response, MAX_ENVELOPE_RESPONSE_BYTES)
+            .await
+            .map_err(|error| ClientError::body(operation, url, error))?;
         let Ok(value) = serde_json::from_slice::<Value>(&body) else { return Ok(None) };
         let is_envelope =
             value.as_object().is_some_and(|fields| fields.contains_key("card") && fields.contains_key("signature"));

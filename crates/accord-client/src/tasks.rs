@@ -3,7 +3,7 @@
 //!
 //! Task creation is not idempotent on the server, so [`Client::send_message`] always sends a
 //! caller-known access token and idempotency key, and returns both even when it fails
-//! ([`TaskCreationError`]): with the token a caller can list its tasks and find out whether the
+//! ([`ClientError::TaskNotCreated`] with a [`TaskCreationFailure`]): with the token a caller can list its tasks and find out whether the
 //! interrupted creation happened before trying again.
 
 use std::pin::Pin;
@@ -17,7 +17,7 @@ use reqwest::header::ACCEPT;
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
-use crate::error::{ClientError, Operation};
+use crate::error::{ClientError, Operation, TaskCreationFailure};
 use crate::lucid::{Client, directory, parse_url, read_answer, status_error};
 use crate::payment::{Sent, Settlement, send_paying};
 
@@ -63,46 +63,6 @@ pub struct SendMessageResponse {
     pub idempotency_key: String,
     /// Payment evidence, if any came back.
     pub settlement: Option<Settlement>,
-}
-
-/// Why a task creation failed, with everything needed to reconcile: the keys that were sent, and
-/// whatever the server said.
-#[derive(Debug)]
-pub struct TaskCreationError {
-    /// What went wrong (the message).
-    pub message: String,
-    /// The access token that was sent: list with it to find a task that may have been created.
-    pub access_token: String,
-    /// The idempotency key that was sent.
-    pub idempotency_key: String,
-    /// The HTTP status, when a response arrived.
-    pub status: Option<u16>,
-    /// The response body, when it could be read (JSON, or the text as a JSON string).
-    pub body: Option<Value>,
-    /// The task id, when the body carried one.
-    pub task_id: Option<String>,
-    /// The task status, when the body carried a valid one.
-    pub task_status: Option<TaskStatus>,
-    /// Payment evidence from the response headers.
-    pub settlement: Option<Settlement>,
-    /// The underlying error, for a transport failure.
-    pub cause: Option<ClientError>,
-}
-
-impl std::fmt::Display for TaskCreationError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(code) = self.body.as_ref().and_then(|body| body.pointer("/error/code")).and_then(Value::as_str) {
-            write!(f, " ({code})")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for TaskCreationError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause.as_ref().map(|cause| cause as &(dyn std::error::Error + 'static))
-    }
 }
 
 /// Options of [`Client::list_tasks`].
@@ -172,10 +132,10 @@ impl Client {
         skill: &str,
         input: Value,
         options: SendOptions,
-    ) -> Result<SendMessageResponse, TaskCreationError> {
+    ) -> Result<SendMessageResponse, ClientError> {
         let access_token = key_or_generate(options.access_token.as_deref());
         let idempotency_key = key_or_generate(options.idempotency_key.as_deref());
-        let fail = |message: String, cause: Option<ClientError>| TaskCreationError {
+        let fail = |message: String, cause: Option<ClientError>| TaskCreationFailure {
             message,
             access_token: access_token.clone().unwrap_or_default(),
             idempotency_key: idempotency_key.clone().unwrap_or_default(),
@@ -184,15 +144,19 @@ impl Client {
             task_id: None,
             task_status: None,
             settlement: None,
-            cause,
+            cause: cause.map(Box::new),
         };
+        let not_created = |failure: TaskCreationFailure| ClientError::TaskNotCreated(Box::new(failure));
         let (Some(token), Some(key)) = (access_token.clone(), idempotency_key.clone()) else {
-            return Err(fail("Access token and idempotency key must contain 20 to 256 characters".into(), None));
+            return Err(not_created(fail(
+                "Access token and idempotency key must contain 20 to 256 characters".into(),
+                None,
+            )));
         };
         if card.skill(skill).is_none() {
-            return Err(fail(format!("Skill \"{skill}\" not found in Agent Card"), None));
+            return Err(not_created(fail(format!("Skill \"{skill}\" not found in Agent Card"), None)));
         }
-        let url = tasks_url(card, &[]).map_err(|error| fail(error.to_string(), Some(error)))?;
+        let url = tasks_url(card, &[]).map_err(|error| not_created(fail(error.to_string(), Some(error))))?;
         let text = match input {
             Value::String(text) => text,
             other => other.to_string(),
@@ -210,32 +174,36 @@ impl Client {
             Ok(Sent::Response(response)) => response,
             Ok(Sent::Declined(reason)) => {
                 let cause = ClientError::PaymentDeclined { operation: Operation::SendMessage, reason };
-                return Err(fail(format!("Task creation failed: {cause}"), Some(cause)));
+                return Err(not_created(fail(format!("Task creation failed: {cause}"), Some(cause))));
             }
             Err(source) => {
-                let cause = ClientError::Transport { operation: Operation::SendMessage, url: url.to_string(), source };
-                return Err(fail("Task creation request failed".into(), Some(cause)));
+                let cause = ClientError::transport(Operation::SendMessage, &url, source);
+                return Err(not_created(fail("Task creation request failed".into(), Some(cause))));
             }
         };
         let status = response.status();
         let settlement = Settlement::from_headers(response.headers());
-        let body = read_answer(Operation::SendMessage, response).await.map_err(|cause| TaskCreationError {
-            status: Some(status.as_u16()),
-            settlement: settlement.clone(),
-            ..fail("Task creation response could not be inspected".into(), Some(cause))
+        let body = read_answer(Operation::SendMessage, response).await.map_err(|cause| {
+            not_created(TaskCreationFailure {
+                status: Some(status.as_u16()),
+                settlement: settlement.clone(),
+                ..fail("Task creation response could not be inspected".into(), Some(cause))
+            })
         })?;
         let text = String::from_utf8_lossy(&body).into_owned();
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
         let task_id = parsed.as_ref().and_then(|body| body.get("taskId")).and_then(Value::as_str).map(str::to_owned);
         let task_status =
             parsed.as_ref().and_then(|body| body.get("status")).and_then(Value::as_str).and_then(TaskStatus::parse);
-        let enrich = |error: TaskCreationError| TaskCreationError {
-            status: Some(status.as_u16()),
-            body: Some(parsed.clone().unwrap_or_else(|| Value::String(text.clone()))),
-            task_id: task_id.clone(),
-            task_status,
-            settlement: settlement.clone(),
-            ..error
+        let enrich = |failure: TaskCreationFailure| {
+            not_created(TaskCreationFailure {
+                status: Some(status.as_u16()),
+                body: Some(parsed.clone().unwrap_or_else(|| Value::String(text.clone()))),
+                task_id: task_id.clone(),
+                task_status,
+                settlement: settlement.clone(),
+                ..failure
+            })
         };
         if !status.is_success() {
             let reason = status.canonical_reason().unwrap_or("");
@@ -270,7 +238,7 @@ impl Client {
             .header(TOKEN_HEADER, token)
             .send()
             .await
-            .map_err(|source| ClientError::Transport { operation, url: url.to_string(), source })?;
+            .map_err(|source| ClientError::transport(operation, &url, source))?;
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
@@ -281,8 +249,9 @@ impl Client {
         operation: Operation,
         response: reqwest::Response,
     ) -> Result<T, ClientError> {
+        let url = response.url().clone();
         let body = read_answer(operation, response).await?;
-        serde_json::from_slice(&body).map_err(|error| ClientError::Decode { operation, reason: error.to_string() })
+        serde_json::from_slice(&body).map_err(|error| ClientError::invalid(operation, url, error.to_string()))
     }
 
     /// Reads a task.
@@ -345,18 +314,14 @@ impl Client {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
-        let response = request.send().await.map_err(|source| ClientError::Transport {
-            operation,
-            url: url.to_string(),
-            source,
-        })?;
+        let response = request.send().await.map_err(|source| ClientError::transport(operation, &url, source))?;
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
         let events = crate::http::bounded_sse(response.bytes_stream()).eventsource().map(move |item| {
-            let event = item.map_err(|error| ClientError::Decode { operation, reason: error.to_string() })?;
+            let event = item.map_err(|error| ClientError::invalid(operation, &url, error.to_string()))?;
             let data = serde_json::from_str(&event.data)
-                .map_err(|error| ClientError::Decode { operation, reason: format!("event data: {error}") })?;
+                .map_err(|error| ClientError::invalid(operation, &url, format!("event data: {error}")))?;
             Ok(TaskStreamEvent { id: (!event.id.is_empty()).then_some(event.id), event: event.event, data })
         });
         Ok(Box::pin(events))

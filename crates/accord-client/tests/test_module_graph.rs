@@ -18,7 +18,6 @@ fn the_client_has_no_file_cycles() {
     // The bindings and everything below them know nothing of the client that holds them.
     let below = [
         "a2a::card",
-        "a2a::error",
         "a2a::grpc",
         "a2a::http",
         "a2a::jsonrpc",
@@ -26,6 +25,7 @@ fn the_client_has_no_file_cycles() {
         "a2a::stream",
         "a2a::transport",
         "a2a::v03",
+        "error",
         "http",
     ];
     let upward = graph.upward_imports(&below, &["a2a::client"]);
@@ -38,4 +38,34 @@ fn the_client_has_no_file_cycles() {
     assert!(graph.imports("a2a::v03").contains("a2a::jsonrpc"), "{graph:?}");
     assert!(graph.imports("a2a::v03").contains("a2a::rest"), "{graph:?}");
     assert!(graph.imports("lucid").contains("payment"), "{graph:?}");
+    // Every client fails with the crate's one error.
+    for module in ["a2a::client", "a2a::jsonrpc", "a2a::grpc", "lucid", "rpc", "signed", "tasks"] {
+        assert!(graph.imports(module).contains("error"), "{module} does not use the crate's error: {graph:?}");
+    }
+}
+
+/// The crate has one public error type: the only public type that implements
+/// `std::error::Error` is `ClientError` (a crate-private one may adapt a library's trait bound).
+#[test]
+fn the_crate_has_one_public_error_type() {
+    let mut public_errors = Vec::new();
+    let mut pending = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(std::fs::read_dir(&path).expect("src").map(|entry| entry.expect("entry").path()));
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("source");
+        for line in source.lines() {
+            let Some(name) = line.trim().strip_prefix("impl std::error::Error for ") else { continue };
+            let name = name.trim_end_matches(" {").trim();
+            let public = [format!("pub enum {name} "), format!("pub struct {name} "), format!("pub struct {name}(")]
+                .iter()
+                .any(|declaration| source.contains(declaration.as_str()));
+            if public {
+                public_errors.push(name.to_owned());
+            }
+        }
+    }
+    assert_eq!(public_errors, ["ClientError"]);
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use accord_client::ClientError;
 use accord_client::a2a::{
-    A2aClient, A2aClientError, A2aClientOptions, A2aEvent, A2aEventStream, Binding, parse_card, user_text_message,
+    A2aClient, A2aClientOptions, A2aEvent, A2aEventStream, Binding, parse_card, user_text_message,
 };
 use accord_engine::task::{AnonymousAccess, MemoryStore, RuntimeConfig, ServiceConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Message, Outcome, Run, RunEvent, Skill, SkillError};
@@ -145,7 +146,7 @@ async fn the_binding_is_chosen_from_accords_real_card() {
     assert_eq!((grpc.binding(), grpc.interface().url.clone()), (Binding::Grpc, format!("127.0.0.1:{}", s.addr.port())));
     let custom_only = A2aClient::from_card_url(&s.origin, A2aClientOptions::with_bindings(["urn:none"])).await;
     match custom_only {
-        Err(A2aClientError::NoCompatibleInterface { wanted, offered }) => {
+        Err(ClientError::NoCompatibleInterface { wanted, offered }) => {
             assert_eq!(wanted, ["urn:none"]);
             assert!(offered.contains(&"JSONRPC@1.0".to_owned()), "{offered:?}");
             assert!(offered.contains(&"GRPC@1.0".to_owned()), "{offered:?}");
@@ -160,7 +161,7 @@ async fn the_binding_is_chosen_from_accords_real_card() {
     let card = parse_card(card).expect("card");
     let started = std::time::Instant::now();
     let error = A2aClient::from_card(card, A2aClientOptions::default()).expect_err("no interface");
-    assert!(matches!(error, A2aClientError::NoCompatibleInterface { .. }), "{error}");
+    assert!(matches!(error, ClientError::NoCompatibleInterface { .. }), "{error}");
     assert!(started.elapsed() < Duration::from_millis(500));
 }
 
@@ -217,18 +218,18 @@ async fn send_get_list_cancel_and_typed_errors_on_every_binding() {
 
         // Typed errors: code and reason, on both bindings.
         let missing = client.get_task("no-such-task", None).await.expect_err("not found");
-        assert_eq!(missing.kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
+        assert_eq!(missing.a2a_kind(), Some(A2aErrorKind::TaskNotFound), "{missing}");
         assert_eq!(missing.a2a_error().map(|e| e.code()), Some(-32001));
         let ended = client.cancel_task(&done.id).await.expect_err("not cancelable");
-        assert_eq!(ended.kind(), Some(A2aErrorKind::TaskNotCancelable), "{ended}");
+        assert_eq!(ended.a2a_kind(), Some(A2aErrorKind::TaskNotCancelable), "{ended}");
         assert_eq!(ended.a2a_error().map(|e| e.kind.reason()), Some(Some("TASK_NOT_CANCELABLE")));
         let expected_status = match binding {
             Binding::HttpJson => (Some(404), Some(400)),
             _ => (None, None),
         };
-        assert_eq!((missing.http_status(), ended.http_status()), expected_status, "{binding}");
+        assert_eq!((missing.status(), ended.status()), expected_status, "{binding}");
         let extended = client.get_extended_card().await.expect_err("no extended card");
-        assert_eq!(extended.kind(), Some(A2aErrorKind::UnsupportedOperation));
+        assert_eq!(extended.a2a_kind(), Some(A2aErrorKind::UnsupportedOperation));
         // The client manages a task's webhooks: create, read, list, delete.
         let created = client
             .create_push_config(TaskPushNotificationConfig {
@@ -279,7 +280,7 @@ async fn send_get_list_cancel_and_typed_errors_on_every_binding() {
             })
             .await
             .expect_err("gone");
-        assert_eq!(gone.kind(), Some(A2aErrorKind::TaskNotFound));
+        assert_eq!(gone.a2a_kind(), Some(A2aErrorKind::TaskNotFound));
     }
 }
 
@@ -315,7 +316,7 @@ async fn a_streaming_send_is_in_order_and_ends_completed() {
 
         // A finished task cannot be subscribed to.
         let refused = client.subscribe(&task_id).await.err().expect("refused");
-        assert_eq!(refused.kind(), Some(A2aErrorKind::UnsupportedOperation), "{refused}");
+        assert_eq!(refused.a2a_kind(), Some(A2aErrorKind::UnsupportedOperation), "{refused}");
     }
 }
 
@@ -513,7 +514,7 @@ async fn reconnection_gives_up_after_the_allowed_attempts() {
         }
     };
     match error {
-        A2aClientError::StreamInterrupted { task_id, attempts, .. } => {
+        ClientError::StreamInterrupted { task_id, attempts, .. } => {
             assert_eq!((task_id.as_deref(), attempts), (Some(task.id.as_str()), 2));
         }
         other => panic!("expected StreamInterrupted, got {other}"),

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use accord_client::a2a::{A2aClient, A2aClientError, A2aClientOptions, Binding, ProtocolVersion, user_text_message};
+use accord_client::ClientError;
+use accord_client::a2a::{A2aClient, A2aClientOptions, Binding, ProtocolVersion, user_text_message};
 use accord_engine::task::{MemoryStore, RuntimeConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
 use accord_server::push::PushSettings;
@@ -171,9 +172,9 @@ async fn every_call(client: &A2aClient, binding: Binding) {
 
     // Failure modes, typed through the 0.3 error shapes.
     let again = client.cancel_task(&waiting.id).await.expect_err("an ended task");
-    assert_eq!(again.kind(), Some(A2aErrorKind::TaskNotCancelable), "{binding}: {again}");
+    assert_eq!(again.a2a_kind(), Some(A2aErrorKind::TaskNotCancelable), "{binding}: {again}");
     let missing = client.get_task("no-such-task", None).await.expect_err("no such task");
-    assert_eq!(missing.kind(), Some(A2aErrorKind::TaskNotFound), "{binding}: {missing}");
+    assert_eq!(missing.a2a_kind(), Some(A2aErrorKind::TaskNotFound), "{binding}: {missing}");
     let invalid = client
         .send_message(SendMessageRequest {
             tenant: None,
@@ -183,11 +184,11 @@ async fn every_call(client: &A2aClient, binding: Binding) {
         })
         .await
         .expect_err("no parts");
-    assert_eq!(invalid.kind(), Some(A2aErrorKind::InvalidParams), "{binding}: {invalid}");
+    assert_eq!(invalid.a2a_kind(), Some(A2aErrorKind::InvalidParams), "{binding}: {invalid}");
     let list = client.list_tasks(ListTasksRequest::default()).await.expect_err("0.3 has no ListTasks");
-    assert_eq!(list.kind(), Some(A2aErrorKind::UnsupportedOperation), "{binding}: {list}");
+    assert_eq!(list.a2a_kind(), Some(A2aErrorKind::UnsupportedOperation), "{binding}: {list}");
     let card = client.get_extended_card().await.expect_err("no extended card");
-    assert_eq!(card.kind(), Some(A2aErrorKind::ExtendedAgentCardNotConfigured), "{binding}: {card}");
+    assert_eq!(card.a2a_kind(), Some(A2aErrorKind::ExtendedAgentCardNotConfigured), "{binding}: {card}");
 }
 
 #[tokio::test]
@@ -229,11 +230,11 @@ async fn a_1_0_peer_keeps_1_0_and_no_fallback_hides_other_errors() {
     let client = A2aClient::from_card_url(&server.origin, options(Binding::HttpJson)).await.expect("client");
     assert_eq!(client.protocol_version(), ProtocolVersion::V1_0);
     let missing = client.get_task("no-such-task", None).await.expect_err("no such task");
-    assert_eq!(missing.kind(), Some(A2aErrorKind::TaskNotFound));
+    assert_eq!(missing.a2a_kind(), Some(A2aErrorKind::TaskNotFound));
     assert_eq!(client.protocol_version(), ProtocolVersion::V1_0, "only VersionNotSupported falls back");
     let listed = client.list_tasks(ListTasksRequest::default()).await;
     assert!(
-        !matches!(listed, Err(A2aClientError::A2a { ref error, .. }) if error.kind == A2aErrorKind::UnsupportedOperation)
+        !matches!(listed, Err(ClientError::A2a { ref error, .. }) if error.kind == A2aErrorKind::UnsupportedOperation)
     );
 
     // A card with neither 1.0 nor 0.3: no client.
@@ -244,7 +245,7 @@ async fn a_1_0_peer_keeps_1_0_and_no_fallback_hides_other_errors() {
     }))
     .expect("card");
     let refused = A2aClient::from_card(card, A2aClientOptions::default()).expect_err("nothing it speaks");
-    assert!(matches!(refused, A2aClientError::NoCompatibleInterface { .. }), "{refused}");
+    assert!(matches!(refused, ClientError::NoCompatibleInterface { .. }), "{refused}");
 }
 
 #[test]

@@ -278,7 +278,7 @@ async fn client_errors_carry_the_call_the_status_and_the_body() {
     let card = client.fetch_card(&f.server.origin).await.expect("card");
     let error = client.invoke(&card, "typed", json!({"text": 1}), InvokeOptions::default()).await.expect_err("400");
     match &error {
-        ClientError::Status { operation: Operation::Invoke, status: 400, body } => {
+        ClientError::Status { operation: Operation::Invoke, status: 400, body, .. } => {
             assert_eq!(body["error"]["code"], "invalid_input");
         }
         other => panic!("unexpected {other:?}"),

@@ -364,8 +364,8 @@ async fn the_card_lists_the_face_without_confusing_lucid_clients() {
 
 #[tokio::test]
 async fn the_client_sends_gets_and_cancels_and_types_its_errors() {
-    use accord_client::Client;
-    use accord_client::rpc::{RpcClientError, RpcOptions, RpcTask};
+    use accord_client::rpc::{RpcOptions, RpcTask};
+    use accord_client::{Client, ClientError, Operation};
 
     let f = fixture().await;
     let client = Client::new();
@@ -380,35 +380,34 @@ async fn the_client_sends_gets_and_cancels_and_types_its_errors() {
     let id = sent["taskId"].as_str().expect("id");
     assert_eq!(client.tasks_get(&url, id, alice.clone()).await.expect("get")["result"]["output"], json!({"q": 1}));
     match client.tasks_cancel(&url, id, alice.clone()).await {
-        Err(RpcClientError::Rpc { code, .. }) => assert_eq!(code, -32003),
+        Err(ClientError::JsonRpc { operation, error }) => {
+            assert_eq!((operation, error.code), (Operation::CancelTask, -32003));
+        }
         other => panic!("expected -32003, got {other:?}"),
     }
     match client.tasks_send(&url, RpcTask { skill: "secret".into(), input: None }, loopback.clone()).await {
-        Err(RpcClientError::Rpc { code, message, .. }) => {
-            assert_eq!(code, -32001);
-            assert!(message.contains("demo:secret"));
+        Err(ClientError::JsonRpc { operation, error }) => {
+            assert_eq!((operation, error.code), (Operation::SendTask, -32001));
+            assert!(error.message.contains("demo:secret"));
         }
         other => panic!("expected -32001, got {other:?}"),
     }
     assert!(matches!(
         client.tasks_send(&url, RpcTask { skill: "1bad".into(), input: None }, loopback.clone()).await,
-        Err(RpcClientError::BadSkill)
+        Err(ClientError::InvalidSkill { .. })
     ));
-    assert!(matches!(client.tasks_get(&url, "a/b", loopback.clone()).await, Err(RpcClientError::BadTaskId)));
+    assert!(matches!(client.tasks_get(&url, "a/b", loopback.clone()).await, Err(ClientError::InvalidTaskId { .. })));
     // Plain http is refused before connecting: to a non-loopback host always, to loopback unless allowed.
     let refused = client.tasks_get("http://192.0.2.1/a2a/tasks", "abc", loopback.clone()).await;
-    assert!(matches!(refused, Err(RpcClientError::BadPeerUrl { .. })), "{refused:?}");
+    assert!(matches!(refused, Err(ClientError::InvalidUrl { .. })), "{refused:?}");
     let refused = client.tasks_get(&url, "abc", RpcOptions::default()).await;
-    assert!(matches!(refused, Err(RpcClientError::BadPeerUrl { .. })), "{refused:?}");
+    assert!(matches!(refused, Err(ClientError::InvalidUrl { .. })), "{refused:?}");
     // A non-2xx status and a non-JSON-RPC body are typed too.
     let status = client.tasks_get(&f.server.url("/nowhere"), "abc", loopback.clone()).await;
-    assert!(matches!(status, Err(RpcClientError::HttpStatus { status: 404, .. })), "{status:?}");
+    assert!(matches!(status, Err(ClientError::Status { status: 404, .. })), "{status:?}");
     let not_rpc = client.tasks_get(&f.server.url("/health"), "abc", loopback).await;
     assert!(
-        matches!(
-            not_rpc,
-            Err(RpcClientError::HttpStatus { status: 405, .. }) | Err(RpcClientError::BadResponse { .. })
-        ),
+        matches!(not_rpc, Err(ClientError::Status { status: 405, .. }) | Err(ClientError::InvalidResponse { .. })),
         "{not_rpc:?}"
     );
 }

@@ -321,7 +321,7 @@ async fn the_client_stops_on_errors_and_refuses_huge_answers() {
         .fetch_verified_card(&server.origin, &key.public_key(), ISSUER, VerifyOptions::new())
         .await
         .expect_err("too large");
-    assert!(matches!(error, ClientError::Decode { .. }) && error.to_string().contains("exceeds"), "{error:?}");
+    assert!(matches!(error, ClientError::InvalidResponse { .. }) && error.to_string().contains("exceeds"), "{error:?}");
 
     // The envelope's own URL may be given: its error is the one reported when nothing else is found.
     let unavailable = axum::Router::new()

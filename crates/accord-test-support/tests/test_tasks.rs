@@ -484,6 +484,8 @@ async fn the_client_keeps_both_keys_when_creation_fails() {
         ..SendOptions::default()
     };
     let error = f.client.send_message(&f.card, "echo", json!({"text": 5}), options.clone()).await.expect_err("400");
+    assert_eq!((error.status(), error.error_code()), (Some(400), Some("invalid_input")), "{error}");
+    let error = error.task_creation().expect("a task creation failure");
     assert_eq!(error.access_token, TOKEN);
     assert_eq!(error.idempotency_key, "idem-key-0123456789-abc");
     assert_eq!(error.status, Some(400));
@@ -501,8 +503,10 @@ async fn the_client_keeps_both_keys_when_creation_fails() {
     let card = f.card.clone();
     f.server.stop().await;
     let error = Client::new().send_message(&card, "echo", json!({"text": "x"}), options).await.expect_err("down");
-    assert_eq!((error.access_token.as_str(), error.status), (TOKEN, None));
-    assert!(matches!(error.cause, Some(ClientError::Transport { .. })), "{error:?} at {origin}");
+    assert!(error.is_unreachable(), "{error:?} at {origin}");
+    let failure = error.task_creation().expect("a task creation failure");
+    assert_eq!((failure.access_token.as_str(), failure.status), (TOKEN, None));
+    assert!(matches!(failure.cause.as_deref(), Some(ClientError::Transport { .. })), "{error:?} at {origin}");
 }
 
 #[tokio::test]

@@ -135,7 +135,7 @@ async fn my_agent_serves_every_binding_on_a_durable_store_with_private_metrics()
             Binding::HttpJson => {
                 refused.to_string().contains("HTTP 400") && refused.to_string().contains("INVALID_ARGUMENT")
             }
-            _ => refused.kind() == Some(accord::types::a2a::A2aErrorKind::InvalidParams),
+            _ => refused.a2a_kind() == Some(accord::types::a2a::A2aErrorKind::InvalidParams),
         };
         assert!(invalid && refused.to_string().contains("is a required property"), "{binding}: {refused}");
         done.push(id);

@@ -10,31 +10,27 @@ use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
-use super::error::A2aClientError;
 use super::transport::{A2A_VERSION, A2A_VERSION_HEADER, Binding};
-use crate::http::{excerpt, get_card};
+use crate::error::{ClientError, Operation};
+use crate::http::get_card;
 
 /// Fetches an agent card: `url` is the card's own URL (ending in `.json`) or the agent's base
 /// URL, under which `/.well-known/agent-card.json` is read (30 s timeout; `headers` are sent
 /// along, with `A2A-Version: 1.0`). See [`parse_card`] for what is accepted.
-pub async fn fetch_card(http: &reqwest::Client, url: &str, headers: &HeaderMap) -> Result<AgentCard, A2aClientError> {
+pub async fn fetch_card(http: &reqwest::Client, url: &str, headers: &HeaderMap) -> Result<AgentCard, ClientError> {
     let card_url = card_url(url)?;
     let mut headers = headers.clone();
     headers.append(A2A_VERSION_HEADER, HeaderValue::from_static(A2A_VERSION));
     let (status, body) = get_card(http, &card_url, headers, Some(Duration::from_secs(30)))
         .await
-        .map_err(|source| A2aClientError::transport(&card_url, source))?;
-    let body = body.map_err(|error| A2aClientError::body(&card_url, error))?;
+        .map_err(|source| ClientError::transport(Operation::FetchCard, &card_url, source))?;
+    let body = body.map_err(|error| ClientError::body(Operation::FetchCard, &card_url, error))?;
     if !status.is_success() {
-        return Err(A2aClientError::Status {
-            url: card_url.to_string(),
-            status: status.as_u16(),
-            body: excerpt(&body),
-        });
+        return Err(ClientError::status_body(Operation::FetchCard, &card_url, status.as_u16(), &body));
     }
     let value: Value = serde_json::from_slice(&body)
-        .map_err(|error| A2aClientError::InvalidCard { url: card_url.to_string(), reason: error.to_string() })?;
-    parse_card(value).map_err(|reason| A2aClientError::InvalidCard { url: card_url.to_string(), reason })
+        .map_err(|error| ClientError::InvalidCard { url: card_url.to_string(), reason: error.to_string() })?;
+    parse_card(value).map_err(|reason| ClientError::InvalidCard { url: card_url.to_string(), reason })
 }
 
 /// Reads an A2A v1.0 agent card.
@@ -76,7 +72,7 @@ pub fn parse_card(value: Value) -> Result<AgentCard, String> {
 pub fn choose_interface<'c>(
     card: &'c AgentCard,
     preference: &[String],
-) -> Result<(Binding, &'c AgentInterface), A2aClientError> {
+) -> Result<(Binding, &'c AgentInterface), ClientError> {
     for wanted in preference {
         let Some(binding) = Binding::from_name(wanted) else { continue };
         let candidates = || card.supported_interfaces.iter().filter(|interface| interface.protocol_binding == *wanted);
@@ -87,7 +83,7 @@ pub fn choose_interface<'c>(
             return Ok((binding, interface));
         }
     }
-    Err(A2aClientError::NoCompatibleInterface {
+    Err(ClientError::NoCompatibleInterface {
         wanted: preference.to_vec(),
         offered: card
             .supported_interfaces
@@ -104,11 +100,11 @@ pub(crate) fn major_minor(version: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-pub(crate) fn card_url(url: &str) -> Result<Url, A2aClientError> {
-    let parsed = Url::parse(url)
-        .map_err(|error| A2aClientError::InvalidUrl { url: url.to_owned(), reason: error.to_string() })?;
+pub(crate) fn card_url(url: &str) -> Result<Url, ClientError> {
+    let parsed =
+        Url::parse(url).map_err(|error| ClientError::InvalidUrl { url: url.to_owned(), reason: error.to_string() })?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
-        return Err(A2aClientError::InvalidUrl {
+        return Err(ClientError::InvalidUrl {
             url: url.to_owned(),
             reason: "only http and https are supported".into(),
         });

@@ -17,7 +17,7 @@ use accord_types::a2a::{
 use reqwest::header::HeaderMap;
 
 use super::card::{choose_interface, choose_interface_v03, fetch_card};
-use super::error::A2aClientError;
+#[cfg(feature = "grpc")]
 use super::grpc::Grpc;
 use super::http::HttpWire;
 use super::jsonrpc::JsonRpc;
@@ -25,6 +25,7 @@ use super::rest::Rest;
 use super::stream::{A2aEventStream, Policy, follow};
 use super::transport::{Answer, Binding, Connection, ProtocolVersion, Streaming, Transport, Unary};
 use super::v03::V03;
+use crate::error::{ClientError, Operation};
 
 /// The bindings tried when the caller names none, in order.
 pub const DEFAULT_BINDINGS: [&str; 3] = [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON, PROTOCOL_BINDING_GRPC];
@@ -109,10 +110,19 @@ fn connect(
     version: ProtocolVersion,
     wire: &HttpWire,
     card: &AgentCard,
-) -> Result<Arc<dyn Transport>, A2aClientError> {
+) -> Result<Arc<dyn Transport>, ClientError> {
     Ok(match (binding, version) {
+        #[cfg(feature = "grpc")]
         (Binding::Grpc, ProtocolVersion::V1_0) => {
             Arc::new(Grpc::new(interface, wire.headers.clone(), wire.request_timeout)?)
+        }
+        // Not reached: without the feature no interface is chosen as gRPC.
+        #[cfg(not(feature = "grpc"))]
+        (Binding::Grpc, ProtocolVersion::V1_0) => {
+            return Err(ClientError::InvalidUrl {
+                url: interface.url.clone(),
+                reason: "this client was built without the `grpc` feature".into(),
+            });
         }
         (Binding::JsonRpc, ProtocolVersion::V1_0) => Arc::new(JsonRpc::new(wire.clone(), interface)?),
         (Binding::HttpJson, ProtocolVersion::V1_0) => Arc::new(Rest::new(wire.clone(), interface)?),
@@ -122,19 +132,19 @@ fn connect(
 
 impl A2aClient {
     /// Fetches the card (see [`fetch_card`]) and binds to the interface the options prefer.
-    pub async fn from_card_url(url: &str, options: A2aClientOptions) -> Result<Self, A2aClientError> {
+    pub async fn from_card_url(url: &str, options: A2aClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&options)?;
         let card = fetch_card(&http, url, &options.headers).await?;
         Self::build(http, card, options)
     }
 
     /// Binds to the interface of `card` the options prefer, without any network call.
-    pub fn from_card(card: AgentCard, options: A2aClientOptions) -> Result<Self, A2aClientError> {
+    pub fn from_card(card: AgentCard, options: A2aClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&options)?;
         Self::build(http, card, options)
     }
 
-    fn build(http: reqwest::Client, card: AgentCard, options: A2aClientOptions) -> Result<Self, A2aClientError> {
+    fn build(http: reqwest::Client, card: AgentCard, options: A2aClientOptions) -> Result<Self, ClientError> {
         let wire = HttpWire { http, headers: options.headers.clone(), request_timeout: options.request_timeout };
         let at = |binding, interface, version| connect(binding, interface, version, &wire, &card);
         let (primary, fallback) = match choose_interface(&card, &options.bindings) {
@@ -173,9 +183,9 @@ impl A2aClient {
 
     /// Whether `error`, answered by `transport`, switches this client (and its clones) to 0.3:
     /// a 1.0 peer's `VersionNotSupported`, when there is a 0.3 binding to switch to.
-    fn falls_back(&self, transport: &dyn Transport, error: &A2aClientError) -> bool {
+    fn falls_back(&self, transport: &dyn Transport, error: &ClientError) -> bool {
         let switch = transport.version() == ProtocolVersion::V1_0
-            && error.kind() == Some(A2aErrorKind::VersionNotSupported)
+            && error.a2a_kind() == Some(A2aErrorKind::VersionNotSupported)
             && self.fallback.is_some();
         if switch {
             self.fell_back.store(true, Ordering::Relaxed);
@@ -184,7 +194,7 @@ impl A2aClient {
     }
 
     /// One operation through the seam, again on 0.3 when the fallback rule says so.
-    async fn call(&self, request: Unary) -> Result<Answer, A2aClientError> {
+    async fn call(&self, request: Unary) -> Result<Answer, ClientError> {
         let transport = Arc::clone(self.transport());
         match transport.call(request.clone()).await {
             Err(error) if self.falls_back(transport.as_ref(), &error) => self.transport().call(request).await,
@@ -198,7 +208,7 @@ impl A2aClient {
         &self,
         request: Streaming,
         last_event_id: Option<&str>,
-    ) -> Result<(Arc<dyn Transport>, Connection), A2aClientError> {
+    ) -> Result<(Arc<dyn Transport>, Connection), ClientError> {
         let transport = Arc::clone(self.transport());
         match transport.open(request.clone(), last_event_id).await {
             Err(error) if self.falls_back(transport.as_ref(), &error) => {
@@ -242,68 +252,64 @@ impl A2aClient {
 
     /// `SendMessage`: the task (once terminal or interrupted, unless
     /// `configuration.returnImmediately`) or the agent's direct message.
-    pub async fn send_message(&self, request: SendMessageRequest) -> Result<SendMessageResponse, A2aClientError> {
+    pub async fn send_message(&self, request: SendMessageRequest) -> Result<SendMessageResponse, ClientError> {
         match self.call(Unary::SendMessage(Box::new(request))).await? {
             Answer::Message(response) => Ok(response),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::SendMessage, self.transport().endpoint())),
         }
     }
 
     /// `SendStreamingMessage`: the task (or a message), then its updates.
-    pub async fn send_streaming_message(&self, request: SendMessageRequest) -> Result<A2aEventStream, A2aClientError> {
+    pub async fn send_streaming_message(&self, request: SendMessageRequest) -> Result<A2aEventStream, ClientError> {
         let (transport, connection) = self.open(Streaming::SendMessage(Box::new(request)), None).await?;
         Ok(follow(transport, self.policy(), connection, None, None))
     }
 
     /// `GetTask`, with at most `history_length` recent messages when set.
-    pub async fn get_task(&self, id: &str, history_length: Option<i32>) -> Result<Task, A2aClientError> {
+    pub async fn get_task(&self, id: &str, history_length: Option<i32>) -> Result<Task, ClientError> {
         let request = GetTaskRequest { tenant: None, id: id.to_owned(), history_length };
         match self.call(Unary::GetTask(request)).await? {
             Answer::Task(task) => Ok(task),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::GetTask, self.transport().endpoint())),
         }
     }
 
     /// `ListTasks`: one page of the caller's tasks. A2A 0.3 has no such operation: against a
     /// 0.3 peer this is [`A2aErrorKind::UnsupportedOperation`], without a request.
-    pub async fn list_tasks(&self, request: ListTasksRequest) -> Result<ListTasksResponse, A2aClientError> {
+    pub async fn list_tasks(&self, request: ListTasksRequest) -> Result<ListTasksResponse, ClientError> {
         match self.call(Unary::ListTasks(request)).await? {
             Answer::Tasks(tasks) => Ok(tasks),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::ListTasks, self.transport().endpoint())),
         }
     }
 
     /// `CancelTask`: the task as canceled.
-    pub async fn cancel_task(&self, id: &str) -> Result<Task, A2aClientError> {
+    pub async fn cancel_task(&self, id: &str) -> Result<Task, ClientError> {
         let request = CancelTaskRequest { tenant: None, id: id.to_owned(), metadata: None };
         match self.call(Unary::CancelTask(request)).await? {
             Answer::Task(task) => Ok(task),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::CancelTask, self.transport().endpoint())),
         }
     }
 
     /// `SubscribeToTask`: the current task, then its updates until it settles.
-    pub async fn subscribe(&self, id: &str) -> Result<A2aEventStream, A2aClientError> {
+    pub async fn subscribe(&self, id: &str) -> Result<A2aEventStream, ClientError> {
         self.subscribe_after(id, None).await
     }
 
     /// `SubscribeToTask` resuming after the SSE event `last_event_id` (sent as `Last-Event-ID`):
     /// the updates after that event, without a new snapshot on servers that keep a log.
-    pub async fn subscribe_after(
-        &self,
-        id: &str,
-        last_event_id: Option<&str>,
-    ) -> Result<A2aEventStream, A2aClientError> {
+    pub async fn subscribe_after(&self, id: &str, last_event_id: Option<&str>) -> Result<A2aEventStream, ClientError> {
         let request = Streaming::Subscribe(SubscribeToTaskRequest { tenant: None, id: id.to_owned() });
         let (transport, connection) = self.open(request, last_event_id).await?;
         Ok(follow(transport, self.policy(), connection, Some(id.to_owned()), last_event_id.map(str::to_owned)))
     }
 
     /// `GetExtendedAgentCard`: the card an authenticated caller may see.
-    pub async fn get_extended_card(&self) -> Result<AgentCard, A2aClientError> {
+    pub async fn get_extended_card(&self) -> Result<AgentCard, ClientError> {
         match self.call(Unary::GetExtendedCard(GetExtendedAgentCardRequest::default())).await? {
             Answer::Card(card) => Ok(*card),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::GetExtendedCard, self.transport().endpoint())),
         }
     }
 
@@ -311,10 +317,10 @@ impl A2aClient {
     pub async fn create_push_config(
         &self,
         config: TaskPushNotificationConfig,
-    ) -> Result<TaskPushNotificationConfig, A2aClientError> {
+    ) -> Result<TaskPushNotificationConfig, ClientError> {
         match self.call(Unary::CreatePushConfig(config)).await? {
             Answer::PushConfig(config) => Ok(config),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::CreatePushConfig, self.transport().endpoint())),
         }
     }
 
@@ -322,10 +328,10 @@ impl A2aClient {
     pub async fn get_push_config(
         &self,
         request: GetTaskPushNotificationConfigRequest,
-    ) -> Result<TaskPushNotificationConfig, A2aClientError> {
+    ) -> Result<TaskPushNotificationConfig, ClientError> {
         match self.call(Unary::GetPushConfig(request)).await? {
             Answer::PushConfig(config) => Ok(config),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::GetPushConfig, self.transport().endpoint())),
         }
     }
 
@@ -333,10 +339,10 @@ impl A2aClient {
     pub async fn list_push_configs(
         &self,
         request: ListTaskPushNotificationConfigsRequest,
-    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aClientError> {
+    ) -> Result<ListTaskPushNotificationConfigsResponse, ClientError> {
         match self.call(Unary::ListPushConfigs(request)).await? {
             Answer::PushConfigs(configs) => Ok(configs),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::ListPushConfigs, self.transport().endpoint())),
         }
     }
 
@@ -344,21 +350,20 @@ impl A2aClient {
     pub async fn delete_push_config(
         &self,
         request: DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aClientError> {
+    ) -> Result<(), ClientError> {
         match self.call(Unary::DeletePushConfig(request)).await? {
             Answer::Deleted => Ok(()),
-            other => Err(other.mismatch(self.transport().endpoint())),
+            other => Err(other.mismatch(Operation::DeletePushConfig, self.transport().endpoint())),
         }
     }
 }
 
-fn http_client(options: &A2aClientOptions) -> Result<reqwest::Client, A2aClientError> {
+fn http_client(options: &A2aClientOptions) -> Result<reqwest::Client, ClientError> {
     match &options.http {
         Some(http) => Ok(http.clone()),
-        None => reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(A2aClientError::HttpClient),
+        None => {
+            reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().map_err(ClientError::HttpClient)
+        }
     }
 }
 
@@ -397,26 +402,34 @@ mod tests {
         assert_eq!((binding, interface.url.as_str()), (Binding::JsonRpc, "http://h/rpc"));
         let (binding, interface) = choose_interface(&card, &prefer(&["urn:x", "HTTP+JSON"])).expect("interface");
         assert_eq!((binding, interface.tenant.as_deref()), (Binding::HttpJson, Some("t1")));
-        let (binding, interface) = choose_interface(&card, &prefer(&["GRPC", "JSONRPC"])).expect("interface");
-        assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"), "gRPC first when asked");
-        let grpc_only = parse_card(card_with(json!([
-            {"url": "h:2", "protocolBinding": "GRPC", "protocolVersion": "0.3"},
-            {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
-        ])))
-        .expect("card");
-        let (binding, interface) = choose_interface(&grpc_only, &prefer(&DEFAULT_BINDINGS)).expect("by default");
-        assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"));
-        assert_eq!(choose_interface_v03(&grpc_only, &prefer(&DEFAULT_BINDINGS), None), None, "no 0.3 gRPC");
-        let client = A2aClient::from_card(grpc_only, A2aClientOptions::default()).expect("client");
-        assert_eq!((client.binding(), client.protocol_version()), (Binding::Grpc, ProtocolVersion::V1_0));
-        assert!(client.fallback.is_none(), "no 0.3 fallback on gRPC");
-        assert_eq!(client.primary.endpoint().as_str(), "http://h:1/");
+        #[cfg(not(feature = "grpc"))]
+        {
+            let (binding, _) = choose_interface(&card, &prefer(&["GRPC", "JSONRPC"])).expect("interface");
+            assert_eq!(binding, Binding::JsonRpc, "without the grpc feature, GRPC entries are passed over");
+        }
+        #[cfg(feature = "grpc")]
+        {
+            let (binding, interface) = choose_interface(&card, &prefer(&["GRPC", "JSONRPC"])).expect("interface");
+            assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"), "gRPC first when asked");
+            let grpc_only = parse_card(card_with(json!([
+                {"url": "h:2", "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+                {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            ])))
+            .expect("card");
+            let (binding, interface) = choose_interface(&grpc_only, &prefer(&DEFAULT_BINDINGS)).expect("by default");
+            assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"));
+            assert_eq!(choose_interface_v03(&grpc_only, &prefer(&DEFAULT_BINDINGS), None), None, "no 0.3 gRPC");
+            let client = A2aClient::from_card(grpc_only, A2aClientOptions::default()).expect("client");
+            assert_eq!((client.binding(), client.protocol_version()), (Binding::Grpc, ProtocolVersion::V1_0));
+            assert!(client.fallback.is_none(), "no 0.3 fallback on gRPC");
+            assert_eq!(client.primary.endpoint().as_str(), "http://h:1/");
+        }
         let only_03 = parse_card(card_with(
             json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]),
         ))
         .expect("card");
         let error = choose_interface(&only_03, &prefer(&DEFAULT_BINDINGS)).expect_err("0.3 only");
-        assert!(matches!(&error, A2aClientError::NoCompatibleInterface { offered, .. } if offered == &["JSONRPC@0.3"]));
+        assert!(matches!(&error, ClientError::NoCompatibleInterface { offered, .. } if offered == &["JSONRPC@0.3"]));
         let v11 = parse_card(card_with(
             json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.1"}]),
         ))
@@ -453,7 +466,7 @@ mod tests {
             A2aClientOptions::default(),
         )
         .expect_err("bad URL");
-        assert!(matches!(error, A2aClientError::InvalidUrl { .. }));
+        assert!(matches!(error, ClientError::InvalidUrl { .. }));
     }
 
     #[tokio::test]
@@ -465,7 +478,7 @@ mod tests {
         .expect("card");
         let started = std::time::Instant::now();
         let error = A2aClient::from_card(card, A2aClientOptions::default()).expect_err("none");
-        assert!(matches!(error, A2aClientError::NoCompatibleInterface { .. }));
+        assert!(matches!(error, ClientError::NoCompatibleInterface { .. }));
         assert!(started.elapsed() < Duration::from_secs(1));
     }
 
@@ -482,6 +495,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "grpc")]
     fn a_bad_grpc_url_fails_the_client_before_any_request() {
         let card = parse_card(serde_json::json!({
             "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {},
@@ -491,8 +505,25 @@ mod tests {
         .expect("card");
         let error = A2aClient::from_card(card, A2aClientOptions::default()).expect_err("bad URL");
         assert!(
-            matches!(&error, A2aClientError::InvalidUrl { url, reason } if url == "peer.example/a2a" && reason.contains("no path")),
+            matches!(&error, ClientError::InvalidUrl { url, reason } if url == "peer.example/a2a" && reason.contains("no path")),
             "{error}"
         );
+    }
+
+    #[test]
+    #[cfg(not(feature = "grpc"))]
+    fn without_the_grpc_feature_a_grpc_only_card_offers_nothing() {
+        let card = parse_card(serde_json::json!({
+            "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+            "supportedInterfaces": [{"url": "peer.example:443", "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
+        }))
+        .expect("card");
+        let error = A2aClient::from_card(card, A2aClientOptions::default()).expect_err("nothing spoken");
+        assert!(
+            matches!(&error, ClientError::NoCompatibleInterface { offered, .. } if offered == &["GRPC@1.0"]),
+            "{error}"
+        );
+        assert_eq!(Binding::from_name("GRPC"), None);
     }
 }

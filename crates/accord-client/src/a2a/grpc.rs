@@ -25,11 +25,11 @@ use reqwest::header::HeaderMap;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use super::error::A2aClientError;
 use super::transport::{
     A2A_VERSION, A2A_VERSION_HEADER, Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport,
     Unary,
 };
+use crate::error::{ClientError, Operation, Site};
 use crate::http::{MAX_RESPONSE_BYTES, excerpt};
 
 /// How long a connection attempt may take.
@@ -53,9 +53,9 @@ impl Grpc {
         interface: &AgentInterface,
         headers: HeaderMap,
         request_timeout: Duration,
-    ) -> Result<Self, A2aClientError> {
+    ) -> Result<Self, ClientError> {
         let url = &interface.url;
-        let invalid = |reason: String| A2aClientError::InvalidUrl { url: url.to_owned(), reason };
+        let invalid = |reason: String| ClientError::InvalidUrl { url: url.to_owned(), reason };
         let endpoint_url = endpoint_url(url).map_err(invalid)?;
         let origin = endpoint_url.as_str().trim_end_matches('/').to_owned();
         let mut endpoint =
@@ -84,15 +84,13 @@ impl Grpc {
 
     /// A gRPC request: the converted message, with the caller's headers and `a2a-version` as
     /// metadata.
-    fn request<T, P>(&self, message: T) -> Result<tonic::Request<P>, A2aClientError>
+    fn request<T, P>(&self, operation: Operation, message: T) -> Result<tonic::Request<P>, ClientError>
     where
         P: TryFrom<T>,
         P::Error: Display,
     {
-        let message = P::try_from(message).map_err(|error| A2aClientError::InvalidResponse {
-            url: self.url.to_string(),
-            reason: format!("request: {error}"),
-        })?;
+        let message = P::try_from(message)
+            .map_err(|error| ClientError::invalid(operation, &self.url, format!("request: {error}")))?;
         let mut headers = self.headers.clone();
         headers.insert(A2A_VERSION_HEADER, http::HeaderValue::from_static(A2A_VERSION));
         // Reserved names (`content-type`, `te`, `grpc-*` …) are removed by tonic when it sends.
@@ -101,7 +99,7 @@ impl Grpc {
 
     /// One unary RPC: converts `request`, calls `rpc` within the request timeout, converts the
     /// answer back.
-    async fn unary<T, P, R, A, F, Fut>(&self, request: T, rpc: F) -> Result<A, A2aClientError>
+    async fn unary<T, P, R, A, F, Fut>(&self, operation: Operation, request: T, rpc: F) -> Result<A, ClientError>
     where
         P: TryFrom<T>,
         P::Error: Display,
@@ -110,14 +108,13 @@ impl Grpc {
         F: FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
-        let url = self.url.to_string();
-        let request = self.request(request)?;
+        let site = Site::new(operation, &self.url);
+        let request = self.request(operation, request)?;
         let answer = match tokio::time::timeout(self.request_timeout, rpc(self.client(), request)).await {
-            Err(_) => return Err(A2aClientError::Timeout { url }),
-            Ok(answer) => answer.map_err(|status| status_error(&url, status))?,
+            Err(_) => return Err(ClientError::Timeout { operation, url: site.url }),
+            Ok(answer) => answer.map_err(|status| status_error(&site, status))?,
         };
-        A::try_from(answer.into_inner())
-            .map_err(|error| A2aClientError::InvalidResponse { url, reason: error.to_string() })
+        A::try_from(answer.into_inner()).map_err(|error| site.invalid(error.to_string()))
     }
 }
 
@@ -139,52 +136,59 @@ impl Transport for Grpc {
         &self.url
     }
 
-    async fn call(&self, mut request: Unary) -> Result<Answer, A2aClientError> {
+    async fn call(&self, mut request: Unary) -> Result<Answer, ClientError> {
         request.fill_tenant(&self.interface);
+        let op = request.operation();
         Ok(match request {
             Unary::SendMessage(request) => Answer::Message(
-                self.unary::<_, pb::SendMessageRequest, _, _, _, _>(*request, |mut c, r| async move {
+                self.unary::<_, pb::SendMessageRequest, _, _, _, _>(op, *request, |mut c, r| async move {
                     c.send_message(r).await
                 })
                 .await?,
             ),
-            Unary::GetTask(request) => Answer::Task(
-                self.unary::<_, pb::GetTaskRequest, _, _, _, _>(request, |mut c, r| async move { c.get_task(r).await })
+            Unary::GetTask(request) => {
+                Answer::Task(
+                    self.unary::<_, pb::GetTaskRequest, _, _, _, _>(op, request, |mut c, r| async move {
+                        c.get_task(r).await
+                    })
                     .await?,
-            ),
-            Unary::ListTasks(request) => Answer::Tasks(
-                self.unary::<_, pb::ListTasksRequest, _, _, _, _>(
-                    request,
-                    |mut c, r| async move { c.list_tasks(r).await },
                 )
+            }
+            Unary::ListTasks(request) => Answer::Tasks(
+                self.unary::<_, pb::ListTasksRequest, _, _, _, _>(op, request, |mut c, r| async move {
+                    c.list_tasks(r).await
+                })
                 .await?,
             ),
             Unary::CancelTask(request) => Answer::Task(
-                self.unary::<_, pb::CancelTaskRequest, _, _, _, _>(request, |mut c, r| async move {
+                self.unary::<_, pb::CancelTaskRequest, _, _, _, _>(op, request, |mut c, r| async move {
                     c.cancel_task(r).await
                 })
                 .await?,
             ),
             Unary::GetExtendedCard(request) => Answer::Card(Box::new(
-                self.unary::<_, pb::GetExtendedAgentCardRequest, _, _, _, _>(request, |mut c, r| async move {
+                self.unary::<_, pb::GetExtendedAgentCardRequest, _, _, _, _>(op, request, |mut c, r| async move {
                     c.get_extended_agent_card(r).await
                 })
                 .await?,
             )),
             Unary::CreatePushConfig(config) => Answer::PushConfig(
-                self.unary::<_, pb::TaskPushNotificationConfig, _, _, _, _>(config, |mut c, r| async move {
+                self.unary::<_, pb::TaskPushNotificationConfig, _, _, _, _>(op, config, |mut c, r| async move {
                     c.create_task_push_notification_config(r).await
                 })
                 .await?,
             ),
             Unary::GetPushConfig(request) => Answer::PushConfig(
-                self.unary::<_, pb::GetTaskPushNotificationConfigRequest, _, _, _, _>(request, |mut c, r| async move {
-                    c.get_task_push_notification_config(r).await
-                })
+                self.unary::<_, pb::GetTaskPushNotificationConfigRequest, _, _, _, _>(
+                    op,
+                    request,
+                    |mut c, r| async move { c.get_task_push_notification_config(r).await },
+                )
                 .await?,
             ),
             Unary::ListPushConfigs(request) => Answer::PushConfigs(
                 self.unary::<_, pb::ListTaskPushNotificationConfigsRequest, _, _, _, _>(
+                    op,
                     request,
                     |mut c, r| async move { c.list_task_push_notification_configs(r).await },
                 )
@@ -192,6 +196,7 @@ impl Transport for Grpc {
             ),
             Unary::DeletePushConfig(request) => {
                 self.unary::<_, pb::DeleteTaskPushNotificationConfigRequest, _, (), _, _>(
+                    op,
                     request,
                     |mut c, r| async move { c.delete_task_push_notification_config(r).await },
                 )
@@ -203,41 +208,39 @@ impl Transport for Grpc {
 
     /// Opens a server-streaming RPC (within the request timeout). gRPC events have no ids: a
     /// subscription starts with the task's snapshot, and `last_event_id` is not sent.
-    async fn open(&self, mut request: Streaming, _last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+    async fn open(&self, mut request: Streaming, _last_event_id: Option<&str>) -> Result<Connection, ClientError> {
         request.fill_tenant(&self.interface);
-        let url = self.url.to_string();
+        let op = request.operation();
+        let site = Site::new(op, &self.url);
         let mut client = self.client();
         let open = async {
             match request {
                 Streaming::SendMessage(request) => {
-                    client.send_streaming_message(self.request::<_, pb::SendMessageRequest>(*request)?).await
+                    client.send_streaming_message(self.request::<_, pb::SendMessageRequest>(op, *request)?).await
                 }
                 Streaming::Subscribe(request) => {
-                    client.subscribe_to_task(self.request::<_, pb::SubscribeToTaskRequest>(request)?).await
+                    client.subscribe_to_task(self.request::<_, pb::SubscribeToTaskRequest>(op, request)?).await
                 }
             }
-            .map_err(|status| status_error(&url, status))
+            .map_err(|status| status_error(&site, status))
         };
         let streaming = match tokio::time::timeout(self.request_timeout, open).await {
-            Err(_) => return Err(A2aClientError::Timeout { url }),
+            Err(_) => return Err(ClientError::Timeout { operation: op, url: site.url }),
             Ok(answer) => answer?.into_inner(),
         };
-        let frames_url = url.clone();
+        let opened = site.clone();
         let events = streaming.map(move |item| match item {
-            Ok(message) => StreamResponse::try_from(message).map(|response| (None, response)).map_err(|error| {
-                StreamFault::Failed(A2aClientError::InvalidResponse {
-                    url: frames_url.clone(),
-                    reason: format!("stream event: {error}"),
-                })
-            }),
+            Ok(message) => StreamResponse::try_from(message)
+                .map(|response| (None, response))
+                .map_err(|error| StreamFault::Failed(site.invalid(format!("stream event: {error}")))),
             // A broken connection is worth a resubscription; the peer's error or an oversized
             // event is not.
-            Err(status) => Err(match status_error(&frames_url, status) {
-                A2aClientError::GrpcTransport { status, .. } => StreamFault::Dropped(status.to_string()),
+            Err(status) => Err(match status_error(&site, status) {
+                ClientError::GrpcTransport { status, .. } => StreamFault::Dropped(status.to_string()),
                 error => StreamFault::Failed(error),
             }),
         });
-        Ok(Connection { url, events: Box::pin(events) })
+        Ok(Connection { site: opened, events: Box::pin(events) })
     }
 }
 
@@ -279,26 +282,27 @@ pub(crate) fn endpoint_url(url: &str) -> Result<Url, String> {
 
 /// Reads a failed RPC: a transport failure (the status came from the connection, not the peer),
 /// an answer over [`MAX_RESPONSE_BYTES`], or the peer's `google.rpc.Status`.
-fn status_error(url: &str, status: tonic::Status) -> A2aClientError {
+fn status_error(site: &Site, status: tonic::Status) -> ClientError {
     let local_limit = format!("the limit is: {MAX_RESPONSE_BYTES} bytes");
     if status.code() == tonic::Code::OutOfRange
         && status.details().is_empty()
         && status.message().contains(&local_limit)
     {
-        return A2aClientError::InvalidResponse {
-            url: url.to_owned(),
-            reason: format!(
-                "the response exceeds {MAX_RESPONSE_BYTES} bytes ({})",
-                excerpt(status.message().as_bytes())
-            ),
-        };
+        return site.invalid(format!(
+            "the response exceeds {MAX_RESPONSE_BYTES} bytes ({})",
+            excerpt(status.message().as_bytes())
+        ));
     }
     let transport = std::error::Error::source(&status).is_some()
         || (status.code() == tonic::Code::Unavailable && status.details().is_empty());
     if transport {
-        return A2aClientError::GrpcTransport { url: url.to_owned(), status };
+        return ClientError::GrpcTransport {
+            operation: site.operation,
+            url: site.url.clone(),
+            status: Box::new(status),
+        };
     }
-    A2aClientError::A2a { http_status: None, error: accord_grpc::status::from_status(&status) }
+    site.a2a(None, accord_grpc::status::from_status(&status))
 }
 
 #[cfg(test)]
@@ -337,22 +341,23 @@ mod tests {
 
     #[test]
     fn statuses_read_as_transport_oversize_or_a2a_errors() {
-        let dropped = status_error("u", tonic::Status::unavailable("connection refused"));
-        assert!(matches!(dropped, A2aClientError::GrpcTransport { .. }), "{dropped:?}");
+        let site = Site::new(Operation::GetTask, "u");
+        let dropped = status_error(&site, tonic::Status::unavailable("connection refused"));
+        assert!(matches!(dropped, ClientError::GrpcTransport { .. }), "{dropped:?}");
         assert!(dropped.is_retryable());
         let oversized = status_error(
-            "u",
+            &site,
             tonic::Status::out_of_range(format!(
                 "Error, decoded message length too large: found 9000000 bytes, the limit is: {MAX_RESPONSE_BYTES} bytes"
             )),
         );
-        assert!(matches!(oversized, A2aClientError::InvalidResponse { .. }), "{oversized:?}");
+        assert!(matches!(oversized, ClientError::InvalidResponse { .. }), "{oversized:?}");
         let peer = accord_grpc::status::to_status(
             &accord_types::a2a::A2aError::new(accord_types::a2a::A2aErrorKind::TaskNotFound).with_message("gone"),
             accord_types::a2a::ErrorMapping::default(),
         );
-        let error = status_error("u", peer);
-        assert_eq!(error.kind(), Some(accord_types::a2a::A2aErrorKind::TaskNotFound));
+        let error = status_error(&site, peer);
+        assert_eq!(error.a2a_kind(), Some(accord_types::a2a::A2aErrorKind::TaskNotFound));
         assert!(!error.is_retryable());
     }
 }

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::card::parse_card;
-use super::error::A2aClientError;
 use super::transport::{A2A_VERSION, A2A_VERSION_HEADER, Answer, StreamFault, Unary};
+use crate::error::{ClientError, Operation, Site};
 use crate::http::{BoundError, MAX_RESPONSE_BYTES, bounded_sse, read_bounded};
 
 /// The HTTP client and what goes on every request of one A2A client.
@@ -30,6 +30,7 @@ pub(crate) struct HttpWire {
 /// One HTTP request of a binding.
 #[derive(Debug)]
 pub(crate) struct HttpCall {
+    pub(crate) operation: Operation,
     pub(crate) method: Method,
     pub(crate) url: Url,
     pub(crate) body: Option<Value>,
@@ -42,6 +43,13 @@ pub(crate) struct HttpCall {
 pub(crate) enum Opened {
     Events(std::pin::Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, StreamFault>> + Send>>),
     Refused { status: StatusCode, body: Vec<u8> },
+}
+
+impl HttpCall {
+    /// Where this call goes, for the errors of its answer.
+    pub(crate) fn site(&self) -> Site {
+        Site::new(self.operation, &self.url)
+    }
 }
 
 impl HttpWire {
@@ -57,38 +65,37 @@ impl HttpWire {
         request
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder, url: &Url) -> Result<reqwest::Response, A2aClientError> {
+    async fn send(&self, request: reqwest::RequestBuilder, call: &HttpCall) -> Result<reqwest::Response, ClientError> {
         match tokio::time::timeout(self.request_timeout, request.send()).await {
-            Err(_) => Err(A2aClientError::Timeout { url: url.to_string() }),
-            Ok(Err(source)) if source.is_timeout() => Err(A2aClientError::Timeout { url: url.to_string() }),
-            Ok(Err(source)) => Err(A2aClientError::transport(url, source)),
+            Err(_) => Err(ClientError::Timeout { operation: call.operation, url: call.url.to_string() }),
+            Ok(Err(source)) => Err(ClientError::transport(call.operation, &call.url, source)),
             Ok(Ok(response)) => Ok(response),
         }
     }
 
     /// Sends a call and reads the whole answer, all within the request timeout.
-    pub(crate) async fn exchange(&self, call: &HttpCall) -> Result<(StatusCode, Vec<u8>), A2aClientError> {
+    pub(crate) async fn exchange(&self, call: &HttpCall) -> Result<(StatusCode, Vec<u8>), ClientError> {
         let request = self.request(call, "application/json, application/a2a+json");
         let read = async {
-            let response = self.send(request, &call.url).await?;
+            let response = self.send(request, call).await?;
             let status = response.status();
-            let body = read_body(&call.url, response).await?;
-            Ok::<_, A2aClientError>((status, body))
+            let body = read_body(call, response).await?;
+            Ok::<_, ClientError>((status, body))
         };
         match tokio::time::timeout(self.request_timeout, read).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(A2aClientError::Timeout { url: call.url.to_string() }),
+            Err(_) => Err(ClientError::Timeout { operation: call.operation, url: call.url.to_string() }),
         }
     }
 
     /// Sends a streaming call: its SSE events when the answer is a successful event stream (each
     /// event at most [`MAX_RESPONSE_BYTES`]), else the status and body for the binding to read.
-    pub(crate) async fn open(&self, call: &HttpCall, last_event_id: Option<&str>) -> Result<Opened, A2aClientError> {
+    pub(crate) async fn open(&self, call: &HttpCall, last_event_id: Option<&str>) -> Result<Opened, ClientError> {
         let mut request = self.request(call, "text/event-stream");
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
-        let response = self.send(request, &call.url).await?;
+        let response = self.send(request, call).await?;
         let status = response.status();
         let is_sse = response
             .headers()
@@ -96,7 +103,7 @@ impl HttpWire {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         if !(status.is_success() && is_sse) {
-            let body = read_body(&call.url, response).await?;
+            let body = read_body(call, response).await?;
             return Ok(Opened::Refused { status, body });
         }
         let events = bounded_sse(response.bytes_stream()).eventsource().map(|item| {
@@ -112,11 +119,11 @@ impl HttpWire {
 }
 
 /// The URL of an HTTP interface: an `http` or `https` URL that can be a base.
-pub(crate) fn interface_url(interface: &AgentInterface) -> Result<Url, A2aClientError> {
+pub(crate) fn interface_url(interface: &AgentInterface) -> Result<Url, ClientError> {
     let endpoint = Url::parse(&interface.url)
-        .map_err(|error| A2aClientError::InvalidUrl { url: interface.url.clone(), reason: error.to_string() })?;
+        .map_err(|error| ClientError::InvalidUrl { url: interface.url.clone(), reason: error.to_string() })?;
     if !matches!(endpoint.scheme(), "http" | "https") || endpoint.cannot_be_a_base() {
-        return Err(A2aClientError::InvalidUrl {
+        return Err(ClientError::InvalidUrl {
             url: interface.url.clone(),
             reason: "an interface URL must be an http or https URL".into(),
         });
@@ -125,38 +132,36 @@ pub(crate) fn interface_url(interface: &AgentInterface) -> Result<Url, A2aClient
 }
 
 /// Reads a 1.0 JSON answer (a JSON-RPC `result`, or a REST body) as the answer to `request`.
-pub(crate) fn answer_v1(request: &Unary, url: String, value: Value) -> Result<Answer, A2aClientError> {
-    fn read<T: DeserializeOwned>(url: String, value: Value) -> Result<T, A2aClientError> {
-        serde_json::from_value(value)
-            .map_err(|error| A2aClientError::InvalidResponse { url, reason: error.to_string() })
+pub(crate) fn answer_v1(request: &Unary, site: &Site, value: Value) -> Result<Answer, ClientError> {
+    fn read<T: DeserializeOwned>(site: &Site, value: Value) -> Result<T, ClientError> {
+        serde_json::from_value(value).map_err(|error| site.invalid(error.to_string()))
     }
     Ok(match request {
-        Unary::SendMessage(_) => Answer::Message(read(url, value)?),
-        Unary::GetTask(_) | Unary::CancelTask(_) => Answer::Task(read(url, value)?),
-        Unary::ListTasks(_) => Answer::Tasks(read(url, value)?),
-        Unary::GetExtendedCard(_) => {
-            Answer::Card(Box::new(parse_card(value).map_err(|reason| A2aClientError::InvalidResponse { url, reason })?))
-        }
-        Unary::CreatePushConfig(_) | Unary::GetPushConfig(_) => Answer::PushConfig(read(url, value)?),
-        Unary::ListPushConfigs(_) => Answer::PushConfigs(read(url, value)?),
-        Unary::DeletePushConfig(_) => deleted(url, value)?,
+        Unary::SendMessage(_) => Answer::Message(read(site, value)?),
+        Unary::GetTask(_) | Unary::CancelTask(_) => Answer::Task(read(site, value)?),
+        Unary::ListTasks(_) => Answer::Tasks(read(site, value)?),
+        Unary::GetExtendedCard(_) => Answer::Card(Box::new(parse_card(value).map_err(|reason| site.invalid(reason))?)),
+        Unary::CreatePushConfig(_) | Unary::GetPushConfig(_) => Answer::PushConfig(read(site, value)?),
+        Unary::ListPushConfigs(_) => Answer::PushConfigs(read(site, value)?),
+        Unary::DeletePushConfig(_) => deleted(site, value)?,
     })
 }
 
 /// The answer to a delete: `{}` (or nothing).
-pub(crate) fn deleted(url: String, value: Value) -> Result<Answer, A2aClientError> {
+pub(crate) fn deleted(site: &Site, value: Value) -> Result<Answer, ClientError> {
     match value {
         Value::Object(_) | Value::Null => Ok(Answer::Deleted),
-        other => Err(A2aClientError::InvalidResponse { url, reason: format!("expected {{}}, got {other}") }),
+        other => Err(site.invalid(format!("expected {{}}, got {other}"))),
     }
 }
 
-pub(crate) fn to_value(value: &impl Serialize) -> Result<Value, A2aClientError> {
-    serde_json::to_value(value)
-        .map_err(|error| A2aClientError::InvalidResponse { url: String::new(), reason: format!("request: {error}") })
+pub(crate) fn to_value(operation: Operation, value: &impl Serialize) -> Result<Value, ClientError> {
+    serde_json::to_value(value).map_err(|error| ClientError::invalid(operation, "", format!("request: {error}")))
 }
 
 /// Reads a body, refusing more than [`MAX_RESPONSE_BYTES`].
-pub(crate) async fn read_body(url: &Url, response: reqwest::Response) -> Result<Vec<u8>, A2aClientError> {
-    read_bounded(response, MAX_RESPONSE_BYTES).await.map_err(|error| A2aClientError::body(url, error))
+pub(crate) async fn read_body(call: &HttpCall, response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
+    read_bounded(response, MAX_RESPONSE_BYTES)
+        .await
+        .map_err(|error| ClientError::body(call.operation, &call.url, error))
 }

@@ -10,10 +10,9 @@ use futures_util::StreamExt;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
-use super::error::A2aClientError;
 use super::http::{HttpCall, HttpWire, Opened, answer_v1, interface_url, to_value};
 use super::transport::{Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport, Unary};
-use crate::http::excerpt;
+use crate::error::{ClientError, Operation, Site};
 
 /// The 1.0 HTTP+JSON binding of one interface.
 #[derive(Debug)]
@@ -24,7 +23,7 @@ pub(crate) struct Rest {
 }
 
 impl Rest {
-    pub(crate) fn new(wire: HttpWire, interface: &AgentInterface) -> Result<Self, A2aClientError> {
+    pub(crate) fn new(wire: HttpWire, interface: &AgentInterface) -> Result<Self, ClientError> {
         Ok(Self { wire, endpoint: interface_url(interface)?, interface: interface.clone() })
     }
 
@@ -32,14 +31,15 @@ impl Rest {
     /// `tenant` removed; it travels in the path) and `query` for a GET.
     pub(crate) fn route(
         &self,
+        operation: Operation,
         method: Method,
         path: &[&str],
         query: &[(&str, String)],
         params: Value,
-    ) -> Result<HttpCall, A2aClientError> {
+    ) -> Result<HttpCall, ClientError> {
         let mut url = self.endpoint.clone();
         {
-            let mut segments = url.path_segments_mut().map_err(|()| A2aClientError::InvalidUrl {
+            let mut segments = url.path_segments_mut().map_err(|()| ClientError::InvalidUrl {
                 url: self.endpoint.to_string(),
                 reason: "cannot be a base".into(),
             })?;
@@ -59,17 +59,18 @@ impl Rest {
             }
             params
         });
-        Ok(HttpCall { method, url, body, versioned: true })
+        Ok(HttpCall { operation, method, url, body, versioned: true })
     }
 
     /// The HTTP request of a unary operation.
-    fn unary_call(&self, request: &Unary) -> Result<HttpCall, A2aClientError> {
+    fn unary_call(&self, request: &Unary) -> Result<HttpCall, ClientError> {
+        let op = request.operation();
         match request {
-            Unary::SendMessage(request) => self.route(Method::POST, &["message:send"], &[], to_value(request)?),
+            Unary::SendMessage(request) => self.route(op, Method::POST, &["message:send"], &[], to_value(op, request)?),
             Unary::GetTask(request) => {
                 let query: Vec<(&str, String)> =
                     request.history_length.map(|length| ("historyLength", length.to_string())).into_iter().collect();
-                self.route(Method::GET, &["tasks", &request.id], &query, to_value(request)?)
+                self.route(op, Method::GET, &["tasks", &request.id], &query, to_value(op, request)?)
             }
             Unary::ListTasks(request) => {
                 let mut query: Vec<(&str, String)> = Vec::new();
@@ -94,20 +95,22 @@ impl Rest {
                 if let Some(include) = request.include_artifacts {
                     query.push(("includeArtifacts", include.to_string()));
                 }
-                self.route(Method::GET, &["tasks"], &query, to_value(request)?)
+                self.route(op, Method::GET, &["tasks"], &query, to_value(op, request)?)
             }
             Unary::CancelTask(request) => {
                 let action = format!("{}:cancel", request.id);
-                let mut call = self.route(Method::POST, &["tasks", &action], &[], to_value(request)?)?;
+                let mut call = self.route(op, Method::POST, &["tasks", &action], &[], to_value(op, request)?)?;
                 // The id travels in the path and there is no metadata: no body, as the TCK sends it.
                 call.body = None;
                 Ok(call)
             }
-            Unary::GetExtendedCard(request) => self.route(Method::GET, &["extendedAgentCard"], &[], to_value(request)?),
+            Unary::GetExtendedCard(request) => {
+                self.route(op, Method::GET, &["extendedAgentCard"], &[], to_value(op, request)?)
+            }
             Unary::CreatePushConfig(config) => {
                 let task_id = config.task_id.clone().unwrap_or_default();
                 let path = ["tasks", &task_id, "pushNotificationConfigs"];
-                let mut call = self.route(Method::POST, &path, &[], to_value(config)?)?;
+                let mut call = self.route(op, Method::POST, &path, &[], to_value(op, config)?)?;
                 if let Some(Value::Object(body)) = call.body.as_mut() {
                     // Path parameters are not repeated in the body (§1.1).
                     body.remove("taskId");
@@ -116,7 +119,7 @@ impl Rest {
             }
             Unary::GetPushConfig(request) => {
                 let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
-                self.route(Method::GET, &path, &[], to_value(request)?)
+                self.route(op, Method::GET, &path, &[], to_value(op, request)?)
             }
             Unary::ListPushConfigs(request) => {
                 let mut query: Vec<(&str, String)> = Vec::new();
@@ -127,11 +130,11 @@ impl Rest {
                     query.push(("pageToken", page_token.clone()));
                 }
                 let path = ["tasks", &request.task_id, "pushNotificationConfigs"];
-                self.route(Method::GET, &path, &query, to_value(request)?)
+                self.route(op, Method::GET, &path, &query, to_value(op, request)?)
             }
             Unary::DeletePushConfig(request) => {
                 let path = ["tasks", &request.task_id, "pushNotificationConfigs", &request.id];
-                self.route(Method::DELETE, &path, &[], to_value(request)?)
+                self.route(op, Method::DELETE, &path, &[], to_value(op, request)?)
             }
         }
     }
@@ -155,28 +158,29 @@ impl Transport for Rest {
         &self.endpoint
     }
 
-    async fn call(&self, mut request: Unary) -> Result<Answer, A2aClientError> {
+    async fn call(&self, mut request: Unary) -> Result<Answer, ClientError> {
         request.fill_tenant(&self.interface);
         let call = self.unary_call(&request)?;
-        let (url, value) = rest_exchange(&self.wire, &call, rest_error).await?;
-        answer_v1(&request, url, value)
+        let value = rest_exchange(&self.wire, &call, rest_error).await?;
+        answer_v1(&request, &call.site(), value)
     }
 
-    async fn open(&self, mut request: Streaming, last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+    async fn open(&self, mut request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError> {
         request.fill_tenant(&self.interface);
+        let op = request.operation();
         match request {
             Streaming::SendMessage(request) => {
-                let call = self.route(Method::POST, &["message:stream"], &[], to_value(&request)?)?;
+                let call = self.route(op, Method::POST, &["message:stream"], &[], to_value(op, &request)?)?;
                 open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await
             }
             Streaming::Subscribe(request) => {
                 let action = format!("{}:subscribe", request.id);
-                let mut call = self.route(Method::POST, &["tasks", &action], &[], to_value(&request)?)?;
+                let mut call = self.route(op, Method::POST, &["tasks", &action], &[], to_value(op, &request)?)?;
                 // No body, as the TCK and the SDK clients send it.
                 call.body = None;
                 match open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await {
                     // The proto routes subscribe as GET; the spec as POST. Try GET when POST is refused.
-                    Err(A2aClientError::Status { status: 405, .. }) => {
+                    Err(ClientError::Status { status: 405, .. }) => {
                         let call = HttpCall { method: Method::GET, ..call };
                         open_rest_stream(&self.wire, &call, last_event_id, rest_error, stream_rest_item).await
                     }
@@ -191,16 +195,14 @@ impl Transport for Rest {
 pub(crate) async fn rest_exchange(
     wire: &HttpWire,
     call: &HttpCall,
-    error_of: fn(&str, StatusCode, &[u8]) -> A2aClientError,
-) -> Result<(String, Value), A2aClientError> {
+    error_of: fn(&Site, StatusCode, &[u8]) -> ClientError,
+) -> Result<Value, ClientError> {
     let (status, body) = wire.exchange(call).await?;
-    let url = call.url.to_string();
+    let site = call.site();
     if !status.is_success() {
-        return Err(error_of(&url, status, &body));
+        return Err(error_of(&site, status, &body));
     }
-    let value = serde_json::from_slice(&body)
-        .map_err(|error| A2aClientError::InvalidResponse { url: url.clone(), reason: format!("not JSON: {error}") })?;
-    Ok((url, value))
+    serde_json::from_slice(&body).map_err(|error| site.invalid(format!("not JSON: {error}")))
 }
 
 /// Opens a REST stream: an error status is read by `error_of`, each event by `item_of`.
@@ -208,33 +210,28 @@ pub(crate) async fn open_rest_stream(
     wire: &HttpWire,
     call: &HttpCall,
     last_event_id: Option<&str>,
-    error_of: fn(&str, StatusCode, &[u8]) -> A2aClientError,
-    item_of: fn(&str, &str, &str) -> Result<StreamResponse, A2aClientError>,
-) -> Result<Connection, A2aClientError> {
-    let url = call.url.to_string();
+    error_of: fn(&Site, StatusCode, &[u8]) -> ClientError,
+    item_of: fn(&Site, &str, &str) -> Result<StreamResponse, ClientError>,
+) -> Result<Connection, ClientError> {
+    let site = call.site();
     let events = match wire.open(call, last_event_id).await? {
         Opened::Events(events) => events,
-        Opened::Refused { status, body } if !status.is_success() => return Err(error_of(&url, status, &body)),
-        Opened::Refused { .. } => {
-            return Err(A2aClientError::InvalidResponse {
-                url,
-                reason: "a JSON body where an event stream was expected".into(),
-            });
-        }
+        Opened::Refused { status, body } if !status.is_success() => return Err(error_of(&site, status, &body)),
+        Opened::Refused { .. } => return Err(site.invalid("a JSON body where an event stream was expected")),
     };
-    let events_url = url.clone();
+    let opened = site.clone();
     let events = events.map(move |item| {
         let event = item?;
-        let response = item_of(&events_url, &event.event, &event.data).map_err(StreamFault::Failed)?;
+        let response = item_of(&site, &event.event, &event.data).map_err(StreamFault::Failed)?;
         Ok(((!event.id.is_empty()).then_some(event.id), response))
     });
-    Ok(Connection { url, events: Box::pin(events) })
+    Ok(Connection { site: opened, events: Box::pin(events) })
 }
 
 /// One SSE event of the HTTP+JSON binding: a bare `StreamResponse`, or (SDK behaviour, not spec)
 /// an `event: error` frame carrying a `google.rpc.Status` body.
-pub(crate) fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse, A2aClientError> {
-    let invalid = |reason: String| A2aClientError::InvalidResponse { url: url.to_owned(), reason };
+pub(crate) fn stream_rest_item(site: &Site, event: &str, data: &str) -> Result<StreamResponse, ClientError> {
+    let invalid = |reason: String| site.invalid(reason);
     let value: Value =
         serde_json::from_str(data).map_err(|error| invalid(format!("stream event is not JSON: {error}")))?;
     if event == "error" || value.get("error").is_some_and(Value::is_object) {
@@ -242,19 +239,19 @@ pub(crate) fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<Str
             serde_json::from_value(value).map_err(|error| invalid(format!("stream error event: {error}")))?;
         let status = body.error.code;
         return Err(match A2aError::from_rest_body(&body) {
-            Some(error) => A2aClientError::A2a { http_status: Some(status), error },
-            None => A2aClientError::Status { url: url.to_owned(), status, body: excerpt(data.as_bytes()) },
+            Some(error) => site.a2a(Some(status), error),
+            None => site.status(status, data.as_bytes()),
         });
     }
     serde_json::from_value(value).map_err(|error| invalid(format!("stream event: {error}")))
 }
 
 /// Reads a REST error: the A2A error of its `google.rpc.Status` body, else the status and body.
-pub(crate) fn rest_error(url: &str, status: StatusCode, body: &[u8]) -> A2aClientError {
+pub(crate) fn rest_error(site: &Site, status: StatusCode, body: &[u8]) -> ClientError {
     let a2a = serde_json::from_slice::<RestErrorBody>(body).ok().and_then(|body| A2aError::from_rest_body(&body));
     match a2a {
-        Some(error) => A2aClientError::A2a { http_status: Some(status.as_u16()), error },
-        None => A2aClientError::Status { url: url.to_owned(), status: status.as_u16(), body: excerpt(body) },
+        Some(error) => site.a2a(Some(status.as_u16()), error),
+        None => site.status(status.as_u16(), body),
     }
 }
 
@@ -294,12 +291,20 @@ mod tests {
     #[test]
     fn rest_calls_follow_the_routes_under_the_tenant() {
         let rest = Rest::new(wire(), &interface("HTTP+JSON", "http://h/a2a/rest/", Some("acme"))).expect("binding");
-        let call =
-            rest.route(Method::GET, &["tasks", "t/1"], &[("historyLength", "2".into())], json!({})).expect("call");
+        let call = rest
+            .route(Operation::GetTask, Method::GET, &["tasks", "t/1"], &[("historyLength", "2".into())], json!({}))
+            .expect("call");
         assert_eq!(call.url.as_str(), "http://h/a2a/rest/acme/tasks/t%2F1?historyLength=2");
         assert!(call.body.is_none());
-        let call =
-            rest.route(Method::POST, &["message:send"], &[], json!({"tenant": "acme", "message": {}})).expect("call");
+        let call = rest
+            .route(
+                Operation::SendMessage,
+                Method::POST,
+                &["message:send"],
+                &[],
+                json!({"tenant": "acme", "message": {}}),
+            )
+            .expect("call");
         assert_eq!(call.url.as_str(), "http://h/a2a/rest/acme/message:send");
         assert_eq!(call.body, Some(json!({"message": {}})), "the tenant travels in the path");
 
@@ -310,7 +315,7 @@ mod tests {
         let Unary::GetTask(request) = request else { unreachable!("the same operation") };
         assert_eq!(request.tenant.as_deref(), Some("acme"));
         let endpoint = Url::parse(&rpc.url).expect("url");
-        let (call, id) = rpc_call(&endpoint, "GetTask", json!({"id": "x"}), true).expect("call");
+        let (call, id) = rpc_call(Operation::GetTask, &endpoint, "GetTask", json!({"id": "x"}), true).expect("call");
         assert_eq!((call.method, call.url.as_str()), (Method::POST, "http://h/a2a/jsonrpc"));
         let body = call.body.expect("body");
         assert_eq!((body["jsonrpc"].clone(), body["method"].clone()), (json!("2.0"), json!("GetTask")));
@@ -321,24 +326,25 @@ mod tests {
 
     #[test]
     fn rest_errors_keep_status_reason_and_message() {
+        let site = Site::new(Operation::CancelTask, "u");
         let body = br#"{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"done already","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE","domain":"a2a-protocol.org"}]}}"#;
-        let error = rest_error("u", StatusCode::BAD_REQUEST, body);
-        assert_eq!((error.kind(), error.http_status()), (Some(A2aErrorKind::TaskNotCancelable), Some(400)));
+        let error = rest_error(&site, StatusCode::BAD_REQUEST, body);
+        assert_eq!((error.a2a_kind(), error.status()), (Some(A2aErrorKind::TaskNotCancelable), Some(400)));
         assert_eq!(error.a2a_error().map(|e| e.message.as_str()), Some("done already"));
-        let plain = rest_error("u", StatusCode::NOT_FOUND, b"Not Found");
-        assert!(matches!(plain, A2aClientError::Status { status: 404, ref body, .. } if body == "Not Found"));
-        let streamed = stream_rest_item("u", "error", std::str::from_utf8(body).expect("utf8")).expect_err("error");
-        assert_eq!(streamed.kind(), Some(A2aErrorKind::TaskNotCancelable));
+        let plain = rest_error(&site, StatusCode::NOT_FOUND, b"Not Found");
+        assert!(matches!(plain, ClientError::Status { status: 404, ref body, .. } if body == "Not Found"));
+        let streamed = stream_rest_item(&site, "error", std::str::from_utf8(body).expect("utf8")).expect_err("error");
+        assert_eq!(streamed.a2a_kind(), Some(A2aErrorKind::TaskNotCancelable));
         let update = stream_rest_item(
-            "u",
+            &site,
             "message",
             r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}"#,
         )
         .expect("update");
         assert!(!settles(&update));
         assert!(matches!(
-            stream_rest_item("u", "", r#"{"kind":"status-update"}"#),
-            Err(A2aClientError::InvalidResponse { .. })
+            stream_rest_item(&site, "", r#"{"kind":"status-update"}"#),
+            Err(ClientError::InvalidResponse { .. })
         ));
     }
 }

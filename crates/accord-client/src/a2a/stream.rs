@@ -9,8 +9,8 @@ use std::time::Duration;
 use accord_types::a2a::{StreamResponse, SubscribeToTaskRequest};
 use futures_util::{Stream, StreamExt};
 
-use super::error::A2aClientError;
 use super::transport::{Connection, StreamFault, Streaming, Transport, settles, task_id_of};
+use crate::error::ClientError;
 
 /// How long a stream waits for the server to close it once the task has settled.
 const SETTLED_GRACE: Duration = Duration::from_secs(5);
@@ -32,7 +32,7 @@ impl A2aEvent {
 }
 
 /// The events of a stream, in order. Dropping it closes the connection.
-pub type A2aEventStream = Pin<Box<dyn Stream<Item = Result<A2aEvent, A2aClientError>> + Send>>;
+pub type A2aEventStream = Pin<Box<dyn Stream<Item = Result<A2aEvent, ClientError>> + Send>>;
 
 /// How a stream waits and reconnects (from the client's options).
 #[derive(Debug, Clone, Copy)]
@@ -85,7 +85,7 @@ struct Follow {
 }
 
 impl Follow {
-    async fn next(&mut self) -> Option<Result<A2aEvent, A2aClientError>> {
+    async fn next(&mut self) -> Option<Result<A2aEvent, ClientError>> {
         loop {
             if self.done {
                 return None;
@@ -109,7 +109,7 @@ impl Follow {
             } else {
                 self.policy.stream_idle_timeout
             };
-            let url = connection.url.clone();
+            let site = connection.site.clone();
             let next = tokio::time::timeout(idle, connection.events.next()).await;
             match next {
                 Err(_) => {
@@ -130,7 +130,7 @@ impl Follow {
                 Ok(Some(Err(StreamFault::Fatal(reason)))) => {
                     self.done = true;
                     self.connection = None;
-                    return Some(Err(A2aClientError::InvalidResponse { url, reason }));
+                    return Some(Err(site.invalid(reason)));
                 }
                 Ok(Some(Err(StreamFault::Failed(error)))) => {
                     self.done = true;
@@ -159,8 +159,8 @@ impl Follow {
         A2aEvent { id, response }
     }
 
-    async fn reconnect(&mut self) -> Result<(), A2aClientError> {
-        let interrupted = |state: &Self, reason: String| A2aClientError::StreamInterrupted {
+    async fn reconnect(&mut self) -> Result<(), ClientError> {
+        let interrupted = |state: &Self, reason: String| ClientError::StreamInterrupted {
             task_id: state.task_id.clone(),
             last_event_id: state.last_event_id.clone(),
             attempts: state.attempts,

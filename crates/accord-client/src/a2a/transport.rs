@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use futures_util::Stream;
 use reqwest::Url;
 
-use super::error::A2aClientError;
+use crate::error::{ClientError, Operation, Site};
 
 /// The protocol version this client speaks, sent as `A2A-Version` on every request.
 pub const A2A_VERSION: &str = "1.0";
@@ -48,12 +48,13 @@ impl Binding {
         }
     }
 
-    /// The binding named exactly `name`, if this client speaks it.
+    /// The binding named exactly `name`, if this client speaks it (`GRPC` only when built with
+    /// the `grpc` feature).
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             PROTOCOL_BINDING_JSONRPC => Some(Self::JsonRpc),
             PROTOCOL_BINDING_HTTP_JSON => Some(Self::HttpJson),
-            PROTOCOL_BINDING_GRPC => Some(Self::Grpc),
+            PROTOCOL_BINDING_GRPC if cfg!(feature = "grpc") => Some(Self::Grpc),
             _ => None,
         }
     }
@@ -122,6 +123,21 @@ impl Unary {
         }
     }
 
+    /// The call, for errors.
+    pub(crate) fn operation(&self) -> Operation {
+        match self {
+            Self::SendMessage(_) => Operation::SendMessage,
+            Self::GetTask(_) => Operation::GetTask,
+            Self::ListTasks(_) => Operation::ListTasks,
+            Self::CancelTask(_) => Operation::CancelTask,
+            Self::GetExtendedCard(_) => Operation::GetExtendedCard,
+            Self::CreatePushConfig(_) => Operation::CreatePushConfig,
+            Self::GetPushConfig(_) => Operation::GetPushConfig,
+            Self::ListPushConfigs(_) => Operation::ListPushConfigs,
+            Self::DeletePushConfig(_) => Operation::DeletePushConfig,
+        }
+    }
+
     /// Copies the interface's tenant into the request when it has none (1.0 bindings).
     pub(crate) fn fill_tenant(&mut self, interface: &AgentInterface) {
         let tenant = match self {
@@ -154,8 +170,8 @@ pub(crate) enum Answer {
 impl Answer {
     /// The error for an answer of another operation than the one asked (a binding's bug, never
     /// the peer's doing, but not worth a panic).
-    pub(crate) fn mismatch(self, url: &Url) -> A2aClientError {
-        A2aClientError::InvalidResponse { url: url.to_string(), reason: "an answer to another operation".into() }
+    pub(crate) fn mismatch(self, operation: Operation, url: &Url) -> ClientError {
+        ClientError::invalid(operation, url, "an answer to another operation")
     }
 }
 
@@ -167,6 +183,14 @@ pub(crate) enum Streaming {
 }
 
 impl Streaming {
+    /// The call, for errors.
+    pub(crate) fn operation(&self) -> Operation {
+        match self {
+            Self::SendMessage(_) => Operation::SendStreamingMessage,
+            Self::Subscribe(_) => Operation::SubscribeTask,
+        }
+    }
+
     /// Copies the interface's tenant into the request when it has none (1.0 bindings).
     pub(crate) fn fill_tenant(&mut self, interface: &AgentInterface) {
         match self {
@@ -186,8 +210,8 @@ pub(crate) fn fill_tenant(interface: &AgentInterface, tenant: &mut Option<String
 /// An open event stream: each event already read by its binding, with its SSE id (gRPC events
 /// have none).
 pub(crate) struct Connection {
-    /// The URL the stream came from, for errors.
-    pub(crate) url: String,
+    /// Where the stream came from, for errors.
+    pub(crate) site: Site,
     pub(crate) events: Events,
 }
 
@@ -201,7 +225,7 @@ pub(crate) enum StreamFault {
     /// The peer sent something no reconnection will fix (an event over the size limit).
     Fatal(String),
     /// The peer answered with an error, or an event that cannot be read: yielded as is.
-    Failed(A2aClientError),
+    Failed(ClientError),
 }
 
 /// One binding of one interface, in one protocol version: how an A2A operation travels.
@@ -223,10 +247,10 @@ pub(crate) trait Transport: Debug + Send + Sync {
     /// The URL calls go to (for gRPC: the channel's origin, `http(s)://host:port/`).
     fn endpoint(&self) -> &Url;
     /// Sends one operation and reads its answer.
-    async fn call(&self, request: Unary) -> Result<Answer, A2aClientError>;
+    async fn call(&self, request: Unary) -> Result<Answer, ClientError>;
     /// Opens a stream; `last_event_id` (sent as `Last-Event-ID` where the binding has SSE ids)
     /// resumes after that event.
-    async fn open(&self, request: Streaming, last_event_id: Option<&str>) -> Result<Connection, A2aClientError>;
+    async fn open(&self, request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError>;
 }
 
 /// A terminal or interrupted state, or a direct message: nothing follows.

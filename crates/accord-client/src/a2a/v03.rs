@@ -19,40 +19,37 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::card::{declares_extended_card, parse_card};
-use super::error::A2aClientError;
 use super::http::{HttpCall, HttpWire, deleted, interface_url, to_value};
 use super::jsonrpc::{open_rpc_stream, rpc_call, rpc_envelope};
 use super::rest::{open_rest_stream, rest_exchange};
 use super::transport::{Answer, Binding, Connection, ProtocolVersion, Streaming, Transport, Unary};
+use crate::error::{ClientError, Operation, Site};
 
 /// The error a 0.3 peer cannot answer: the operation is not part of 0.3.
-pub(crate) fn unsupported(operation: &str) -> A2aClientError {
-    A2aClientError::A2a {
+pub(crate) fn unsupported(operation: Operation, method: &str) -> ClientError {
+    ClientError::A2a {
+        operation,
         http_status: None,
         error: A2aError::new(A2aErrorKind::UnsupportedOperation)
-            .with_message(format!("{operation} is not part of A2A 0.3, which this peer speaks")),
+            .with_message(format!("{method} is not part of A2A 0.3, which this peer speaks")),
     }
-}
-
-fn invalid(url: &str, reason: String) -> A2aClientError {
-    A2aClientError::InvalidResponse { url: url.to_owned(), reason }
 }
 
 /// Reads a 0.3 JSON-RPC response body: its `result`, or the 0.3 error it carries.
 pub(crate) fn rpc_result(
-    url: &str,
+    site: &Site,
     status: StatusCode,
     body: &[u8],
     rpc_id: Option<&Value>,
-) -> Result<Value, A2aClientError> {
-    rpc_envelope(url, status, body, rpc_id)?.into_result().map_err(|error| error_of(None, error))
+) -> Result<Value, ClientError> {
+    rpc_envelope(site, status, body, rpc_id)?.into_result().map_err(|error| error_of(site, None, error))
 }
 
 /// A 0.3 error object as the client's error.
-fn error_of(http_status: Option<u16>, error: JsonRpcError) -> A2aClientError {
+fn error_of(site: &Site, http_status: Option<u16>, error: JsonRpcError) -> ClientError {
     match wire::error_from_object(&error) {
-        Some(a2a) => A2aClientError::A2a { http_status, error: a2a },
-        None => A2aClientError::JsonRpc { error },
+        Some(a2a) => site.a2a(http_status, a2a),
+        None => ClientError::JsonRpc { operation: site.operation, error },
     }
 }
 
@@ -60,10 +57,10 @@ fn error_of(http_status: Option<u16>, error: JsonRpcError) -> A2aClientError {
 /// a `{message}` body without a code (the 0.3 Python SDK's) by its HTTP status, as that SDK maps
 /// its errors (404 task not found, 409 not cancelable, 415, 422 invalid params, 501
 /// unsupported, 502, 500); a 1.0 `google.rpc.Status` body; else the status and body.
-pub(crate) fn rest_error(url: &str, status: StatusCode, body: &[u8]) -> A2aClientError {
+pub(crate) fn rest_error(site: &Site, status: StatusCode, body: &[u8]) -> ClientError {
     let value: Option<Value> = serde_json::from_slice(body).ok();
     if let Some(Ok(error)) = value.clone().map(serde_json::from_value::<JsonRpcError>) {
-        return error_of(Some(status.as_u16()), error);
+        return error_of(site, Some(status.as_u16()), error);
     }
     let message = value.as_ref().and_then(|value| value.get("message")).and_then(Value::as_str);
     let by_status = match status.as_u16() {
@@ -78,38 +75,38 @@ pub(crate) fn rest_error(url: &str, status: StatusCode, body: &[u8]) -> A2aClien
     };
     match (message, by_status) {
         (Some(message), Some(kind)) if value.as_ref().is_some_and(|value| value.get("error").is_none()) => {
-            A2aClientError::A2a { http_status: Some(status.as_u16()), error: A2aError::new(kind).with_message(message) }
+            site.a2a(Some(status.as_u16()), A2aError::new(kind).with_message(message))
         }
-        _ => super::rest::rest_error(url, status, body),
+        _ => super::rest::rest_error(site, status, body),
     }
 }
 
 /// One SSE `data` of 0.3 JSON-RPC: a JSON-RPC response carrying a 0.3 event.
-pub(crate) fn stream_rpc_item(url: &str, data: &str, rpc_id: Option<&Value>) -> Result<StreamResponse, A2aClientError> {
-    let value = rpc_result(url, StatusCode::OK, data.as_bytes(), rpc_id)?;
+pub(crate) fn stream_rpc_item(site: &Site, data: &str, rpc_id: Option<&Value>) -> Result<StreamResponse, ClientError> {
+    let value = rpc_result(site, StatusCode::OK, data.as_bytes(), rpc_id)?;
     let event: wire::StreamEvent =
-        serde_json::from_value(value).map_err(|error| invalid(url, format!("0.3 stream event: {error}")))?;
+        serde_json::from_value(value).map_err(|error| site.invalid(format!("0.3 stream event: {error}")))?;
     Ok(event.into())
 }
 
 /// One SSE event of 0.3 REST: a bare proto `StreamResponse`, or an error object (an `event:
 /// error` frame, or a body with a numeric `code`).
-pub(crate) fn stream_rest_item(url: &str, event: &str, data: &str) -> Result<StreamResponse, A2aClientError> {
+pub(crate) fn stream_rest_item(site: &Site, event: &str, data: &str) -> Result<StreamResponse, ClientError> {
     let value: Value =
-        serde_json::from_str(data).map_err(|error| invalid(url, format!("stream event is not JSON: {error}")))?;
+        serde_json::from_str(data).map_err(|error| site.invalid(format!("stream event is not JSON: {error}")))?;
     if event == "error" || value.get("code").is_some_and(Value::is_i64) {
         return Err(match serde_json::from_value::<JsonRpcError>(value) {
-            Ok(error) => error_of(None, error),
-            Err(error) => invalid(url, format!("stream error event: {error}")),
+            Ok(error) => error_of(site, None, error),
+            Err(error) => site.invalid(format!("stream error event: {error}")),
         });
     }
     let response: proto::StreamResponse =
-        serde_json::from_value(value).map_err(|error| invalid(url, format!("0.3 stream event: {error}")))?;
+        serde_json::from_value(value).map_err(|error| site.invalid(format!("0.3 stream event: {error}")))?;
     Ok(wire::StreamEvent::from(response).into())
 }
 
-fn read<T: DeserializeOwned>(url: &str, value: Value) -> Result<T, A2aClientError> {
-    serde_json::from_value(value).map_err(|error| invalid(url, format!("0.3 answer: {error}")))
+fn read<T: DeserializeOwned>(site: &Site, value: Value) -> Result<T, ClientError> {
+    serde_json::from_value(value).map_err(|error| site.invalid(format!("0.3 answer: {error}")))
 }
 
 /// The 0.3 dialect of one `JSONRPC` or `HTTP+JSON` interface.
@@ -136,12 +133,12 @@ impl V03 {
         wire: HttpWire,
         interface: &AgentInterface,
         card: &AgentCard,
-    ) -> Result<Self, A2aClientError> {
+    ) -> Result<Self, ClientError> {
         let rest = match binding {
             Binding::JsonRpc => false,
             Binding::HttpJson => true,
             Binding::Grpc => {
-                return Err(A2aClientError::InvalidUrl {
+                return Err(ClientError::InvalidUrl {
                     url: interface.url.clone(),
                     reason: "A2A 0.3 is not spoken over gRPC".into(),
                 });
@@ -160,44 +157,46 @@ impl V03 {
     /// interface URL.
     fn rest_call(
         &self,
+        operation: Operation,
         method: Method,
         path: &str,
         query: &[(&str, String)],
         body: Option<Value>,
-    ) -> Result<Spelled, A2aClientError> {
+    ) -> Result<Spelled, ClientError> {
         let base = self.endpoint.as_str().split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
         let mut url = Url::parse(&format!("{base}{path}"))
-            .map_err(|error| A2aClientError::InvalidUrl { url: format!("{base}{path}"), reason: error.to_string() })?;
+            .map_err(|error| ClientError::InvalidUrl { url: format!("{base}{path}"), reason: error.to_string() })?;
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query.iter().map(|(name, value)| (*name, value.as_str())));
         }
-        Ok(Spelled::Rest(HttpCall { method, url, body, versioned: false }))
+        Ok(Spelled::Rest(HttpCall { operation, method, url, body, versioned: false }))
     }
 
     /// Sends a 0.3 request and returns the JSON answer (JSON-RPC `result`, or the REST body).
-    async fn send(&self, spelled: Spelled) -> Result<(String, Value), A2aClientError> {
+    async fn send(&self, operation: Operation, spelled: Spelled) -> Result<(Site, Value), ClientError> {
         match spelled {
             Spelled::Rpc(method, params) => {
-                let (call, id) = rpc_call(&self.endpoint, method, params, false)?;
+                let (call, id) = rpc_call(operation, &self.endpoint, method, params, false)?;
                 let (status, body) = self.wire.exchange(&call).await?;
-                let url = call.url.to_string();
-                let value = rpc_result(&url, status, &body, Some(&id))?;
-                Ok((url, value))
+                let site = call.site();
+                let value = rpc_result(&site, status, &body, Some(&id))?;
+                Ok((site, value))
             }
-            Spelled::Rest(call) => rest_exchange(&self.wire, &call, rest_error).await,
+            Spelled::Rest(call) => Ok((call.site(), rest_exchange(&self.wire, &call, rest_error).await?)),
         }
     }
 
     /// The 0.3 spelling of `request`.
-    fn spell(&self, request: &Unary) -> Result<Spelled, A2aClientError> {
+    fn spell(&self, request: &Unary) -> Result<Spelled, ClientError> {
+        let op = request.operation();
         Ok(match request {
             Unary::SendMessage(request) => {
                 let params = wire::MessageSendParams::from(request.as_ref().clone());
                 if self.rest {
-                    let body = to_value(&proto::SendMessageRequest::from(params))?;
-                    self.rest_call(Method::POST, proto::paths::MESSAGE_SEND, &[], Some(body))?
+                    let body = to_value(op, &proto::SendMessageRequest::from(params))?;
+                    self.rest_call(op, Method::POST, proto::paths::MESSAGE_SEND, &[], Some(body))?
                 } else {
-                    Spelled::Rpc(methods::MESSAGE_SEND, to_value(&params)?)
+                    Spelled::Rpc(methods::MESSAGE_SEND, to_value(op, &params)?)
                 }
             }
             Unary::GetTask(request) => {
@@ -207,29 +206,29 @@ impl V03 {
                         .map(|length| ("historyLength", length.to_string()))
                         .into_iter()
                         .collect();
-                    self.rest_call(Method::GET, &proto::paths::task(&escape(&request.id)), &query, None)?
+                    self.rest_call(op, Method::GET, &proto::paths::task(&escape(&request.id)), &query, None)?
                 } else {
                     let params = wire::TaskQueryParams {
                         id: request.id.clone(),
                         history_length: request.history_length,
                         metadata: None,
                     };
-                    Spelled::Rpc(methods::TASKS_GET, to_value(&params)?)
+                    Spelled::Rpc(methods::TASKS_GET, to_value(op, &params)?)
                 }
             }
             Unary::CancelTask(request) => {
                 if self.rest {
                     let path = format!("{}:cancel", proto::paths::task(&escape(&request.id)));
-                    self.rest_call(Method::POST, &path, &[], None)?
+                    self.rest_call(op, Method::POST, &path, &[], None)?
                 } else {
                     let params = wire::TaskIdParams { id: request.id.clone(), metadata: None };
-                    Spelled::Rpc(methods::TASKS_CANCEL, to_value(&params)?)
+                    Spelled::Rpc(methods::TASKS_CANCEL, to_value(op, &params)?)
                 }
             }
-            Unary::ListTasks(_) => return Err(unsupported("ListTasks")),
+            Unary::ListTasks(_) => return Err(unsupported(op, "ListTasks")),
             Unary::GetExtendedCard(_) => {
                 if self.rest {
-                    self.rest_call(Method::GET, proto::paths::CARD, &[], None)?
+                    self.rest_call(op, Method::GET, proto::paths::CARD, &[], None)?
                 } else {
                     Spelled::Rpc(methods::GET_AUTHENTICATED_EXTENDED_CARD, Value::Null)
                 }
@@ -244,79 +243,82 @@ impl V03 {
                         config: config.into(),
                     };
                     let path = proto::paths::push_configs(&escape(&task));
-                    self.rest_call(Method::POST, &path, &[], Some(to_value(&body)?))?
+                    self.rest_call(op, Method::POST, &path, &[], Some(to_value(op, &body)?))?
                 } else {
-                    Spelled::Rpc(methods::PUSH_CONFIG_SET, to_value(&config)?)
+                    Spelled::Rpc(methods::PUSH_CONFIG_SET, to_value(op, &config)?)
                 }
             }
             Unary::GetPushConfig(request) => {
                 if self.rest {
                     let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
-                    self.rest_call(Method::GET, &path, &[], None)?
+                    self.rest_call(op, Method::GET, &path, &[], None)?
                 } else {
                     let params = wire::PushConfigParams {
                         id: request.task_id.clone(),
                         push_notification_config_id: Some(request.id.clone()),
                         metadata: None,
                     };
-                    Spelled::Rpc(methods::PUSH_CONFIG_GET, to_value(&params)?)
+                    Spelled::Rpc(methods::PUSH_CONFIG_GET, to_value(op, &params)?)
                 }
             }
             Unary::ListPushConfigs(request) => {
                 if self.rest {
-                    self.rest_call(Method::GET, &proto::paths::push_configs(&escape(&request.task_id)), &[], None)?
+                    self.rest_call(op, Method::GET, &proto::paths::push_configs(&escape(&request.task_id)), &[], None)?
                 } else {
                     let params = wire::TaskIdParams { id: request.task_id.clone(), metadata: None };
-                    Spelled::Rpc(methods::PUSH_CONFIG_LIST, to_value(&params)?)
+                    Spelled::Rpc(methods::PUSH_CONFIG_LIST, to_value(op, &params)?)
                 }
             }
             Unary::DeletePushConfig(request) => {
                 if self.rest {
                     let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
-                    self.rest_call(Method::DELETE, &path, &[], None)?
+                    self.rest_call(op, Method::DELETE, &path, &[], None)?
                 } else {
                     let params = wire::PushConfigParams {
                         id: request.task_id.clone(),
                         push_notification_config_id: Some(request.id.clone()),
                         metadata: None,
                     };
-                    Spelled::Rpc(methods::PUSH_CONFIG_DELETE, to_value(&params)?)
+                    Spelled::Rpc(methods::PUSH_CONFIG_DELETE, to_value(op, &params)?)
                 }
             }
         })
     }
 
     /// Reads the 0.3 answer to `request` into the 1.0 types.
-    fn answer(&self, request: &Unary, url: &str, value: Value) -> Result<Answer, A2aClientError> {
+    fn answer(&self, request: &Unary, site: &Site, value: Value) -> Result<Answer, ClientError> {
         Ok(match request {
             Unary::SendMessage(_) => {
-                let result: wire::SendMessageResult =
-                    if self.rest { read::<proto::SendMessageResponse>(url, value)?.into() } else { read(url, value)? };
+                let result: wire::SendMessageResult = if self.rest {
+                    read::<proto::SendMessageResponse>(site, value)?.into()
+                } else {
+                    read(site, value)?
+                };
                 Answer::Message(result.into())
             }
             Unary::GetTask(_) | Unary::CancelTask(_) => {
                 let task: wire::Task =
-                    if self.rest { read::<proto::Task>(url, value)?.into() } else { read(url, value)? };
+                    if self.rest { read::<proto::Task>(site, value)?.into() } else { read(site, value)? };
                 Answer::Task(task.into())
             }
-            Unary::ListTasks(_) => return Err(unsupported("ListTasks")),
-            Unary::GetExtendedCard(_) => Answer::Card(Box::new(
-                parse_card(value).map_err(|reason| A2aClientError::InvalidResponse { url: url.to_owned(), reason })?,
-            )),
+            Unary::ListTasks(_) => return Err(unsupported(site.operation, "ListTasks")),
+            Unary::GetExtendedCard(_) => {
+                Answer::Card(Box::new(parse_card(value).map_err(|reason| site.invalid(reason))?))
+            }
             Unary::CreatePushConfig(_) | Unary::GetPushConfig(_) => {
                 let config: wire::TaskPushNotificationConfig = if self.rest {
-                    read::<proto::TaskPushNotificationConfig>(url, value)?.into()
+                    read::<proto::TaskPushNotificationConfig>(site, value)?.into()
                 } else {
-                    read(url, value)?
+                    read(site, value)?
                 };
                 Answer::PushConfig(config.into())
             }
             Unary::ListPushConfigs(_) => {
                 let configs: Vec<wire::TaskPushNotificationConfig> = if self.rest {
-                    let list: proto::ListTaskPushNotificationConfigResponse = read(url, value)?;
+                    let list: proto::ListTaskPushNotificationConfigResponse = read(site, value)?;
                     list.configs.into_iter().map(Into::into).collect()
                 } else {
-                    read(url, value)?
+                    read(site, value)?
                 };
                 // 0.3 answers every config at once: one page.
                 Answer::PushConfigs(ListTaskPushNotificationConfigsResponse {
@@ -324,7 +326,7 @@ impl V03 {
                     next_page_token: String::new(),
                 })
             }
-            Unary::DeletePushConfig(_) => deleted(url.to_owned(), value)?,
+            Unary::DeletePushConfig(_) => deleted(site, value)?,
         })
     }
 }
@@ -347,52 +349,56 @@ impl Transport for V03 {
         &self.endpoint
     }
 
-    async fn call(&self, request: Unary) -> Result<Answer, A2aClientError> {
+    async fn call(&self, request: Unary) -> Result<Answer, ClientError> {
         let extended_card = matches!(request, Unary::GetExtendedCard(_));
         // As the 0.3 SDK clients: a card that does not declare one is not asked for it.
+        let operation = request.operation();
         if extended_card && !self.extended_card {
-            return Err(A2aClientError::A2a {
+            return Err(ClientError::A2a {
+                operation,
                 http_status: None,
                 error: A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
                     .with_message("the card declares no extended card"),
             });
         }
-        let (url, value) = match self.send(self.spell(&request)?).await {
+        let (site, value) = match self.send(operation, self.spell(&request)?).await {
             Ok(answer) => answer,
             // A 0.3 SDK server without an extended card has no `/v1/card` route at all.
-            Err(error) if extended_card && self.rest && error.http_status() == Some(404) => {
-                return Err(A2aClientError::A2a {
+            Err(error) if extended_card && self.rest && error.status() == Some(404) => {
+                return Err(ClientError::A2a {
+                    operation,
                     http_status: Some(404),
                     error: A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured),
                 });
             }
             Err(error) => return Err(error),
         };
-        self.answer(&request, &url, value)
+        self.answer(&request, &site, value)
     }
 
-    async fn open(&self, request: Streaming, last_event_id: Option<&str>) -> Result<Connection, A2aClientError> {
+    async fn open(&self, request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError> {
+        let op = request.operation();
         let spelled = match (request, self.rest) {
             (Streaming::SendMessage(request), false) => {
-                Spelled::Rpc(methods::MESSAGE_STREAM, to_value(&wire::MessageSendParams::from(*request))?)
+                Spelled::Rpc(methods::MESSAGE_STREAM, to_value(op, &wire::MessageSendParams::from(*request))?)
             }
             (Streaming::SendMessage(request), true) => {
-                let body = to_value(&proto::SendMessageRequest::from(wire::MessageSendParams::from(*request)))?;
-                self.rest_call(Method::POST, proto::paths::MESSAGE_STREAM, &[], Some(body))?
+                let body = to_value(op, &proto::SendMessageRequest::from(wire::MessageSendParams::from(*request)))?;
+                self.rest_call(op, Method::POST, proto::paths::MESSAGE_STREAM, &[], Some(body))?
             }
             (Streaming::Subscribe(request), false) => {
                 let params = wire::TaskIdParams { id: request.id, metadata: None };
-                Spelled::Rpc(methods::TASKS_RESUBSCRIBE, to_value(&params)?)
+                Spelled::Rpc(methods::TASKS_RESUBSCRIBE, to_value(op, &params)?)
             }
             // The 0.3 SDK servers subscribe with GET only.
             (Streaming::Subscribe(request), true) => {
                 let path = format!("{}:subscribe", proto::paths::task(&escape(&request.id)));
-                self.rest_call(Method::GET, &path, &[], None)?
+                self.rest_call(op, Method::GET, &path, &[], None)?
             }
         };
         match spelled {
             Spelled::Rpc(method, params) => {
-                let (call, id) = rpc_call(&self.endpoint, method, params, false)?;
+                let (call, id) = rpc_call(op, &self.endpoint, method, params, false)?;
                 open_rpc_stream(&self.wire, &call, id, last_event_id, rpc_result, stream_rpc_item).await
             }
             Spelled::Rest(call) => {
