@@ -1,4 +1,4 @@
-//! The paid row of the cross-face table (`accord-test-support/tests/test_cross_face.rs` has the
+//! The paid row of the cross-face table (`accord-server/tests/test_cross_face.rs` has the
 //! rest): one priced skill paid and settled through every face that can pay — the Lucid `/tasks`
 //! route (an HTTP 402 challenge and a credential header) and both official A2A bindings (the x402
 //! extension: the task waits for its payment, a follow-up pays) — against the real facilitator
