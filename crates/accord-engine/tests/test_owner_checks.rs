@@ -8,156 +8,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use accord_engine::task::{
-    AccessToken, CreateLimits, DeliverFrom, Durability, ListQuery, MemoryStore, Millis, OwnerHash, PushDelivery,
-    PushPut, PushSettle, Reservation, RuntimeConfig, StoreError, StoredPushConfig, StoredTask, TaskEvent,
-    TaskEventKind, TaskFailure, TaskId, TaskPage, TaskRuntime, TaskStore, TaskWakeups,
+    AccessToken, MemoryStore, Reservation, RuntimeConfig, TaskFailure, TaskId, TaskRuntime, TaskStore,
 };
 use accord_engine::{Agent, Completion, Message, Outcome, Run, Skill, TaskState};
-use async_trait::async_trait;
+use accord_test_support::{Tap, Wrapped};
 
-/// A memory store that counts how many records are read.
-struct CountingStore {
-    inner: Arc<dyn TaskStore>,
-    records_read: AtomicUsize,
-}
+/// Counts how many whole records are read from the store it taps.
+#[derive(Default)]
+struct RecordsRead(AtomicUsize);
 
-#[async_trait]
-impl TaskStore for CountingStore {
-    fn durability(&self) -> Durability {
-        self.inner.durability()
-    }
-
-    async fn create_limited(
-        &self,
-        record: StoredTask,
-        event: TaskEventKind,
-        then: Vec<TaskEventKind>,
-        limits: CreateLimits,
-    ) -> Result<StoredTask, StoreError> {
-        self.inner.create_limited(record, event, then, limits).await
-    }
-
-    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
-        self.records_read.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(id).await
-    }
-
-    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
-        self.inner.owner_of(id).await
-    }
-
-    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list(owner, query).await
-    }
-
-    async fn claim_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.claim_execution(id, worker, expires_at, now).await
-    }
-
-    async fn renew_execution_claim(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.renew_execution_claim(id, worker, expires_at, now).await
-    }
-
-    async fn activate_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.activate_execution(id, worker, expires_at, now).await
-    }
-
-    async fn append_all(
-        &self,
-        id: &TaskId,
-        expected: &[TaskState],
-        events: Vec<TaskEventKind>,
-        execution_owner: Option<&str>,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.append_all(id, expected, events, execution_owner, now).await
-    }
-
-    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
-        self.inner.reap_expired_admissions(now).await
-    }
-
-    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
-        self.inner.expired_active_leases(now, limit).await
-    }
-
-    async fn events_since(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        after: u64,
-    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
-        self.inner.events_since(id, owner, after).await
-    }
-
-    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
-        self.inner.subscribe(id, owner).await
-    }
-
-    async fn put_push_config(
-        &self,
-        owner: &OwnerHash,
-        config: StoredPushConfig,
-        from: DeliverFrom,
-    ) -> Result<PushPut, StoreError> {
-        self.inner.put_push_config(owner, config, from).await
-    }
-
-    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
-        self.inner.push_configs(id, owner).await
-    }
-
-    async fn delete_push_config(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        config_id: &str,
-    ) -> Result<Option<bool>, StoreError> {
-        self.inner.delete_push_config(id, owner, config_id).await
-    }
-
-    async fn claim_push_deliveries(
-        &self,
-        worker: &str,
-        now: Millis,
-        lease_until: Millis,
-        limit: usize,
-        events: usize,
-    ) -> Result<Vec<PushDelivery>, StoreError> {
-        self.inner.claim_push_deliveries(worker, now, lease_until, limit, events).await
-    }
-
-    async fn settle_push_delivery(
-        &self,
-        task_id: &TaskId,
-        config_id: &str,
-        worker: &str,
-        settle: PushSettle,
-        now: Millis,
-    ) -> Result<bool, StoreError> {
-        self.inner.settle_push_delivery(task_id, config_id, worker, settle, now).await
-    }
-
-    async fn close(&self) {
-        self.inner.close().await;
+impl Tap for RecordsRead {
+    fn reading_record(&self, _id: &TaskId) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -176,7 +38,7 @@ fn agent() -> Agent {
 
 #[tokio::test]
 async fn another_owners_task_is_refused_without_reading_its_record_like_a_missing_one() {
-    let store = Arc::new(CountingStore { inner: Arc::new(MemoryStore::default()), records_read: AtomicUsize::new(0) });
+    let store = Arc::new(Wrapped::new(Arc::new(MemoryStore::default()), RecordsRead::default()));
     let runtime = TaskRuntime::new(agent(), Arc::clone(&store) as Arc<dyn TaskStore>, RuntimeConfig::default());
     let owner = AccessToken::generate().owner();
     let stranger = AccessToken::generate().owner();
@@ -194,7 +56,7 @@ async fn another_owners_task_is_refused_without_reading_its_record_like_a_missin
     assert_eq!(waiting.state, TaskState::InputRequired);
     let (existing, missing) = (waiting.id.clone(), TaskId::generate());
 
-    let read_before = store.records_read.load(Ordering::SeqCst);
+    let read_before = store.tap().0.load(Ordering::SeqCst);
     for id in [&existing, &missing] {
         let not_found = |result: Result<_, TaskFailure>| matches!(result, Err(TaskFailure::NotFound { .. }));
         assert!(not_found(runtime.get(id, &stranger).await.map(|_| ())), "get {id}");
@@ -215,11 +77,11 @@ async fn another_owners_task_is_refused_without_reading_its_record_like_a_missin
         );
         assert!(runtime.events(id, &stranger, 0).await.is_err(), "events {id}");
     }
-    assert_eq!(store.records_read.load(Ordering::SeqCst), read_before, "no record read for a refusal");
+    assert_eq!(store.tap().0.load(Ordering::SeqCst), read_before, "no record read for a refusal");
 
     // The owner is not refused, and reading the task reads its record.
     assert_eq!(runtime.get(&existing, &owner).await.expect("the owner's task").state, TaskState::InputRequired);
-    assert!(store.records_read.load(Ordering::SeqCst) > read_before);
+    assert!(store.tap().0.load(Ordering::SeqCst) > read_before);
     // A missing task is owned by nobody, not even by the stand-in the comparison uses for it.
     assert!(!owner.owns(None));
 }

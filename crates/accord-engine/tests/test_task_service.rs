@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, Caller, CreateLimits, DeliverFrom, Durability, ListQuery, ListShape, MAX_PUSH_CONFIGS_PER_TASK,
-    MemoryStore, Millis, OwnerHash, PageStart, PaidStart, PaymentFlow, PushConfig, PushDelivery, PushPut, PushSettle,
-    RuntimeConfig, SendInput, SendRequest, ServiceConfig, SettleFailure, StoreError, StoredPushConfig, StoredTask,
+    AccessToken, Caller, DeliverFrom, Durability, ListQuery, ListShape, MAX_PUSH_CONFIGS_PER_TASK, MemoryStore, Millis,
+    PageStart, PaidStart, PaymentFlow, PushConfig, RuntimeConfig, SendInput, SendRequest, ServiceConfig, SettleFailure,
     SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskLimits, TaskPage, TaskRuntime, TaskService, TaskStore,
-    TaskWakeups, Wait,
+    Wait,
 };
 use accord_engine::{
     Agent, Completion, Error, ErrorKind, Message, Outcome, Part, Pricing, Role, Run, Skill, SkillOperation, TaskState,
 };
+use accord_test_support::{Tap, Wrapped};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -75,7 +75,7 @@ impl Fixture {
         let release = Arc::new(Notify::new());
         let memory = Arc::new(MemoryStore::default());
         let store: Arc<dyn TaskStore> = match durability {
-            Durability::Durable => Arc::new(DurableMemory(memory)),
+            Durability::Durable => Arc::new(Wrapped::new(memory, SaysDurable)),
             _ => memory,
         };
         let runtime = TaskRuntime::new(agent(Arc::clone(&release)), store, RuntimeConfig::default());
@@ -459,146 +459,12 @@ mod cancel {
     }
 }
 
-/// A memory store that says it is durable, so the paid start runs in-process. Everything else is
-/// the memory store's.
-struct DurableMemory(Arc<MemoryStore>);
+/// Makes the memory store it taps say it is durable, so the paid start runs in-process.
+struct SaysDurable;
 
-#[async_trait]
-impl TaskStore for DurableMemory {
-    fn durability(&self) -> Durability {
+impl Tap for SaysDurable {
+    fn durability(&self, _inner: Durability) -> Durability {
         Durability::Durable
-    }
-
-    async fn create_limited(
-        &self,
-        record: StoredTask,
-        event: TaskEventKind,
-        then: Vec<TaskEventKind>,
-        limits: CreateLimits,
-    ) -> Result<StoredTask, StoreError> {
-        self.0.create_limited(record, event, then, limits).await
-    }
-
-    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
-        self.0.get(id).await
-    }
-
-    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
-        self.0.owner_of(id).await
-    }
-
-    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
-        self.0.list(owner, query).await
-    }
-
-    async fn claim_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.0.claim_execution(id, worker, expires_at, now).await
-    }
-
-    async fn renew_execution_claim(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.0.renew_execution_claim(id, worker, expires_at, now).await
-    }
-
-    async fn activate_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.0.activate_execution(id, worker, expires_at, now).await
-    }
-
-    async fn append_all(
-        &self,
-        id: &TaskId,
-        expected: &[TaskState],
-        events: Vec<TaskEventKind>,
-        execution_owner: Option<&str>,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.0.append_all(id, expected, events, execution_owner, now).await
-    }
-
-    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
-        self.0.reap_expired_admissions(now).await
-    }
-
-    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
-        self.0.expired_active_leases(now, limit).await
-    }
-
-    async fn events_since(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        after: u64,
-    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
-        self.0.events_since(id, owner, after).await
-    }
-
-    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
-        self.0.subscribe(id, owner).await
-    }
-
-    async fn put_push_config(
-        &self,
-        owner: &OwnerHash,
-        config: StoredPushConfig,
-        from: DeliverFrom,
-    ) -> Result<PushPut, StoreError> {
-        self.0.put_push_config(owner, config, from).await
-    }
-
-    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
-        self.0.push_configs(id, owner).await
-    }
-
-    async fn delete_push_config(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        config_id: &str,
-    ) -> Result<Option<bool>, StoreError> {
-        self.0.delete_push_config(id, owner, config_id).await
-    }
-
-    async fn claim_push_deliveries(
-        &self,
-        worker: &str,
-        now: Millis,
-        lease_until: Millis,
-        limit: usize,
-        events: usize,
-    ) -> Result<Vec<PushDelivery>, StoreError> {
-        self.0.claim_push_deliveries(worker, now, lease_until, limit, events).await
-    }
-
-    async fn settle_push_delivery(
-        &self,
-        task_id: &TaskId,
-        config_id: &str,
-        worker: &str,
-        settle: PushSettle,
-        now: Millis,
-    ) -> Result<bool, StoreError> {
-        self.0.settle_push_delivery(task_id, config_id, worker, settle, now).await
-    }
-
-    async fn close(&self) {
-        self.0.close().await;
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, CreateLimits, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery,
+    AccessToken, CreateLimits, DeliverFrom, ExecutionLease, LeasePhase, ListCursor, ListQuery,
     MAX_PUSH_CONFIGS_PER_TASK, Millis, OwnerHash, PageStart, PushAuthentication, PushConfig, PushDelivery, PushKey,
     PushPut, PushSettle, Reservation, RuntimeConfig, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent,
     TaskEventKind, TaskFailure, TaskId, TaskPage, TaskPayload, TaskResult, TaskRuntime, TaskStore, TaskWakeups,
@@ -40,12 +40,12 @@ use accord_engine::{
     Agent, Artifact, BoxFuture, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillBuilder, SkillError,
     TaskState,
 };
-use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Notify};
 
 use crate::probe::Probe;
+use crate::wrapped::{Tap, Wrapped};
 
 /// Makes a fresh, empty store for one scenario.
 ///
@@ -1835,7 +1835,7 @@ pub async fn runtime_resumes_a_waiting_task_with_the_follow_up(factory: impl Sto
 pub async fn runtime_recovers_a_resumed_task_with_its_follow_up(factory: impl StoreFactory) {
     let store = factory.fresh().await;
     let alice = owner("alice");
-    let stalled = WorkerView::new(Arc::clone(&store), true, false);
+    let stalled = Worker::view(Arc::clone(&store), true, false);
     let hang = Arc::new(Notify::new());
     let a = TaskRuntime::new(
         agent(asking("a", Some(Arc::clone(&hang)))),
@@ -2012,7 +2012,7 @@ pub async fn runtime_recovers_an_expired_lease_and_fences_the_stale_worker(facto
     let alice = owner("alice");
     let (probe_a, release_a) = (Probe::new(), Arc::new(Notify::new()));
     let (probe_b, release_b) = (Probe::new(), Arc::new(Notify::new()));
-    let stalled = WorkerView::new(Arc::clone(&store), true, false);
+    let stalled = Worker::view(Arc::clone(&store), true, false);
     let handler_a = agent(oblivious("a", Arc::clone(&probe_a), Arc::clone(&release_a)));
     let a = TaskRuntime::new(handler_a, stalled.clone(), runtime_config("a").lease_ttl(SHORT_LEASE));
     let b = runtime_on(Arc::clone(&store), agent(oblivious("b", Arc::clone(&probe_b), Arc::clone(&release_b))), "b");
@@ -2029,7 +2029,7 @@ pub async fn runtime_recovers_an_expired_lease_and_fences_the_stale_worker(facto
 
     // Both handlers now run; the stale one finishes first, while the task is still working.
     release_a.notify_one();
-    let late = stalled.write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
+    let late = stalled.tap().write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
     assert!(!late.accepted, "the stale worker's result is refused");
     let record = store.get(&task.id).await.expect("get").expect("the task exists");
     assert_eq!(record.task.state, TaskState::Working);
@@ -2054,7 +2054,7 @@ pub async fn runtime_cancel_is_never_overwritten_by_a_late_result(factory: impl 
     let store = factory.fresh().await;
     let alice = owner("alice");
     let (probe, release) = (Probe::new(), Arc::new(Notify::new()));
-    let observed = WorkerView::new(Arc::clone(&store), false, false);
+    let observed = Worker::view(Arc::clone(&store), false, false);
     // A long lease: the running worker learns of the cancellation only from its refused write.
     let config = runtime_config("a").lease_ttl(Duration::from_secs(60));
     let a = TaskRuntime::new(agent(oblivious("a", Arc::clone(&probe), Arc::clone(&release))), observed.clone(), config);
@@ -2066,7 +2066,7 @@ pub async fn runtime_cancel_is_never_overwritten_by_a_late_result(factory: impl 
     assert_eq!(cancelled.state, TaskState::Canceled);
 
     release.notify_one();
-    let late = observed.write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
+    let late = observed.tap().write_of("a", |kind| matches!(kind, TaskEventKind::Result { .. })).await;
     assert!(!late.accepted, "the result that arrives after the cancellation is refused");
     let record = store.get(&task.id).await.expect("get").expect("the task exists");
     assert_eq!((record.task.state, record.task.result), (TaskState::Canceled, None));
@@ -2145,14 +2145,14 @@ pub async fn runtime_close_leaves_a_running_task_recoverable(factory: impl Store
     let store = factory.fresh().await;
     let alice = owner("alice");
     let probe = Probe::new();
-    let process = WorkerView::new(Arc::clone(&store), false, true);
+    let process = Worker::view(Arc::clone(&store), false, true);
     let config = runtime_config("a").lease_ttl(SHORT_LEASE);
     let a = TaskRuntime::new(agent(until_cancelled(Arc::clone(&probe))), process.clone(), config);
 
     let task = a.start(reservation(&a, SKILL, alice)).await.expect("start");
     patiently("the handler start", probe.on_start.notified()).await;
     a.close().await;
-    assert!(process.close_called.load(Ordering::SeqCst), "closing the runtime closes its store");
+    assert!(process.tap().close_called.load(Ordering::SeqCst), "closing the runtime closes its store");
     patiently("the handler's cancellation", probe.on_cancel.notified()).await;
     assert_eq!(a.reserve(reservation(&a, SKILL, alice)).await.expect_err("a closed runtime"), TaskFailure::Closed);
 
@@ -2243,11 +2243,13 @@ struct Write {
     accepted: bool,
 }
 
-/// A shared store as one worker reaches it: records the worker's writes, can lose its lease
-/// renewals (a stalled worker whose heartbeats do not arrive) and can keep its `close` from
-/// reaching the shared store (a worker process exiting while the database lives on).
-struct WorkerView {
-    inner: Arc<dyn TaskStore>,
+/// A shared store as one worker reaches it: the shared store tapped by the worker ([`Worker`]).
+type WorkerView = Wrapped<Worker>;
+
+/// What one worker does to the shared store: records its writes, can lose its lease renewals (a
+/// stalled worker whose heartbeats do not arrive) and can keep its `close` from reaching the
+/// shared store (a worker process exiting while the database lives on).
+struct Worker {
     stall_renewals: bool,
     shield_close: bool,
     close_called: AtomicBool,
@@ -2255,16 +2257,16 @@ struct WorkerView {
     wrote: Notify,
 }
 
-impl WorkerView {
-    fn new(inner: Arc<dyn TaskStore>, stall_renewals: bool, shield_close: bool) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
+impl Worker {
+    fn view(inner: Arc<dyn TaskStore>, stall_renewals: bool, shield_close: bool) -> Arc<WorkerView> {
+        let worker = Self {
             stall_renewals,
             shield_close,
             close_called: AtomicBool::new(false),
             writes: Mutex::new(Vec::new()),
             wrote: Notify::new(),
-        })
+        };
+        Arc::new(Wrapped::new(inner, worker))
     }
 
     fn writes(&self) -> MutexGuard<'_, Vec<Write>> {
@@ -2293,155 +2295,23 @@ impl WorkerView {
     }
 }
 
-#[async_trait]
-impl TaskStore for WorkerView {
-    fn durability(&self) -> Durability {
-        self.inner.durability()
-    }
-
-    async fn create_limited(
-        &self,
-        record: StoredTask,
-        event: TaskEventKind,
-        then: Vec<TaskEventKind>,
-        limits: CreateLimits,
-    ) -> Result<StoredTask, StoreError> {
-        self.inner.create_limited(record, event, then, limits).await
-    }
-
-    async fn get(&self, id: &TaskId) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.get(id).await
-    }
-
-    async fn owner_of(&self, id: &TaskId) -> Result<Option<OwnerHash>, StoreError> {
-        self.inner.owner_of(id).await
-    }
-
-    async fn list(&self, owner: &OwnerHash, query: &ListQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list(owner, query).await
-    }
-
-    async fn claim_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.claim_execution(id, worker, expires_at, now).await
-    }
-
-    async fn renew_execution_claim(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
+impl Tap for Worker {
+    fn renewing(&self, _id: &TaskId, _worker: &str) -> Result<(), StoreError> {
         if self.stall_renewals {
             return Err(StoreError::Unavailable("the worker's renewal did not arrive".into()));
         }
-        self.inner.renew_execution_claim(id, worker, expires_at, now).await
+        Ok(())
     }
 
-    async fn activate_execution(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        self.inner.activate_execution(id, worker, expires_at, now).await
+    fn appended(&self, events: &[TaskEventKind], worker: Option<&str>, accepted: bool) {
+        let worker = worker.map(str::to_owned);
+        self.writes().extend(events.iter().map(|kind| Write { worker: worker.clone(), kind: kind.clone(), accepted }));
+        self.wrote.notify_waiters();
     }
 
-    async fn append_all(
-        &self,
-        id: &TaskId,
-        expected: &[TaskState],
-        events: Vec<TaskEventKind>,
-        execution_owner: Option<&str>,
-        now: Millis,
-    ) -> Result<Option<StoredTask>, StoreError> {
-        let written = self.inner.append_all(id, expected, events.clone(), execution_owner, now).await;
-        if let Ok(record) = &written {
-            let worker = execution_owner.map(str::to_owned);
-            let accepted = record.is_some();
-            self.writes().extend(events.into_iter().map(|kind| Write { worker: worker.clone(), kind, accepted }));
-            self.wrote.notify_waiters();
-        }
-        written
-    }
-
-    async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError> {
-        self.inner.reap_expired_admissions(now).await
-    }
-
-    async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError> {
-        self.inner.expired_active_leases(now, limit).await
-    }
-
-    async fn events_since(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        after: u64,
-    ) -> Result<Option<Vec<TaskEvent>>, StoreError> {
-        self.inner.events_since(id, owner, after).await
-    }
-
-    async fn subscribe(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<TaskWakeups>, StoreError> {
-        self.inner.subscribe(id, owner).await
-    }
-
-    async fn put_push_config(
-        &self,
-        owner: &OwnerHash,
-        config: StoredPushConfig,
-        from: DeliverFrom,
-    ) -> Result<PushPut, StoreError> {
-        self.inner.put_push_config(owner, config, from).await
-    }
-
-    async fn push_configs(&self, id: &TaskId, owner: &OwnerHash) -> Result<Option<Vec<StoredPushConfig>>, StoreError> {
-        self.inner.push_configs(id, owner).await
-    }
-
-    async fn delete_push_config(
-        &self,
-        id: &TaskId,
-        owner: &OwnerHash,
-        config_id: &str,
-    ) -> Result<Option<bool>, StoreError> {
-        self.inner.delete_push_config(id, owner, config_id).await
-    }
-
-    async fn claim_push_deliveries(
-        &self,
-        worker: &str,
-        now: Millis,
-        lease_until: Millis,
-        limit: usize,
-        events: usize,
-    ) -> Result<Vec<PushDelivery>, StoreError> {
-        self.inner.claim_push_deliveries(worker, now, lease_until, limit, events).await
-    }
-
-    async fn settle_push_delivery(
-        &self,
-        task_id: &TaskId,
-        config_id: &str,
-        worker: &str,
-        settle: PushSettle,
-        now: Millis,
-    ) -> Result<bool, StoreError> {
-        self.inner.settle_push_delivery(task_id, config_id, worker, settle, now).await
-    }
-
-    async fn close(&self) {
+    fn closing(&self) -> bool {
         self.close_called.store(true, Ordering::SeqCst);
-        if !self.shield_close {
-            self.inner.close().await;
-        }
+        !self.shield_close
     }
 }
 

@@ -7,6 +7,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub mod conformance;
+mod wrapped;
+
+pub use wrapped::{Tap, Wrapped};
 
 /// A task's log as the engine keeps it, one word per entry that sets the state (`Submitted`,
 /// `Working`, `InputRequired`, `Result`, `Error(Failed)`, …): what every face must leave alike for
