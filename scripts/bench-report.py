@@ -2,15 +2,17 @@
 
 Usage: bench-report.py OUT_DIR META_JSON
 
-Reads OUT_DIR/run/../runs.jsonl (one line per bench-load or store-bench run, as scripts/bench
-records them) and prints a table per scenario: each server's best round (the highest rate, with
-that round's p50 and p99), its server CPU time per operation, its errors over all rounds and its
-ratio to the official Rust SDK server (sdk-rust). The chart needs matplotlib; without it the
-report says so and writes the rest.
+Reads OUT_DIR/runs.jsonl (one line per bench-load, wrk or store-bench run, as scripts/bench
+records them) and prints a table per scenario: for each server and each load generator (bench-load
+and wrk), the median of the rounds with their spread (lowest–highest rate), the median p50, p99
+and server CPU time per operation, the errors over all rounds, and the ratio of the medians to
+the official Rust SDK server (sdk-rust). The chart needs matplotlib; without it the report says
+so and writes the rest.
 """
 
 import json
 import os
+import statistics
 import sys
 
 LOAD_SCENARIOS = ["a2a-send", "a2a-stream", "lucid-invoke", "lucid-task", "list"]
@@ -29,6 +31,35 @@ def busy(report, key):
     """The fraction of the window a process was on a CPU, or None."""
     seconds = report.get(key)
     return None if seconds is None or not report.get("duration_s") else seconds / report["duration_s"]
+
+
+def medians(reports):
+    """The median of each figure over the rounds, the spread of the rate, the errors summed."""
+    def median(key):
+        values = [report[key] for report in reports if report.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    rates = [report["rate"] for report in reports]
+    busy_values = [busy(report, "server_cpu_s") for report in reports]
+    busy_values = [value for value in busy_values if value is not None]
+    return {
+        "rate": statistics.median(rates),
+        "rate_min": min(rates),
+        "rate_max": max(rates),
+        "unit": reports[0]["unit"],
+        "events_per_s": median("events_per_s") or 0.0,
+        "p50_us": median("p50_us"),
+        "p99_us": median("p99_us"),
+        "server_cpu_us_per_op": median("server_cpu_us_per_op"),
+        "server_busy": statistics.median(busy_values) if busy_values else None,
+        "errors": sum(report["errors"] for report in reports),
+        "rounds": rates,
+    }
+
+
+def spread(row):
+    """`median (lowest–highest)` of a row's rate."""
+    return f"{number(row['rate'])} ({number(row['rate_min'])}–{number(row['rate_max'])})"
 
 
 def markdown_table(headers, rows):
@@ -56,6 +87,7 @@ def main():
     died = [entry for entry in entries if entry.get("server_died")]
     entries = [entry for entry in entries if not entry.get("server_died")]
     loads = [entry for entry in entries if entry["kind"] == "load"]
+    wrks = [entry for entry in entries if entry["kind"] == "wrk"]
     scenarios = [scenario for scenario in LOAD_SCENARIOS if any(entry["scenario"] == scenario for entry in loads)]
 
     summary = {}
@@ -71,25 +103,18 @@ def main():
                 rows.append({"server": server, "supported": True, "failed": True,
                              "exit": [entry.get("exit") for entry in runs]})
                 continue
-            best = max(reports, key=lambda report: report["rate"])
-            rows.append({
-                "server": server,
-                "supported": True,
-                "rate": best["rate"],
-                "unit": best["unit"],
-                "events_per_s": best["events_per_s"],
-                "p50_us": best["p50_us"],
-                "p99_us": best["p99_us"],
-                "server_cpu_us_per_op": best.get("server_cpu_us_per_op"),
-                "server_busy": busy(best, "server_cpu_s"),
-                "generator_busy": busy(best, "generator_cpu_s"),
-                "errors": sum(report["errors"] for report in reports),
-                "rounds": [report["rate"] for report in reports],
-            })
+            row = {"server": server, "supported": True, **medians(reports)}
+            wrk = [entry["report"] for entry in wrks if entry["scenario"] == scenario and entry["server"] == server
+                   and entry.get("report")]
+            if wrk:
+                row["wrk"] = medians(wrk)
+            rows.append(row)
         base = next((row for row in rows if row["server"] == baseline and row.get("rate")), None)
         for row in rows:
-            if base and row.get("rate") is not None:
+            if base and base["rate"] and row.get("rate") is not None:
                 row["ratio_to_" + baseline.replace("-", "_")] = row["rate"] / base["rate"]
+            if base and base.get("wrk") and base["wrk"]["rate"] and row.get("wrk"):
+                row["wrk"]["ratio_to_" + baseline.replace("-", "_")] = row["wrk"]["rate"] / base["wrk"]["rate"]
         summary[scenario] = rows
 
     creates = [entry["report"] for entry in entries if entry["kind"] == "creates"]
@@ -117,7 +142,8 @@ def main():
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
 
-    picked = (f"Each server's figure: the best of {meta['rounds']} rounds (highest rate; that round's p50 and p99), "
+    picked = (f"Each server's figure: the median of {meta['rounds']} rounds (the rate's lowest–highest in brackets; "
+              "p50, p99 and CPU the medians of theirs), for each load generator (bench-load, then wrk), "
               f"{meta['connections']} connections, {meta['duration_s']:g} s measured after {meta['warmup_s']:g} s warm-up; "
               f"server on core {meta['server_core']}, load generator on core {meta['load_core']}"
               f"{'' if not meta.get('nice') else ', both at nice ' + str(meta['nice'])}; "
@@ -126,25 +152,33 @@ def main():
               "server busy is that CPU time over the window's length (1 core = 100%)")
     markdown = [f"# scripts/bench results\n\n{picked}.\n"]
     printed = []
-    headers = ["server", "rate", "p50", "p99", "server CPU/op", "server busy", "errors", f"vs {baseline}"]
+    headers = ["server", "bench-load rate", "p50", "p99", "server CPU/op", "server busy", f"vs {baseline}",
+               "wrk rate", "wrk p99", "wrk server CPU/op", f"wrk vs {baseline}", "errors"]
     for scenario, rows in summary.items():
         table = []
         for row in rows:
             if not row["supported"]:
-                table.append([row["server"], DASH, DASH, DASH, DASH, DASH, DASH, DASH])
+                table.append([row["server"]] + [DASH] * (len(headers) - 1))
             elif row.get("failed"):
-                table.append([row["server"], "failed", DASH, DASH, DASH, DASH, DASH, DASH])
+                table.append([row["server"], "failed"] + [DASH] * (len(headers) - 2))
             else:
-                rate = f"{number(row['rate'])} {row['unit']}"
+                rate = f"{spread(row)} {row['unit']}"
                 if scenario == "a2a-stream":
                     rate += f" ({number(row['events_per_s'])} events/s)"
                 cpu = row["server_cpu_us_per_op"]
                 ratio = row.get("ratio_to_" + baseline.replace("-", "_"))
                 server_busy = row["server_busy"]
+                wrk = row.get("wrk")
+                wrk_cpu = wrk and wrk.get("server_cpu_us_per_op")
+                wrk_ratio = wrk and wrk.get("ratio_to_" + baseline.replace("-", "_"))
                 table.append([row["server"], rate, ms(row["p50_us"]), ms(row["p99_us"]),
                               DASH if cpu is None else f"{cpu:,.0f} µs",
-                              DASH if server_busy is None else f"{server_busy:.0%}", row["errors"],
-                              DASH if ratio is None else f"{ratio:.2f}×"])
+                              DASH if server_busy is None else f"{server_busy:.0%}",
+                              DASH if ratio is None else f"{ratio:.2f}×",
+                              DASH if not wrk else spread(wrk), DASH if not wrk else ms(wrk["p99_us"]),
+                              DASH if not wrk_cpu else f"{wrk_cpu:,.0f} µs",
+                              DASH if not wrk_ratio else f"{wrk_ratio:.2f}×",
+                              row["errors"] + (wrk["errors"] if wrk else 0)])
         markdown.append(f"## {scenario}\n\n" + markdown_table(headers, table) + "\n")
         printed.append(f"{scenario}\n" + text_table(headers, table))
 
@@ -229,7 +263,7 @@ def chart_png(out, summary, servers):
         axis.set_xticks(range(len(names)))
         axis.set_xticklabels(names, rotation=40, ha="right", fontsize=8)
         axis.margins(y=0.12)
-    figure.suptitle("scripts/bench: checked answers per second (best round)")
+    figure.suptitle("scripts/bench: checked answers per second (bench-load, median of the rounds)")
     figure.tight_layout()
     figure.savefig(os.path.join(out, "chart.png"), dpi=110)
     plt.close(figure)
