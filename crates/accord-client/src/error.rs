@@ -302,16 +302,6 @@ impl ClientError {
         self.a2a_error().map(|error| error.kind)
     }
 
-    /// The JSON-RPC error code, for [`ClientError::JsonRpc`] and for [`ClientError::A2a`] errors
-    /// that came as JSON-RPC errors or carry a code.
-    pub fn rpc_code(&self) -> Option<i64> {
-        match self {
-            Self::JsonRpc { error, .. } => Some(error.code),
-            Self::A2a { error, .. } => Some(i64::from(error.kind.code())),
-            _ => None,
-        }
-    }
-
     /// Why a signed card was refused, for [`ClientError::SignedCardRejected`].
     pub fn reject_reason(&self) -> Option<accord_card::RejectReason> {
         match self {
@@ -538,5 +528,31 @@ impl std::error::Error for ClientError {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accord_types::a2a::A2aErrorKind;
+
+    #[test]
+    fn an_error_says_its_call_status_and_kind() {
+        let site = Site::new(Operation::CancelTask, "https://peer.example/a2a");
+        let refused = site.a2a(Some(409), A2aError::new(A2aErrorKind::TaskNotCancelable));
+        assert_eq!(refused.operation(), Some(Operation::CancelTask));
+        assert_eq!((refused.status(), refused.a2a_kind()), (Some(409), Some(A2aErrorKind::TaskNotCancelable)));
+        assert!(!refused.is_unreachable());
+
+        let status = site.status(502, b"<html>bad gateway</html>");
+        assert_eq!((status.operation(), status.status()), (Some(Operation::CancelTask), Some(502)));
+        assert!(status.to_string().starts_with("cancel task: https://peer.example/a2a answered HTTP 502"), "{status}");
+
+        let timeout = ClientError::Timeout { operation: Operation::GetTask, url: "u".into() };
+        assert!(timeout.is_unreachable() && timeout.is_retryable());
+        assert_eq!(ClientError::InvalidAccessToken.operation(), None);
+
+        let lucid = Site::new(Operation::Invoke, "u").status(400, br#"{"error":{"code":"invalid_input"}}"#);
+        assert_eq!(lucid.error_code(), Some("invalid_input"));
     }
 }
