@@ -167,6 +167,16 @@ impl TaskStore for ObservedStore {
         self.timed("claim_execution", self.inner.claim_execution(id, worker, expires_at, now)).await
     }
 
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.timed("take_over_execution", self.inner.take_over_execution(id, worker, expires_at, now)).await
+    }
+
     async fn renew_execution_claim(
         &self,
         id: &TaskId,

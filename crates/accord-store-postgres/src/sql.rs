@@ -231,6 +231,18 @@ pub(crate) const CLAIM: &str = concat!(
     lease_durability!()
 );
 
+/// Takes over, for `$2` until `$3`, a task whose active lease lapsed at `$4`: straight to an
+/// active lease (a recovery), never through the prepared phase.
+pub(crate) const TAKE_OVER: &str = concat!(
+    "UPDATE accord_tasks",
+    " SET lease_owner = $2, lease_expires_at = $3, lease_phase = 'active', admission_expires_at = NULL",
+    " WHERE id = $1 AND state IN ('submitted', 'working')",
+    " AND lease_phase = 'active' AND lease_expires_at <= $4",
+    " RETURNING ",
+    record_columns!(),
+    lease_durability!()
+);
+
 /// Extends `$2`'s live lease to `$3` at `$4`, keeping its phase.
 pub(crate) const RENEW: &str = concat!(
     "UPDATE accord_tasks SET lease_expires_at = $3",

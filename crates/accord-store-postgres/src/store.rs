@@ -828,6 +828,17 @@ impl TaskStore for PostgresStore {
         self.shared.update_lease(sql::CLAIM, "claiming a task", id, worker, expires_at, now).await
     }
 
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.shared.ensure_open()?;
+        self.shared.update_lease(sql::TAKE_OVER, "taking a task over", id, worker, expires_at, now).await
+    }
+
     async fn renew_execution_claim(
         &self,
         id: &TaskId,

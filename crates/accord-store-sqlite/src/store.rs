@@ -463,6 +463,25 @@ impl TaskStore for SqliteStore {
         self.update_lease(CLAIM, id, worker, expires_at, now, "claiming a task").await
     }
 
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        const TAKE_OVER: &str = concat!(
+            "UPDATE tasks
+             SET lease_owner = ?2, lease_expires_at = ?3, lease_phase = 'active', admission_expires_at = NULL
+             WHERE id = ?1
+               AND state IN ('submitted', 'working')
+               AND lease_phase = 'active' AND lease_expires_at <= ?4
+             RETURNING ",
+            record_columns!()
+        );
+        self.update_lease(TAKE_OVER, id, worker, expires_at, now, "taking a task over").await
+    }
+
     async fn renew_execution_claim(
         &self,
         id: &TaskId,

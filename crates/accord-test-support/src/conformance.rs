@@ -130,6 +130,8 @@ macro_rules! store_conformance_tests {
             reaping_cancels_abandoned_admissions_and_lapsed_prepared_leases,
             reaping_leaves_live_work_alone,
             expired_active_leases_lists_only_lapsed_active_leases,
+            take_over_turns_only_a_lapsed_active_lease_into_an_active_one,
+            concurrent_take_overs_have_exactly_one_winner,
             subscribe_wakes_after_a_change,
             close_makes_later_calls_fail,
             close_releases_subscribers,
@@ -1596,6 +1598,102 @@ pub async fn expired_active_leases_lists_only_lapsed_active_leases(factory: impl
     assert_eq!(expired(bench.at(2 * MINUTE), 1).await, vec![first.clone()], "the limit keeps the first lapsed");
     assert_eq!(expired(bench.at(MINUTE), 10).await, vec![first], "a lease lapses at its expiry instant");
     assert_eq!(expired(bench.at(MINUTE - 1), 10).await, Vec::<TaskId>::new());
+}
+
+/// `take_over_execution` gives a task whose *active* lease lapsed an active lease at once (no
+/// prepared phase, so the recovering worker's own death leaves the task to the next recovery,
+/// never to the reaper), and refuses every other task: a live lease, a lapsed prepared lease, a
+/// reservation without a lease, a waiting or a finished task.
+pub async fn take_over_turns_only_a_lapsed_active_lease_into_an_active_one(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let running = bench.running(alice, "a", bench.at(MINUTE)).await;
+    let prepared = bench.claimed(alice, "a", bench.at(MINUTE)).await;
+    let reserved = bench.reserve(alice).await;
+    let waiting = bench.running(alice, "a", bench.at(MINUTE)).await;
+    bench
+        .store
+        .compare_and_set(&waiting, RUNNING_STATES, status(TaskState::InputRequired), Some("a"), bench.at(1))
+        .await
+        .expect("compare and set")
+        .expect("input required");
+    let finished = bench.running(alice, "a", bench.at(MINUTE)).await;
+    bench
+        .store
+        .compare_and_set(&finished, RUNNING_STATES, result(json!("done")), Some("a"), bench.at(1))
+        .await
+        .expect("compare and set")
+        .expect("completed");
+    let take_over = |id: &TaskId, worker: &'static str, until: Millis, now: Millis| {
+        let (store, id) = (Arc::clone(&bench.store), id.clone());
+        async move { store.take_over_execution(&id, worker, until, now).await.expect("take over") }
+    };
+
+    let early = take_over(&running, "b", bench.at(3 * MINUTE), bench.at(MINUTE - 1)).await;
+    assert_eq!(early, None, "the active lease is live until its expiry");
+    for (id, what) in [
+        (&prepared, "a lapsed prepared lease"),
+        (&reserved, "a reservation"),
+        (&waiting, "a waiting task"),
+        (&finished, "a finished task"),
+    ] {
+        let before = bench.record(id).await;
+        assert_eq!(
+            take_over(id, "b", bench.at(3 * MINUTE), bench.at(2 * MINUTE)).await,
+            None,
+            "{what} is not taken over"
+        );
+        assert_eq!(bench.record(id).await, before, "a refused take-over changes nothing on {what}");
+    }
+
+    let taken = take_over(&running, "b", bench.at(3 * MINUTE), bench.at(MINUTE)).await;
+    let taken = taken.expect("a lapsed active lease is taken over at its expiry instant");
+    assert_eq!(taken.lease, lease("b", bench.at(3 * MINUTE), LeasePhase::Active), "straight to an active lease");
+    assert_eq!(taken.task.state, TaskState::Working, "a recovered task keeps its state");
+    assert_eq!(bench.record(&running).await, taken, "the stored record is the answer");
+    let fenced =
+        bench.store.compare_and_set(&running, RUNNING_STATES, result(json!("late")), Some("a"), bench.at(MINUTE)).await;
+    assert_eq!(fenced.expect("compare and set"), None, "the old worker is fenced out");
+
+    // The recovering worker dies too: its lapsed lease is for the next recovery, not the reaper.
+    let later = bench.at(4 * MINUTE);
+    bench.store.reap_expired_admissions(later).await.expect("reap");
+    assert_eq!(bench.record(&running).await.task.state, TaskState::Working, "the reaper leaves it alone");
+    assert!(bench.store.expired_active_leases(later, 10).await.expect("expired").contains(&running));
+    let again = take_over(&running, "c", bench.at(5 * MINUTE), later).await.expect("a second recovery");
+    assert_eq!(again.lease, lease("c", bench.at(5 * MINUTE), LeasePhase::Active));
+}
+
+/// Of several workers that take the same lapsed task over at once, exactly one wins.
+pub async fn concurrent_take_overs_have_exactly_one_winner(factory: impl StoreFactory) {
+    const ROUNDS: usize = 8;
+    const CONTENDERS: usize = 4;
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    for _ in 0..ROUNDS {
+        let id = bench.running(alice, "dead", bench.at(MINUTE)).await;
+        let start = Arc::new(Barrier::new(CONTENDERS));
+        let take_overs: Vec<_> = (0..CONTENDERS)
+            .map(|n| {
+                let (store, id, start) = (Arc::clone(&bench.store), id.clone(), Arc::clone(&start));
+                let (until, now) = (bench.at(5 * MINUTE), bench.at(2 * MINUTE));
+                tokio::spawn(async move {
+                    let worker = format!("worker-{n}");
+                    start.wait().await;
+                    let taken = store.take_over_execution(&id, &worker, until, now).await.expect("take over");
+                    taken.map(|record| (worker, record))
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for take_over in take_overs {
+            winners.extend(take_over.await.expect("the take-over task completes"));
+        }
+        assert_eq!(winners.len(), 1, "exactly one of {CONTENDERS} concurrent take-overs wins");
+        let (winner, granted) = &winners[0];
+        assert_eq!(granted.lease, lease(winner, bench.at(5 * MINUTE), LeasePhase::Active));
+        assert_eq!(bench.record(&id).await.lease, granted.lease, "the stored lease is the winner's");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

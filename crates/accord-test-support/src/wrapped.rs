@@ -108,6 +108,16 @@ impl<T: Tap> TaskStore for Wrapped<T> {
         self.inner.claim_execution(id, worker, expires_at, now).await
     }
 
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        self.inner.take_over_execution(id, worker, expires_at, now).await
+    }
+
     async fn renew_execution_claim(
         &self,
         id: &TaskId,

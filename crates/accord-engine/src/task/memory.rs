@@ -749,6 +749,26 @@ impl TaskStore for MemoryStore {
         Ok(Some(record.clone()))
     }
 
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError> {
+        let mut entries = self.lock()?;
+        let Some(record) = entries.lease_mut(id) else { return Ok(None) };
+        let lapsed_active =
+            record.lease.as_ref().is_some_and(|lease| lease.phase == LeasePhase::Active && lease.expires_at <= now);
+        if !claimable(record.task.state) || !lapsed_active {
+            return Ok(None);
+        }
+        record.lease = Some(ExecutionLease { owner_id: worker.to_owned(), expires_at, phase: LeasePhase::Active });
+        record.admission_expires_at = None;
+        self.note_due(record);
+        Ok(Some(record.clone()))
+    }
+
     async fn renew_execution_claim(
         &self,
         id: &TaskId,

@@ -356,18 +356,21 @@ impl TaskRuntime {
         let now = now_ms();
         self.inner.store.reap_expired_admissions(now).await?;
         let mut recovered = 0;
-        for id in self.inner.store.expired_active_leases(now, RECOVERY_BATCH).await? {
-            let prepared = match self.prepare(&id).await {
-                Ok(prepared) => prepared,
+        let inner = &self.inner;
+        let worker = &inner.config.worker_id;
+        for id in inner.store.expired_active_leases(now, RECOVERY_BATCH).await? {
+            // Straight to an active lease: a task that was running never passes through the
+            // prepared phase again, whose lapse would cancel it if this worker died in turn.
+            let now = now_ms();
+            let Some(record) = inner.store.take_over_execution(&id, worker, inner.lease_until(now), now).await? else {
                 // Another worker was faster.
-                Err(TaskFailure::ClaimLost { .. }) => continue,
-                Err(error) => return Err(error),
+                continue;
             };
-            match prepared.activate().await {
+            match run_claimed(inner, id.clone(), record, None).await {
                 Ok(_) => {
                     recovered += 1;
                     metrics::counter!(crate::observe::RECOVERIES).increment(1);
-                    tracing::info!(task = %id, worker = %self.inner.config.worker_id, "recovered a task whose worker stopped");
+                    tracing::info!(task = %id, %worker, "recovered a task whose worker stopped");
                 }
                 Err(TaskFailure::ClaimLost { .. }) => {}
                 Err(error) => return Err(error),
@@ -766,31 +769,7 @@ impl PreparedExecution {
             .activate_execution(&id, &worker, inner.lease_until(now), now)
             .await?
             .ok_or_else(|| TaskFailure::ClaimLost { id: id.clone() })?;
-        let valid = match inner
-            .agent
-            .skill(&record.payload.skill)
-            .and_then(|skill| skill.validate_input(record.payload.input.clone()))
-        {
-            Ok(valid) => valid,
-            Err(error) => {
-                let event = TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) };
-                let failed = inner.store.compare_and_set(&id, RUNNING_STATES, event, Some(&worker), now_ms()).await?;
-                return failed.map(|record| record.task).ok_or(TaskFailure::ClaimLost { id });
-            }
-        };
-        // Without a status message only a `submitted` task changes: a recovered one keeps its
-        // state and status message. With one, a task already `working` (its turn taken by a
-        // follow-up) takes the message too.
-        let expected: &[TaskState] =
-            if status.is_some() { &[TaskState::Submitted, TaskState::Working] } else { &[TaskState::Submitted] };
-        let status = status.map(|message| Message { role: crate::run::Role::Agent, ..message });
-        let working = TaskEventKind::Status { state: TaskState::Working, message: status };
-        let task = match inner.store.compare_and_set(&id, expected, working, Some(&worker), now_ms()).await? {
-            Some(record) => record.task,
-            None => record.task,
-        };
-        spawn_run(&inner, task.clone(), &record.owner, valid);
-        Ok(task)
+        run_claimed(&inner, id, record, status).await
     }
 
     /// Gives the claim up without running: the task is cancelled (used when admission fails
@@ -799,6 +778,43 @@ impl PreparedExecution {
         let worker = self.runtime.inner.config.worker_id.clone();
         self.runtime.abandon(&self.id, Some(&worker)).await;
     }
+}
+
+/// Starts the handler of a task whose active lease this worker has just taken (`record`, as the
+/// claim left it): a `submitted` task turns `working` (with `status` as its message when given),
+/// and a task whose stored input no longer fits its skill fails instead.
+async fn run_claimed(
+    inner: &Arc<RuntimeInner>,
+    id: TaskId,
+    record: StoredTask,
+    status: Option<Message>,
+) -> Result<Task, TaskFailure> {
+    let worker = inner.config.worker_id.as_str();
+    let valid = match inner
+        .agent
+        .skill(&record.payload.skill)
+        .and_then(|skill| skill.validate_input(record.payload.input.clone()))
+    {
+        Ok(valid) => valid,
+        Err(error) => {
+            let event = TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) };
+            let failed = inner.store.compare_and_set(&id, RUNNING_STATES, event, Some(worker), now_ms()).await?;
+            return failed.map(|record| record.task).ok_or(TaskFailure::ClaimLost { id });
+        }
+    };
+    // Without a status message only a `submitted` task changes: a recovered one keeps its
+    // state and status message. With one, a task already `working` (its turn taken by a
+    // follow-up) takes the message too.
+    let expected: &[TaskState] =
+        if status.is_some() { &[TaskState::Submitted, TaskState::Working] } else { &[TaskState::Submitted] };
+    let status = status.map(|message| Message { role: crate::run::Role::Agent, ..message });
+    let working = TaskEventKind::Status { state: TaskState::Working, message: status };
+    let task = match inner.store.compare_and_set(&id, expected, working, Some(worker), now_ms()).await? {
+        Some(record) => record.task,
+        None => record.task,
+    };
+    spawn_run(inner, task.clone(), &record.owner, valid);
+    Ok(task)
 }
 
 /// The first log entry of every task.

@@ -446,6 +446,23 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Millis,
     ) -> Result<Option<StoredTask>, StoreError>;
 
+    /// Takes over a task whose *active* lease lapsed (its worker is presumed dead): the task gets
+    /// an *active* lease for `worker` until `expires_at` at once, with no prepared phase between.
+    /// This is how a recovering worker claims a task: the task had been accepted and running, so
+    /// a recovering worker that dies in turn leaves it to the next recovery, never to
+    /// [`TaskStore::reap_expired_admissions`] (which cancels lapsed *prepared* leases).
+    ///
+    /// Succeeds only when the task is `submitted` or `working` and its lease is active with
+    /// `expires_at <= now`. Returns the updated record, or `None` when the take-over is refused.
+    /// Atomic: of two concurrent take-overs at most one succeeds.
+    async fn take_over_execution(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<Option<StoredTask>, StoreError>;
+
     /// Extends `worker`'s live lease (prepared or active) to `expires_at`, keeping its phase.
     /// Refused (`None`) when the lease is another worker's, has lapsed, or the task is terminal.
     /// Renewing to `expires_at <= now` gives the lease up.
@@ -513,7 +530,7 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn reap_expired_admissions(&self, now: Millis) -> Result<usize, StoreError>;
 
     /// Tasks in `submitted` or `working` whose *active* lease lapsed (their worker is presumed
-    /// dead), oldest lapse first, at most `limit`: candidates for [`TaskStore::claim_execution`] by
+    /// dead), oldest lapse first, at most `limit`: candidates for [`TaskStore::take_over_execution`] by
     /// a recovering worker. Tasks waiting for input or authorization are never candidates: the
     /// write that made them wait cleared their lease.
     async fn expired_active_leases(&self, now: Millis, limit: usize) -> Result<Vec<TaskId>, StoreError>;
