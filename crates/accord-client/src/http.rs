@@ -125,7 +125,7 @@ pub(crate) fn random_hex() -> String {
             .unwrap_or_default();
         return format!("{nanos:032x}");
     }
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

@@ -156,7 +156,7 @@ fn uuid_like() -> String {
     if getrandom::fill(&mut bytes).is_err() {
         return "1".into();
     }
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ fn key_or_generate(given: Option<&str>) -> Option<String> {
         None => {
             let mut bytes = [0u8; 32];
             getrandom::fill(&mut bytes).ok()?;
-            Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+            Some(hex::encode(bytes))
         }
     }
 }

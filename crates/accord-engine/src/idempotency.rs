@@ -106,7 +106,7 @@ pub enum Claim {
 
 /// The SHA-256 (hex) of `bytes`.
 fn fingerprint_bytes(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// The SHA-256 (hex) of the parts, each length-prefixed so that parts cannot run into each other.
@@ -116,7 +116,7 @@ pub fn fingerprint<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
         hasher.update((part.len() as u64).to_be_bytes());
         hasher.update(part);
     }
-    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+    hex::encode(hasher.finalize())
 }
 
 enum State {

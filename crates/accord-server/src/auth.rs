@@ -179,8 +179,7 @@ pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
         None => {
             static ANONYMOUS: std::sync::LazyLock<OwnerHash> = std::sync::LazyLock::new(|| {
                 let digest: [u8; 32] = Sha256::digest(b"accord:anonymous").into();
-                let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-                OwnerHash::from_hex(&hex).unwrap_or_else(|| AccessToken::generate().owner())
+                OwnerHash::from_digest(digest)
             });
             *ANONYMOUS
         }
@@ -208,8 +207,7 @@ pub(crate) fn anonymous_owner(address: Option<ClientAddress>) -> OwnerHash {
             hasher.update(b"accord:anonymous:");
             hasher.update(address.key().to_string().as_bytes());
             let digest: [u8; 32] = hasher.finalize().into();
-            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-            OwnerHash::from_hex(&hex).unwrap_or_else(|| owner_of(None))
+            OwnerHash::from_digest(digest)
         }
         None => owner_of(None),
     }
@@ -303,8 +301,7 @@ impl ApiKeys {
     fn principal(&self, key: &str) -> Option<Principal> {
         let hash: [u8; 32] = Sha256::digest(key.trim().as_bytes()).into();
         let (subject, scopes) = self.by_hash.get(&hash)?;
-        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
-        Some(Principal { subject: subject.clone(), scopes: scopes.clone(), owner: OwnerHash::from_hex(&hex)? })
+        Some(Principal { subject: subject.clone(), scopes: scopes.clone(), owner: OwnerHash::from_digest(hash) })
     }
 }
 

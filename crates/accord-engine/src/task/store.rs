@@ -186,13 +186,7 @@ impl ListCursor {
     /// The cursor as opaque, URL-safe text (lowercase hex digits and one dot), for a caller to
     /// hand back as a page token; [`ListCursor::parse`] reads it back.
     pub fn to_token(&self) -> String {
-        use std::fmt::Write as _;
-        let mut token = format!("{:x}.", self.created_at);
-        for byte in self.id.as_str().bytes() {
-            // Writing to a `String` cannot fail.
-            let _ = write!(token, "{byte:02x}");
-        }
-        token
+        format!("{:x}.{}", self.created_at, hex::encode(self.id.as_str()))
     }
 
     /// Reads a token made by [`ListCursor::to_token`]; `None` for any other text.

@@ -53,7 +53,7 @@ impl AccessToken {
         // hand out a guessable token.
         #[allow(clippy::expect_used)]
         getrandom::fill(&mut bytes).expect("the operating system's random source is unavailable");
-        Self(hex(&bytes))
+        Self(hex::encode(bytes))
     }
 
     /// The token itself, to send to its holder. Never log it.
@@ -80,26 +80,27 @@ impl PartialEq for OwnerHash {
 impl std::fmt::Debug for OwnerHash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // A prefix is enough to tell owners apart in a log.
-        write!(f, "OwnerHash({}…)", &self.to_hex()[..8])
+        write!(f, "OwnerHash({}…)", hex::encode(&self.0[..4]))
     }
 }
 
 impl OwnerHash {
     /// The hash as 64 lowercase hex digits (how stores persist it).
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        hex::encode(self.0)
     }
 
-    /// Reads a hash written by [`OwnerHash::to_hex`].
+    /// Reads a hash written by [`OwnerHash::to_hex`] (64 hex digits, either case).
     pub fn from_hex(text: &str) -> Option<Self> {
-        if text.len() != 64 {
-            return None;
-        }
         let mut bytes = [0u8; 32];
-        for (index, byte) in bytes.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(text.get(index * 2..index * 2 + 2)?, 16).ok()?;
-        }
+        hex::decode_to_slice(text, &mut bytes).ok()?;
         Some(Self(bytes))
+    }
+
+    /// The hash whose raw digest is `digest` (a SHA-256 the caller computed over its own
+    /// domain-separated input, as [`OwnerHash::of_principal`] does).
+    pub fn from_digest(digest: [u8; 32]) -> Self {
+        Self(digest)
     }
 
     /// The raw digest.
@@ -150,12 +151,8 @@ impl OwnerHash {
         let mut digest = Sha256::new();
         digest.update(b"accord:pseudonym\0");
         digest.update(self.0);
-        hex(&digest.finalize())
+        hex::encode(digest.finalize())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]

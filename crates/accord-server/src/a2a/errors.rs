@@ -76,12 +76,15 @@ pub(crate) fn rpc_error(dialect: RpcDialect, id: Value, error: &A2aError) -> Res
 }
 
 /// A JSON-RPC result response (an internal error in `dialect` should the result not serialize).
+/// The result is encoded once, straight into the body: its members come in the order its type
+/// declares them (JSON objects are unordered; no reader may depend on it).
 pub(crate) fn rpc_result(dialect: RpcDialect, id: Value, result: impl serde::Serialize) -> Response {
-    match serde_json::to_value(result) {
-        Ok(result) => (StatusCode::OK, axum::Json(jsonrpc::Response::success(id, result))).into_response(),
+    let response = jsonrpc::Response::success(id, result);
+    match serde_json::to_vec(&response) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => {
             tracing::error!(%error, ?dialect, "A2A result does not serialize");
-            rpc_error(dialect, id, &A2aError::new(A2aErrorKind::Internal))
+            rpc_error(dialect, response.id, &A2aError::new(A2aErrorKind::Internal))
         }
     }
 }

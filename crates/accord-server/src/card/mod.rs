@@ -492,8 +492,7 @@ pub(crate) async fn card(
 /// A strong entity tag: the first 128 bits of the body's SHA-256.
 pub(crate) fn entity_tag(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
-    let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
-    format!("\"{hex}\"")
+    format!("\"{}\"", hex::encode(&digest[..16]))
 }
 
 /// Whether `If-Modified-Since` is a valid date no earlier than `last_modified` (an invalid one is

@@ -122,7 +122,9 @@ impl JsonRpcRequest {
 
     /// Decodes the params as `T`; absent params read as `{}`. Failure → -32602 naming the problem.
     pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, A2aError> {
-        serde_json::from_value(self.params_or_empty()).map_err(|error| {
+        // Read in place: the params are not copied first.
+        let empty = Value::Object(serde_json::Map::new());
+        T::deserialize(self.params.as_ref().unwrap_or(&empty)).map_err(|error| {
             A2aError::new(A2aErrorKind::InvalidParams)
                 .with_message(format!("{}: {error}", A2aErrorKind::InvalidParams.default_message()))
         })

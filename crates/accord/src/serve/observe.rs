@@ -84,7 +84,11 @@ impl ObserveArgs {
     pub fn init(&self) -> Result<Telemetry, String> {
         let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        // Colours only on a terminal: a log file or a collector gets plain text (and the
+        // formatter skips the escape codes' work on every span and event).
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
         let fmt = match self.log_format {
             LogFormat::Text => fmt.boxed(),
             LogFormat::Json => fmt.json().with_current_span(true).with_span_list(true).boxed(),
