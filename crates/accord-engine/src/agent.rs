@@ -293,25 +293,27 @@ impl Agent {
         self.execute(&valid.skill, handler, run).await
     }
 
-    /// Runs a handler in its own task (so a panic is contained), aborts it once the run has been
-    /// cancelled for longer than the grace period, and checks its output.
+    /// Runs a handler (a panic in it is caught and becomes an internal error), drops it once the
+    /// run has been cancelled for longer than the grace period, and checks its output.
+    ///
+    /// The handler is polled in the caller's task, not spawned: a run costs no task of its own,
+    /// and catching the unwind contains a panic as a spawned task would.
     async fn execute(&self, skill: &Skill, handler: Arc<dyn Handler>, run: Run) -> Result<Completion, RunError> {
+        use futures_util::FutureExt as _;
         let cancel = run.cancel.clone();
         let grace = self.inner.cancel_grace;
-        let watched = cancel.clone();
-        let task = tokio::spawn(async move {
-            tokio::select! {
-                result = handler.call(run) => Some(result),
-                () = async { watched.cancelled().await; tokio::time::sleep(grace).await } => None,
-            }
-        });
-        let result = match task.await {
-            Ok(result) => result,
-            Err(join_error) if join_error.is_panic() => {
-                tracing::error!(skill = %skill.key, "skill handler panicked");
-                Some(Err(SkillError::internal("the skill handler panicked")))
-            }
-            Err(_) => None,
+        // The handler's future is owned here and dropped on every path, never shared after a
+        // panic: asserting unwind safety is sound.
+        let call = std::panic::AssertUnwindSafe(handler.call(run)).catch_unwind();
+        let result = tokio::select! {
+            result = call => match result {
+                Ok(result) => Some(result),
+                Err(_panic) => {
+                    tracing::error!(skill = %skill.key, "skill handler panicked");
+                    Some(Err(SkillError::internal("the skill handler panicked")))
+                }
+            },
+            () = async { cancel.cancelled().await; tokio::time::sleep(grace).await } => None,
         };
         // No result after a cancellation overrides it.
         if cancel.is_cancelled() {

@@ -29,11 +29,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::client_address::ClientAddress;
-use crate::refusal::{Refusal, RefusalKind, Refusals};
+use crate::refusal::{Refusal, RefusalKind};
 use accord_engine::task::{AccessToken, OwnerHash};
 use accord_types::card::AgentSkill;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, header};
-use axum::response::Response;
 use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
@@ -581,19 +580,12 @@ where
 #[derive(Clone, Debug)]
 struct Challenges(Vec<HeaderValue>);
 
-/// The one place where a request marked [`Unauthenticated`] is refused, in the shape of the face
-/// mounted behind this middleware (its [`Refusals`]), with the `WWW-Authenticate` challenges.
-pub(crate) async fn refuse_unauthenticated(
-    axum::extract::State(refusals): axum::extract::State<Refusals>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if request.extensions().get::<Unauthenticated>().is_none() {
-        return next.run(request).await;
-    }
+/// The refusal of a request marked [`Unauthenticated`] (its credentials were refused), with the
+/// `WWW-Authenticate` challenges; `None` for any other request. The face's admission middleware
+/// renders it (`limits::admit`): the one place such a request is refused.
+pub(crate) fn refusal_of(request: &axum::extract::Request) -> Option<Refusal> {
+    request.extensions().get::<Unauthenticated>()?;
     let challenges =
         request.extensions().get::<Challenges>().map(|challenges| challenges.0.clone()).unwrap_or_default();
-    let refusal =
-        Refusal::new(RefusalKind::Unauthenticated, "the presented credentials are not valid").challenges(challenges);
-    refusals.render(&refusal)
+    Some(Refusal::new(RefusalKind::Unauthenticated, "the presented credentials are not valid").challenges(challenges))
 }

@@ -6,7 +6,6 @@
 //! else it is a header the caller wrote, and would let one client pose as many.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 use axum::extract::ConnectInfo;
 use ipnet::IpNet;
@@ -59,20 +58,16 @@ pub fn resolve(peer: IpAddr, headers: &http::HeaderMap, trusted: &[IpNet]) -> Ip
     client
 }
 
-/// Middleware: puts the request's [`ClientAddress`] into its extensions (once; an outer layer's
-/// answer is kept), from axum's `ConnectInfo` and `X-Forwarded-For` by [`resolve`].
-pub(crate) async fn resolve_client_address(
-    axum::extract::State(trusted): axum::extract::State<Arc<[IpNet]>>,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+/// Puts the request's [`ClientAddress`] into its extensions (once; an outer layer's answer is
+/// kept), from axum's `ConnectInfo` and `X-Forwarded-For` by [`resolve`]. Called by the request
+/// middleware every counting face is mounted with ([`crate::observe`]).
+pub(crate) fn stamp(request: &mut axum::extract::Request, trusted: &[IpNet]) {
     if request.extensions().get::<ClientAddress>().is_none()
         && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>().copied()
     {
-        let client = resolve(peer.ip(), request.headers(), &trusted);
+        let client = resolve(peer.ip(), request.headers(), trusted);
         request.extensions_mut().insert(ClientAddress(client));
     }
-    next.run(request).await
 }
 
 #[cfg(test)]

@@ -608,23 +608,18 @@ impl Faces {
     /// With a rate limit, the face's requests are counted per caller (after authentication, which
     /// names the caller) and refused over it.
     fn authenticated(&self, router: Router, face: &'static str, refusals: refusal::Refusals) -> Router {
-        let router = match &self.state.rate_limits {
-            Some(limits) => router.layer(axum::middleware::from_fn_with_state(
-                (refusals.clone(), Arc::clone(limits)),
-                limits::limit_rate,
-            )),
-            None => router,
-        };
-        let router = router.layer(axum::middleware::from_fn_with_state(refusals, auth::refuse_unauthenticated));
+        let admission = limits::Admission { refusals, limits: self.state.rate_limits.clone() };
+        let router = router.layer(axum::middleware::from_fn_with_state(Arc::new(admission), limits::admit));
         let router = if self.state.config.auth.is_empty() {
             router
         } else {
             router.layer(auth::AuthLayer::new(self.state.config.auth.clone()))
         };
         let trusted: Arc<[ipnet::IpNet]> = self.state.config.trusted_proxies.clone().into();
-        let router =
-            router.layer(axum::middleware::from_fn_with_state(trusted, client_address::resolve_client_address));
-        observed(router, face)
+        router.layer(axum::middleware::from_fn_with_state(
+            observe::Observed { face, trusted: Some(trusted) },
+            observe::observe,
+        ))
     }
 
     /// The JSON-RPC tasks face at [`JsonRpcTasksConfig::path`]. Empty without a task runtime or
@@ -792,7 +787,7 @@ impl Faces {
 /// `router` with a span and metrics per request, labelled `face` ([`observe`]): the outermost
 /// layer, so refused credentials and rate limits are counted too.
 fn observed(router: Router, face: &'static str) -> Router {
-    router.layer(axum::middleware::from_fn_with_state(face, observe::observe))
+    router.layer(axum::middleware::from_fn_with_state(observe::Observed { face, trusted: None }, observe::observe))
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].

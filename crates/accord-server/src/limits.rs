@@ -160,20 +160,34 @@ impl RateLimits {
     }
 }
 
-/// The rate-limit middleware of one face: counts the request against its caller and refuses it,
-/// rendered by the face mounted behind it, with the seconds to wait, when the caller is over its
-/// rate.
-pub(crate) async fn limit_rate(
-    axum::extract::State((refusals, limits)): axum::extract::State<(Refusals, Arc<RateLimits>)>,
+/// What [`admit`] is mounted with: how the face behind it words a refusal, and its rate limits.
+#[derive(Clone)]
+pub(crate) struct Admission {
+    pub(crate) refusals: Refusals,
+    pub(crate) limits: Option<Arc<RateLimits>>,
+}
+
+/// The admission middleware of one face, innermost before its routes:
+/// - a request marked [`Unauthenticated`](crate::auth) (its credentials were refused) is refused,
+///   with the `WWW-Authenticate` challenges — the one place that happens;
+/// - with rate limits, the request is counted against its caller (named by authentication, so
+///   after it) and refused, with the seconds to wait, when the caller is over its rate.
+///
+/// Both refusals are rendered in the shape of the face mounted behind it (its [`Refusals`]).
+pub(crate) async fn admit(
+    axum::extract::State(admission): axum::extract::State<Arc<Admission>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match limits.check(&CallerKey::of(&request)) {
-        Ok(()) => next.run(request).await,
-        Err(retry_after) => {
-            tracing::info!(target: "accord::audit", event = "rate.limited", path = request.uri().path(), retry_after);
-            let message = "Too many requests from this caller; retry after the time Retry-After gives";
-            refusals.render(&Refusal::new(RefusalKind::RateLimited, message).retry_after(retry_after))
-        }
+    if let Some(refusal) = crate::auth::refusal_of(&request) {
+        return admission.refusals.render(&refusal);
     }
+    if let Some(limits) = &admission.limits
+        && let Err(retry_after) = limits.check(&CallerKey::of(&request))
+    {
+        tracing::info!(target: "accord::audit", event = "rate.limited", path = request.uri().path(), retry_after);
+        let message = "Too many requests from this caller; retry after the time Retry-After gives";
+        return admission.refusals.render(&Refusal::new(RefusalKind::RateLimited, message).retry_after(retry_after));
+    }
+    next.run(request).await
 }

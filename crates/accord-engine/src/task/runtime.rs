@@ -455,7 +455,8 @@ impl TaskRuntime {
             .await?
             .ok_or_else(|| TaskFailure::ClaimLost { id: id.clone() })?;
         let heartbeat = CancellationToken::new();
-        tokio::spawn(heartbeat_loop(Arc::clone(&self.inner), id.clone(), heartbeat.clone(), None));
+        let first_beat = self.inner.heartbeat_every();
+        tokio::spawn(heartbeat_loop(Arc::clone(&self.inner), id.clone(), first_beat, heartbeat.clone(), None));
         Ok(PreparedExecution { runtime: self.clone(), id: id.clone(), heartbeat: heartbeat.drop_guard() })
     }
 
@@ -847,20 +848,24 @@ fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: Va
     tokio::spawn(tracing::Instrument::instrument(execute(Arc::clone(inner), task, owner, valid, cancel, run), span));
 }
 
-/// Renews a lease every third of its life until `stop` fires or the lease is refused; on refusal
-/// cancels `on_loss` (the handler of a task that was cancelled or taken over).
+/// Renews a lease, first after `first_beat` and then every third of its life, until `stop` fires
+/// or the lease is refused; on refusal cancels `on_loss` (the handler of a task that was cancelled
+/// or taken over).
 async fn heartbeat_loop(
     inner: Arc<RuntimeInner>,
     id: TaskId,
+    first_beat: Duration,
     stop: CancellationToken,
     on_loss: Option<CancellationToken>,
 ) {
     let worker = inner.config.worker_id.clone();
+    let mut wait = first_beat;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(inner.heartbeat_every()) => {}
+            () = tokio::time::sleep(wait) => {}
         }
+        wait = inner.heartbeat_every();
         let now = now_ms();
         match inner.store.renew_execution_claim(&id, &worker, inner.lease_until(now), now).await {
             Ok(Some(_)) => {}
@@ -879,6 +884,10 @@ async fn heartbeat_loop(
 }
 
 /// Runs an activated task to its end and records the outcome, fenced by this worker's id.
+///
+/// The handler, the forwarding of its events to the store and its end all run in this one task:
+/// the forwarder is polled beside the handler, not spawned, and the lease's heartbeat is spawned
+/// only when its first beat is due — a run shorter than a third of the lease costs neither.
 async fn execute(
     inner: Arc<RuntimeInner>,
     task: Task,
@@ -889,40 +898,68 @@ async fn execute(
 ) {
     let id = task.id.clone();
     let worker = inner.config.worker_id.clone();
-    let stop_heartbeat = CancellationToken::new();
-    tokio::spawn(heartbeat_loop(Arc::clone(&inner), id.clone(), stop_heartbeat.clone(), Some(cancel.clone())));
-
     let (sender, frames) = mpsc::channel(64);
     let sink = Arc::new(EventSink::new(sender));
     let drain = CancellationToken::new();
-    let budget = Arc::new(ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts));
-    let forwarder =
-        tokio::spawn(forward_events(Arc::clone(&inner), id.clone(), frames, drain.clone(), Arc::clone(&budget)));
+    let budget = ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts);
+    let forwarding = forward_events(&inner, &id, frames, &drain, &budget);
 
     // The status message the run starts under (set at activation, else none) stays on the
     // message it closes with.
     let started_under = task.status_message.clone();
     let run = inner.agent.run_for_task(valid, task, &owner, cancel.clone(), Some(sink));
-    // A handler whose artifacts go beyond the budget is stopped at once, like a timed-out one.
-    let outcome = tokio::select! {
-        outcome = tokio::time::timeout(inner.config.max_run, run) => Some(outcome),
-        () = budget.exceeded.cancelled() => None,
+    tokio::pin!(run);
+    let running = async {
+        let deadline = tokio::time::sleep(inner.config.max_run);
+        let first_beat = tokio::time::sleep(inner.heartbeat_every());
+        tokio::pin!(deadline, first_beat);
+        let mut heartbeat = None;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break RunOutcome::Ended(outcome),
+                () = &mut deadline => break RunOutcome::TimedOut,
+                // A handler whose artifacts go beyond the budget is stopped at once, like a
+                // timed-out one.
+                () = budget.exceeded.cancelled() => break RunOutcome::OverBudget,
+                () = &mut first_beat, if heartbeat.is_none() => {
+                    let stop = CancellationToken::new();
+                    let beats = heartbeat_loop(
+                        Arc::clone(&inner),
+                        id.clone(),
+                        Duration::ZERO,
+                        stop.clone(),
+                        Some(cancel.clone()),
+                    );
+                    tokio::spawn(beats);
+                    heartbeat = Some(stop.drop_guard());
+                }
+            }
+        };
+        drop(heartbeat);
+        // Progress events already emitted are stored before the outcome, so the log stays in
+        // order; a handler still running (after a timeout) can emit nothing more.
+        drain.cancel();
+        outcome
     };
-    stop_heartbeat.cancel();
-    // Progress events already emitted are stored before the outcome, so the log stays in order;
-    // a handler still running (after a timeout) can emit nothing more.
-    drain.cancel();
-    let _ = forwarder.await;
+    let (outcome, ()) = tokio::join!(running, forwarding);
 
+    let still_running = !matches!(outcome, RunOutcome::Ended(_));
     if inner.closing.is_cancelled() {
         forget_run(&inner, &id, run_number);
         return;
     }
     let events = match outcome {
         _ if budget.exceeded.is_cancelled() => vec![budget.failure()],
-        None => vec![budget.failure()],
-        Some(Ok(Ok(completion))) if !budget.take(&completion.artifacts) => vec![budget.failure()],
-        Some(outcome) => outcome_events(&inner, outcome, started_under.as_ref()),
+        RunOutcome::OverBudget => vec![budget.failure()],
+        RunOutcome::TimedOut => {
+            let max_run = inner.config.max_run.as_millis();
+            vec![TaskEventKind::Error {
+                state: TaskState::Failed,
+                error: SkillError::new("task_timeout", format!("Task exceeded its {max_run}ms execution limit")),
+            }]
+        }
+        RunOutcome::Ended(Ok(completion)) if !budget.take(&completion.artifacts) => vec![budget.failure()],
+        RunOutcome::Ended(ended) => outcome_events(ended, started_under.as_ref()),
     };
     if !events.is_empty() {
         record(&inner, &id, events, &worker).await;
@@ -930,24 +967,32 @@ async fn execute(
     // The timeout fences first, then stops the handler.
     cancel.cancel();
     forget_run(&inner, &id, run_number);
+    if still_running {
+        // A handler stopped by its timeout or its budget sees its cancellation and has the
+        // agent's grace period to wind down; then it is dropped.
+        let _ = run.await;
+    }
 }
 
-/// The log entries that end a run with `outcome` (none for a cancelled run: the cancellation
-/// wrote the end).
+/// How a run's wait ended.
+#[expect(clippy::large_enum_variant, reason = "one value a run, on the stack: a box would cost an allocation a run")]
+enum RunOutcome {
+    /// The handler returned (or failed, or was cancelled).
+    Ended(Result<crate::run::Completion, RunError>),
+    /// [`RuntimeConfig::max_run`] passed first.
+    TimedOut,
+    /// An artifact went beyond [`RuntimeConfig::max_artifact_bytes`].
+    OverBudget,
+}
+
+/// The log entries that end a run whose handler returned `outcome` (none for a cancelled run: the
+/// cancellation wrote the end).
 fn outcome_events(
-    inner: &RuntimeInner,
-    outcome: Result<Result<crate::run::Completion, RunError>, tokio::time::error::Elapsed>,
+    outcome: Result<crate::run::Completion, RunError>,
     started_under: Option<&Message>,
 ) -> Vec<TaskEventKind> {
     match outcome {
-        Err(_elapsed) => {
-            let max_run = inner.config.max_run.as_millis();
-            vec![TaskEventKind::Error {
-                state: TaskState::Failed,
-                error: SkillError::new("task_timeout", format!("Task exceeded its {max_run}ms execution limit")),
-            }]
-        }
-        Ok(Ok(completion)) => {
+        Ok(completion) => {
             // The artifacts and the result are one write: the whole end of the run.
             let mut events: Vec<TaskEventKind> = completion
                 .artifacts
@@ -965,8 +1010,8 @@ fn outcome_events(
             });
             events
         }
-        Ok(Err(RunError::Cancelled)) => Vec::new(),
-        Ok(Err(RunError::Incomplete { status, message })) => {
+        Err(RunError::Cancelled) => Vec::new(),
+        Err(RunError::Incomplete { status, message }) => {
             // The agent's message travels whole (all parts, its id) into the log.
             let message = message.map(|message| Message {
                 role: crate::run::Role::Agent,
@@ -985,7 +1030,7 @@ fn outcome_events(
                 },
             }]
         }
-        Ok(Err(error)) => vec![TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }],
+        Err(error) => vec![TaskEventKind::Error { state: TaskState::Failed, error: task_error(error) }],
     }
 }
 
@@ -1082,11 +1127,11 @@ async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, w
 /// deltas, assets and control signals are transient and not persisted. What the handler emitted
 /// while the previous write was in flight is stored in one write.
 async fn forward_events(
-    inner: Arc<RuntimeInner>,
-    id: TaskId,
+    inner: &RuntimeInner,
+    id: &TaskId,
     mut frames: mpsc::Receiver<RunFrame>,
-    drain: CancellationToken,
-    budget: Arc<ArtifactBudget>,
+    drain: &CancellationToken,
+    budget: &ArtifactBudget,
 ) {
     let worker = inner.config.worker_id.clone();
     let mut batch = Vec::new();
@@ -1111,12 +1156,12 @@ async fn forward_events(
         }) {
             batch.truncate(over);
             if !batch.is_empty() {
-                record(&inner, &id, batch, &worker).await;
+                record(inner, id, batch, &worker).await;
             }
             return;
         }
         if !batch.is_empty() {
-            record(&inner, &id, std::mem::take(&mut batch), &worker).await;
+            record(inner, id, std::mem::take(&mut batch), &worker).await;
         }
     }
 }

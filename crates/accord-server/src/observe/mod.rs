@@ -8,6 +8,8 @@
 //! serves every agent of the process. Labels are low-cardinality only: the face, the route
 //! *template* (`/tasks/{id}`, never a task id), the method, the status code, a rail, an outcome.
 
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::body::Body;
@@ -54,23 +56,38 @@ pub(crate) fn payment(rail: &'static str, outcome: &'static str) {
     metrics::counter!(PAYMENTS, "rail" => rail, "outcome" => outcome).increment(1);
 }
 
-/// The middleware every face is mounted with: a `request` span (face, method, route template,
-/// then status and latency), the request metrics, the face for the task runs the request starts,
-/// and a gauge of the event streams it opens.
+/// What [`observe`] is mounted with.
+#[derive(Clone)]
+pub(crate) struct Observed {
+    /// The face's label.
+    pub(crate) face: &'static str,
+    /// For a face that counts its callers (rate limits, the anonymous callers' share): the
+    /// proxies trusted to name the client, to put each request's
+    /// [`ClientAddress`](crate::client_address::ClientAddress) into its extensions.
+    pub(crate) trusted: Option<Arc<[ipnet::IpNet]>>,
+}
+
+/// The middleware every face is mounted with, outermost: a `request` span (face, method, route
+/// template, then status and latency), the request metrics, the face for the task runs the
+/// request starts, a gauge of the event streams it opens, and — for a face that counts its
+/// callers — the request's client address.
 pub(crate) async fn observe(
-    axum::extract::State(face): axum::extract::State<&'static str>,
-    request: Request,
+    axum::extract::State(observed): axum::extract::State<Observed>,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let started = Instant::now();
+    let face = observed.face;
+    if let Some(trusted) = &observed.trusted {
+        crate::client_address::stamp(&mut request, trusted);
+    }
     let method = method_label(request.method());
-    // The route template, never the raw path: no task id or other caller data in a label.
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let route = route_label(request.extensions().get::<MatchedPath>());
     let span = tracing::info_span!(
         "request",
         face,
         method,
-        route = %route,
+        route,
         status = tracing::field::Empty,
         latency_ms = tracing::field::Empty,
     );
@@ -83,11 +100,30 @@ pub(crate) async fn observe(
     span.in_scope(|| {
         tracing::debug!(target: "accord::request", status = status.as_u16(), latency_ms = elapsed.as_secs_f64() * 1000.0, "request");
     });
-    metrics::counter!(HTTP_REQUESTS, "face" => face, "method" => method, "route" => route.clone(), "status" => status_label(status))
+    metrics::counter!(HTTP_REQUESTS, "face" => face, "method" => method, "route" => route, "status" => status_label(status))
         .increment(1);
     metrics::histogram!(HTTP_REQUEST_SECONDS, "face" => face, "method" => method, "route" => route)
         .record(elapsed.as_secs_f64());
     if is_event_stream(&response) { counted_stream(face, response) } else { response }
+}
+
+/// The route template of a request (`unmatched` without one), never the raw path: no task id or
+/// other caller data in a label. Templates are the router's own, few and fixed for the process, so
+/// each is kept once and every request's span and labels borrow it rather than copy it.
+fn route_label(matched: Option<&MatchedPath>) -> &'static str {
+    static ROUTES: OnceLock<RwLock<HashSet<&'static str>>> = OnceLock::new();
+    let Some(matched) = matched else { return "unmatched" };
+    let routes = ROUTES.get_or_init(Default::default);
+    if let Some(route) = routes.read().unwrap_or_else(PoisonError::into_inner).get(matched.as_str()) {
+        return route;
+    }
+    let mut routes = routes.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(route) = routes.get(matched.as_str()) {
+        return route;
+    }
+    let route: &'static str = Box::leak(matched.as_str().into());
+    routes.insert(route);
+    route
 }
 
 fn method_label(method: &Method) -> &'static str {
