@@ -274,7 +274,7 @@ impl Agent {
     pub(crate) async fn run_for_task(
         &self,
         valid: ValidInput,
-        task: crate::model::Task,
+        task: Arc<crate::model::Task>,
         owner: &crate::task::OwnerHash,
         cancel: CancellationToken,
         sink: Option<Arc<EventSink>>,
@@ -287,7 +287,7 @@ impl Agent {
             input: Arc::new(valid.input),
             cancel,
             sink,
-            task: Some(Arc::new(task)),
+            task: Some(task),
             owner: Some(owner.pseudonym().into()),
         };
         self.execute(&valid.skill, handler, run).await

@@ -268,6 +268,19 @@ impl Head {
             context_id: task.context_id.as_deref().map(Into::into),
         }
     }
+
+    /// Brings the head up to date with a later state of its record: only what a write changes (a
+    /// task's skill and context are set when it is created).
+    fn refresh(&mut self, record: &StoredTask) {
+        let task = &record.task;
+        self.owner = record.owner;
+        self.last_sequence = task.version + 1;
+        self.state = task.state;
+        self.created_at = task.created_at;
+        self.updated_at = task.updated_at;
+        debug_assert_eq!(&*self.skill, task.skill.as_str());
+        debug_assert_eq!(self.context_id.as_deref(), task.context_id.as_deref());
+    }
 }
 
 enum Body {
@@ -357,7 +370,7 @@ impl Entry {
     /// task has ended.
     fn settle(&mut self) {
         let Body::Live(live) = &mut self.body else { return };
-        self.head = Head::of(&live.record);
+        self.head.refresh(&live.record);
         if !self.head.state.is_terminal() {
             return;
         }

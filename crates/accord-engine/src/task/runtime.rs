@@ -291,7 +291,7 @@ impl RuntimeInner {
     /// Tells the local run's watchers the task as this worker's write just stored it.
     fn publish(&self, task: Task) {
         if let Some(run) = self.local().get(&task.id) {
-            run.latest.send_replace(task);
+            run.latest.send_replace(Arc::new(task));
         }
     }
 }
@@ -300,8 +300,9 @@ impl RuntimeInner {
 struct LocalRun {
     number: u64,
     cancel: CancellationToken,
-    /// The task as this run's last committed write left it.
-    latest: watch::Sender<Task>,
+    /// The task as this run's last committed write left it (shared, not copied, with the run
+    /// and each watcher).
+    latest: watch::Sender<Arc<Task>>,
 }
 
 /// Runs tasks for an agent over a [`TaskStore`]. Cheap to clone; clones share everything.
@@ -650,7 +651,7 @@ impl TaskRuntime {
     /// cancels). A way to wait for a local run without reading the store; the log
     /// ([`TaskRuntime::events`]) remains the truth. The caller must already know the task is the
     /// owner's: this does not check.
-    pub fn watch_local_run(&self, id: &TaskId) -> Option<watch::Receiver<Task>> {
+    pub fn watch_local_run(&self, id: &TaskId) -> Option<watch::Receiver<Arc<Task>>> {
         self.inner.local().get(id).map(|run| run.latest.subscribe())
     }
 
@@ -828,7 +829,9 @@ fn submitted() -> TaskEventKind {
 fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: ValidInput) {
     let cancel = CancellationToken::new();
     let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (latest, _) = watch::channel(task.clone());
+    // One copy of the task, shared by the run's watchers and its handler.
+    let task = Arc::new(task);
+    let (latest, _) = watch::channel(Arc::clone(&task));
     let replaced = inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
     if replaced.is_none() {
         metrics::gauge!(crate::observe::ACTIVE_LEASES).increment(1.0);
@@ -890,7 +893,7 @@ async fn heartbeat_loop(
 /// only when its first beat is due — a run shorter than a third of the lease costs neither.
 async fn execute(
     inner: Arc<RuntimeInner>,
-    task: Task,
+    task: Arc<Task>,
     owner: OwnerHash,
     valid: ValidInput,
     cancel: CancellationToken,

@@ -679,9 +679,10 @@ impl TaskService {
         if let Some(mut run) = self.runtime.watch_local_run(&id) {
             let settled = async {
                 loop {
-                    let latest = run.borrow_and_update().clone();
+                    let latest = Arc::clone(&run.borrow_and_update());
                     if is_settled(latest.state) {
-                        return Some(latest);
+                        // The run has usually let go of it by now: no copy then.
+                        return Some(Arc::unwrap_or_clone(latest));
                     }
                     // Closed: the run ended without writing its end (it was cancelled).
                     run.changed().await.ok()?;
