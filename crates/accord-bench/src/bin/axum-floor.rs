@@ -60,21 +60,10 @@ fn answer(request: &Value, number: u64) -> Value {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
-        Ok(listener) => listener,
-        Err(error) => {
-            eprintln!("axum-floor: cannot listen on {}:{}: {error}", args.host, args.port);
-            return ExitCode::FAILURE;
-        }
+    let (listener, base) = match accord_bench::listen("axum-floor", &args.host, args.port).await {
+        Ok(bound) => bound,
+        Err(code) => return code,
     };
-    let address = match listener.local_addr() {
-        Ok(address) => address,
-        Err(error) => {
-            eprintln!("axum-floor: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let base = format!("http://{address}");
     let card = json!({
         "name": "axum-floor",
         "description": "Bare axum JSON-RPC echo",

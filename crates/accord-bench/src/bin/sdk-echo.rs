@@ -123,21 +123,10 @@ fn card(base: &str) -> Result<AgentCard, serde_json::Error> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
-        Ok(listener) => listener,
-        Err(error) => {
-            eprintln!("sdk-echo: cannot listen on {}:{}: {error}", args.host, args.port);
-            return ExitCode::FAILURE;
-        }
+    let (listener, base) = match accord_bench::listen("sdk-echo", &args.host, args.port).await {
+        Ok(bound) => bound,
+        Err(code) => return code,
     };
-    let address = match listener.local_addr() {
-        Ok(address) => address,
-        Err(error) => {
-            eprintln!("sdk-echo: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let base = format!("http://{address}");
     let card = match card(&base) {
         Ok(card) => card,
         Err(error) => {
