@@ -203,7 +203,9 @@ impl Agent {
 
     /// Runs a skill directly and waits for its output.
     ///
-    /// Dropping the returned future cancels the run.
+    /// Dropping the returned future cancels the run: the handler, which runs in a task of its
+    /// own, sees [`Run::cancelled`] and has the agent's cancel grace to wind down. Must be called
+    /// within a Tokio runtime.
     pub async fn invoke(&self, valid: ValidInput) -> Result<Invocation, RunError> {
         let handler =
             valid.skill.invoke.clone().ok_or_else(|| RunError::NotInvocable { key: valid.skill.key().to_owned() })?;
@@ -219,7 +221,15 @@ impl Agent {
             owner: None,
         };
         let run_id = run.run_id.to_string();
-        let completion = self.execute(&valid.skill, handler, run).await?;
+        let agent = self.clone();
+        let skill = valid.skill;
+        // Spawned, so that a caller that goes away leaves the handler its grace rather than
+        // dropping it mid-step; a panic is caught inside `execute`, so the join fails only when
+        // the runtime shuts down.
+        let completion = match tokio::spawn(async move { agent.execute(&skill, handler, run).await }).await {
+            Ok(result) => result?,
+            Err(_shut_down) => return Err(RunError::Cancelled),
+        };
         Ok(Invocation { run_id, completion })
     }
 
@@ -296,8 +306,9 @@ impl Agent {
     /// Runs a handler (a panic in it is caught and becomes an internal error), drops it once the
     /// run has been cancelled for longer than the grace period, and checks its output.
     ///
-    /// The handler is polled in the caller's task, not spawned: a run costs no task of its own,
-    /// and catching the unwind contains a panic as a spawned task would.
+    /// The handler is polled in the caller's task: catching the unwind contains a panic as a
+    /// spawned task would. A caller whose own future may be dropped before the run ends (a
+    /// direct invoke) spawns this, so that the handler still gets its grace.
     async fn execute(&self, skill: &Skill, handler: Arc<dyn Handler>, run: Run) -> Result<Completion, RunError> {
         use futures_util::FutureExt as _;
         let cancel = run.cancel.clone();
@@ -423,6 +434,39 @@ mod tests {
             agent.stream(skill.validate_input(json!({})).expect("v")),
             Err(RunError::NotStreamable { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_invoke_cancels_its_handler_which_sees_the_cancellation() {
+        let (told, heard) = tokio::sync::oneshot::channel::<()>();
+        let told = std::sync::Mutex::new(Some(told));
+        let agent = Agent::builder("t")
+            .skill(Skill::builder("wait").invoke(move |run: Run| {
+                let told = told.lock().expect("lock").take();
+                async move {
+                    run.cancelled().await;
+                    // Wind-down work after the cancellation: only a handler that is still
+                    // polled gets here.
+                    tokio::task::yield_now().await;
+                    if let Some(told) = told {
+                        let _ = told.send(());
+                    }
+                    Err(SkillError::new("cancelled", "cancelled"))
+                }
+            }))
+            .build()
+            .expect("agent");
+        let valid = agent.skill("wait").expect("skill").validate_input(json!({})).expect("valid");
+        let invoking = tokio::spawn({
+            let agent = agent.clone();
+            async move { agent.invoke(valid).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        invoking.abort();
+        tokio::time::timeout(Duration::from_secs(10), heard)
+            .await
+            .expect("the handler winds down within the grace")
+            .expect("the handler saw its cancellation");
     }
 
     #[tokio::test]
