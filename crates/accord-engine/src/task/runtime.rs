@@ -838,7 +838,9 @@ fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: Va
     }
     // A span of its own for the run (it outlives the request that started it), following from
     // that request's span; the owner appears as a short prefix of its hash, never its token.
-    let span = tracing::info_span!(
+    // DEBUG, under its own target (`accord::task`): off unless a subscriber asks for it.
+    let span = tracing::debug_span!(
+        target: "accord::task",
         parent: None,
         "task_run",
         task_id = %task.id,

@@ -67,6 +67,13 @@ impl Telemetry {
     }
 }
 
+/// The directive that turns on the `request` spans (and the access log's lines).
+#[cfg(feature = "otlp")]
+const REQUEST_SPANS: &str = "accord::request=debug";
+/// The directive that turns on the `task_run` spans.
+#[cfg(feature = "otlp")]
+const TASK_SPANS: &str = "accord::task=debug";
+
 impl ObserveArgs {
     /// Where `/metrics` is served.
     pub fn metrics_at(&self) -> MetricsAt {
@@ -82,8 +89,10 @@ impl ObserveArgs {
     /// and `--otlp-endpoint` are the application's business). Errors are the flags' mistakes,
     /// worded for the user.
     pub fn init(&self) -> Result<Telemetry, String> {
-        let filter = tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let filter = || {
+            tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        };
         // Colours only on a terminal: a log file or a collector gets plain text (and the
         // formatter skips the escape codes' work on every span and event).
         let fmt = tracing_subscriber::fmt::layer()
@@ -99,8 +108,15 @@ impl ObserveArgs {
                 Some(endpoint) => Some(super::otlp::Exporter::new(endpoint)?),
                 None => None,
             };
-            let layer = otlp.as_ref().map(super::otlp::Exporter::layer);
-            let _ = tracing_subscriber::registry().with(filter).with(fmt).with(layer).try_init();
+            // The exporter gets what the log gets, and the request and task-run spans (DEBUG, so
+            // that the log does not pay for them) whatever the log's level.
+            let layer = otlp.as_ref().map(|otlp| {
+                let spans = filter()
+                    .add_directive(REQUEST_SPANS.parse().expect("a valid directive"))
+                    .add_directive(TASK_SPANS.parse().expect("a valid directive"));
+                otlp.layer().with_filter(spans)
+            });
+            let _ = tracing_subscriber::registry().with(fmt.with_filter(filter())).with(layer).try_init();
             Ok(Telemetry { otlp })
         }
         #[cfg(not(feature = "otlp"))]
@@ -110,7 +126,7 @@ impl ObserveArgs {
                             (the `otlp` cargo feature of accord or accord-cli)"
                     .into());
             }
-            let _ = tracing_subscriber::registry().with(filter).with(fmt).try_init();
+            let _ = tracing_subscriber::registry().with(fmt.with_filter(filter())).try_init();
             Ok(Telemetry {})
         }
     }
