@@ -22,10 +22,19 @@ pub fn now_ms() -> Millis {
 pub struct TaskId(std::sync::Arc<str>);
 
 impl TaskId {
-    /// A fresh random id.
+    /// A fresh id: a version 7 UUID (RFC 9562), whose first 48 bits are the time it was made in
+    /// milliseconds and whose other 74 are random.
+    ///
+    /// Ids made close in time sort close together, so a durable store's indexes take new tasks
+    /// at their end instead of at a random page each (fewer pages changed, and written to the
+    /// log, per commit). An id tells when its task was made, which its `createdAt` tells its
+    /// owner anyway; it grants nothing, since every read is checked against the task's owner.
     pub fn generate() -> Self {
+        let mut random = [0; 10];
+        getrandom::fill(&mut random).expect("the operating system's random source is unavailable");
+        let id = uuid::Builder::from_unix_timestamp_millis(now_ms(), &random).into_uuid();
         let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-        Self(std::sync::Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text)))
+        Self(std::sync::Arc::from(&*id.hyphenated().encode_lower(&mut text)))
     }
 
     /// Wraps an id received from a caller or a store.
@@ -522,7 +531,27 @@ pub struct TaskEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::TaskState;
+    use super::{TaskId, TaskState, now_ms};
+
+    #[test]
+    fn a_generated_id_is_a_time_ordered_uuid_with_random_bits() {
+        let before = now_ms();
+        let first = TaskId::generate();
+        let parsed = uuid::Uuid::parse_str(first.as_str()).expect("a generated id is a UUID");
+        assert_eq!(first.as_str(), parsed.hyphenated().to_string(), "lowercase and hyphenated");
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+        let (seconds, nanos) = parsed.get_timestamp().expect("a version 7 UUID has a time").to_unix();
+        let made = seconds * 1_000 + u64::from(nanos / 1_000_000);
+        assert!((before..=now_ms()).contains(&made), "its time is when it was made");
+        // Made in the same millisecond, ids still differ (74 random bits)...
+        let same_time: std::collections::HashSet<_> = (0..1_000).map(|_| TaskId::generate()).collect();
+        assert_eq!(same_time.len(), 1_000);
+        // ...and an id made a later millisecond sorts after, as text too.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let later = TaskId::generate();
+        assert!(later > first && later.as_str() > first.as_str());
+    }
 
     #[test]
     fn a_states_name_is_its_json_name() {
