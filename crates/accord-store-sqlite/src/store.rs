@@ -294,6 +294,26 @@ fn push_list_filters(sql: &mut QueryBuilder<Sqlite>, owner: &str, query: &ListQu
     }
 }
 
+/// The query of a page of `list`: the owner's tasks that pass the filters, newest first, from the
+/// page's start, one more than asked for (whether it exists says whether more follow).
+fn page_query(owner: &str, query: &ListQuery) -> QueryBuilder<Sqlite> {
+    let mut page =
+        QueryBuilder::<Sqlite>::new(concat!("SELECT task, ", crate::rows::task_log!(), " AS log FROM tasks"));
+    push_list_filters(&mut page, owner, query);
+    if let PageStart::After(cursor) = &query.page {
+        page.push(" AND (created_at, id) < (")
+            .push_bind(sql_time(cursor.created_at))
+            .push(", ")
+            .push_bind(cursor.id.as_str().to_owned())
+            .push(")");
+    }
+    page.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(sql_count(query.limit.saturating_add(1)));
+    if let PageStart::Offset(offset) = query.page {
+        page.push(" OFFSET ").push_bind(sql_count(offset));
+    }
+    page
+}
+
 /// Applies the embedded migrations under the write lock, so that concurrent openers of a new
 /// file do not both try to create the schema.
 async fn migrate(pool: &SqlitePool) -> Result<(), Fault> {
@@ -408,21 +428,7 @@ impl TaskStore for SqliteStore {
             push_list_filters(&mut count, &owner, query);
             count
         };
-        let mut page =
-            QueryBuilder::<Sqlite>::new(concat!("SELECT task, ", crate::rows::task_log!(), " AS log FROM tasks"));
-        push_list_filters(&mut page, &owner, query);
-        if let PageStart::After(cursor) = &query.page {
-            page.push(" AND (created_at, id) < (")
-                .push_bind(sql_time(cursor.created_at))
-                .push(", ")
-                .push_bind(cursor.id.as_str().to_owned())
-                .push(")");
-        }
-        // One task more than asked for: whether it exists says whether more follow.
-        page.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(sql_count(query.limit.saturating_add(1)));
-        if let PageStart::Offset(offset) = query.page {
-            page.push(" OFFSET ").push_bind(sql_count(offset));
-        }
+        let mut page = page_query(&owner, query);
         let listed = async {
             // One read transaction: the page and the total come from the same snapshot.
             let mut tx = self.pool.begin().await?;
@@ -727,5 +733,57 @@ impl TaskStore for SqliteStore {
         self.writer.stop().await;
         // Waits for connections in use to come back, then closes them, checkpointing the WAL.
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use accord_engine::TaskState;
+    use accord_engine::task::{ListCursor, ListQuery, PageStart, TaskId, TaskStore};
+
+    use super::{SqliteStore, page_query};
+    use crate::SqliteStoreConfig;
+
+    /// How SQLite plans `sql` on `connection`: the plan's lines, its parameters unbound.
+    fn plan(connection: &rusqlite::Connection, sql: &str) -> Vec<String> {
+        let mut statement = connection.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("a plannable query");
+        // Unbound parameters plan as nulls.
+        let mut rows = statement.raw_query();
+        let mut lines = Vec::new();
+        while let Some(row) = rows.next().expect("a line of the plan") {
+            lines.push(row.get::<_, String>("detail").expect("the line's text"));
+        }
+        lines
+    }
+
+    /// Each page of a list walks an index of the owner's tasks in list order, newest first,
+    /// without sorting what it found, whichever of the filters it uses (but the time of last
+    /// change, which has an index of its own ordered by that time).
+    #[tokio::test]
+    async fn a_list_page_reads_an_index_in_list_order() {
+        let dir = std::env::temp_dir().join(format!("accord-store-sqlite-plan-{}", std::process::id()));
+        let path = dir.join("tasks.db");
+        let store = SqliteStore::open(SqliteStoreConfig::new(&path)).await.expect("open the store");
+        let connection = rusqlite::Connection::open(&path).expect("open the file");
+        let after = PageStart::After(ListCursor { created_at: 7, id: TaskId::new("a-task") });
+        let queries = [
+            ListQuery::default(),
+            ListQuery { page: after.clone(), ..ListQuery::default() },
+            ListQuery { page: PageStart::Offset(100), ..ListQuery::default() },
+            ListQuery { states: Some(vec![TaskState::Working, TaskState::Completed]), ..ListQuery::default() },
+            ListQuery { context_id: Some("a-context".into()), page: after.clone(), ..ListQuery::default() },
+            ListQuery { skill: Some("echo".into()), page: after, ..ListQuery::default() },
+        ];
+        for query in &queries {
+            let lines = plan(&connection, page_query("an-owner", query).sql().as_str());
+            assert!(lines.iter().any(|line| line.contains("USING INDEX tasks_by_owner")), "{query:?}: {lines:?}");
+            assert!(!lines.iter().any(|line| line.contains("TEMP B-TREE")), "{query:?} sorts: {lines:?}");
+        }
+        let by_change = ListQuery { updated_after: Some(7), ..ListQuery::default() };
+        let lines = plan(&connection, page_query("an-owner", &by_change).sql().as_str());
+        assert!(lines.iter().any(|line| line.contains("USING INDEX tasks_by_owner_updated")), "{lines:?}");
+        drop(connection);
+        store.close().await;
+        std::fs::remove_dir_all(&dir).expect("remove the test's directory");
     }
 }
