@@ -246,6 +246,10 @@ impl Writer {
         let connection = open(path, &settings).map_err(failed)?;
         connection.pragma_update(None, "cache_size", -WRITER_CACHE_KIB).map_err(failed)?;
         connection.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES).map_err(failed)?;
+        // A statement of a group that changes many pages keeps their old contents (to undo it
+        // alone) in a statement journal, which SQLite otherwise spills to a temporary file once
+        // it outgrows 64 KiB: a file created, written and deleted a few times a second.
+        connection.pragma_update(None, "temp_store", "MEMORY").map_err(failed)?;
         let checkpointing = open(path, &settings).map_err(failed)?;
         let unable =
             |error: std::io::Error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}"));
