@@ -616,24 +616,26 @@ fn create(
 
 /// How many tasks have not ended (from the counts the triggers keep).
 fn unfinished(connection: &Connection) -> Result<usize, Fault> {
-    let count: i64 = connection
-        .prepare_cached(
-            "SELECT COALESCE(SUM(n), 0) FROM task_counts
-             WHERE state IN ('submitted', 'working', 'input_required', 'auth_required')",
-        )?
-        .query_row([], |row| row.get(0))?;
-    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    sum_unfinished(connection.prepare_cached("SELECT state, n FROM task_counts")?.query([])?)
 }
 
 /// How many tasks of `owner` (its hex hash) have not ended (from the counts the triggers keep).
 fn unfinished_of(connection: &Connection, owner: &str) -> Result<usize, Fault> {
-    let count: i64 = connection
-        .prepare_cached(
-            "SELECT COALESCE(SUM(n), 0) FROM task_counts
-             WHERE owner_hash = ?1 AND state IN ('submitted', 'working', 'input_required', 'auth_required')",
-        )?
-        .query_row([owner], |row| row.get(0))?;
-    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    sum_unfinished(connection.prepare_cached("SELECT state, n FROM task_counts WHERE owner_hash = ?1")?.query([owner])?)
+}
+
+/// The sum of the counts of unfinished states among `(state, n)` rows. Added up here rather than
+/// by the query: SQLite builds a temporary table for each `state IN (…)` of more than two names,
+/// at each run of the statement, which would cost more than the handful of rows read here.
+fn sum_unfinished(mut rows: rusqlite::Rows<'_>) -> Result<usize, Fault> {
+    const UNFINISHED: [&str; 4] = ["submitted", "working", "input_required", "auth_required"];
+    let mut sum: i64 = 0;
+    while let Some(row) = rows.next()? {
+        if UNFINISHED.contains(&row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?) {
+            sum = sum.saturating_add(row.get::<_, i64>(1)?);
+        }
+    }
+    Ok(usize::try_from(sum).unwrap_or(usize::MAX))
 }
 
 fn append(
