@@ -786,4 +786,32 @@ mod tests {
         store.close().await;
         std::fs::remove_dir_all(&dir).expect("remove the test's directory");
     }
+
+    /// Writing a task builds no temporary table: SQLite builds one to evaluate an `IN` of more
+    /// than two constants, as `terminal` (read by a partial index at every insert and update of a
+    /// task) once did.
+    #[tokio::test]
+    async fn writing_a_task_builds_no_temporary_table() {
+        let dir = std::env::temp_dir().join(format!("accord-store-sqlite-ephemeral-{}", std::process::id()));
+        let path = dir.join("tasks.db");
+        let store = SqliteStore::open(SqliteStoreConfig::new(&path)).await.expect("open the store");
+        let connection = rusqlite::Connection::open(&path).expect("open the file");
+        for sql in [
+            "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, last_sequence,
+                                skill)
+             VALUES ('t', 'o', 'c', 'working', 1, 1, '{}', '{}', 1, 's')",
+            "UPDATE tasks SET state = 'completed', updated_at = 2, last_sequence = 2 WHERE id = 't'",
+            "SELECT state, n FROM task_counts WHERE owner_hash = 'o'",
+        ] {
+            let mut program = connection.prepare(&format!("EXPLAIN {sql}")).expect("a statement");
+            let mut rows = program.raw_query();
+            while let Some(row) = rows.next().expect("a step of the program") {
+                let opcode: String = row.get("opcode").expect("its opcode");
+                assert_ne!(opcode, "OpenEphemeral", "{sql}");
+            }
+        }
+        drop(connection);
+        store.close().await;
+        std::fs::remove_dir_all(&dir).expect("remove the test's directory");
+    }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{
-    AccessToken, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListQuery, Millis, OwnerHash, PushAuthentication,
-    PushConfig, PushDelivery, PushKey, PushPut, PushSettle, StoreError, StoredPushConfig, StoredTask, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
+    AccessToken, DeliverFrom, Durability, ExecutionLease, LeasePhase, ListCursor, ListQuery, Millis, OwnerHash,
+    PageStart, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle, StoreError,
+    StoredPushConfig, StoredTask, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, TaskStore, now_ms,
 };
 use accord_engine::{Artifact, Message, Part, SkillError, TaskState};
 use accord_store_sqlite::{SqliteStore, SqliteStoreConfig, Synchronous};
@@ -1005,4 +1005,83 @@ async fn two_stores_on_one_file_never_claim_the_same_config() {
     assert_eq!(taken.len(), 8, "no config went to both stores");
     first.close().await;
     second.close().await;
+}
+
+/// A file written before the list indexes were ascending and `terminal` was computed without an
+/// `IN` list (migrations 7 and 8): its tasks still list newest first, `terminal` still tells the
+/// ended ones, and retention still purges those ended long ago.
+#[tokio::test]
+async fn tasks_stored_before_the_index_and_terminal_changes_list_and_purge_as_before() {
+    const EARLIER: [&str; 6] = [
+        "20261130000001_tasks.sql",
+        "20261130000002_list_filters.sql",
+        "20261201000003_task_counts.sql",
+        "20261201000004_unfinished_from_counts.sql",
+        "20261202000005_push_configs.sql",
+        "20261203000006_finished_body_in_log.sql",
+    ];
+    let dir = ScratchDir::new();
+    let path = dir.database();
+    let earlier = dir.path().join("earlier-migrations");
+    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+    for name in EARLIER {
+        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(name), earlier.join(name))
+            .expect("copy an earlier migration");
+    }
+    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
+    migrator.run(&pool).await.expect("the schema before migrations 7 and 8");
+    let alice = owner("alice");
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (offset, state, updated_at) in [
+        (0, TaskState::Completed, now - 2 * HOUR),
+        (1, TaskState::Canceled, now - 10 * MINUTE),
+        (2, TaskState::Submitted, now - 3 * HOUR + 2),
+    ] {
+        let mut old = record(alice, now - 3 * HOUR + offset, None);
+        old.task.state = state;
+        old.task.updated_at = updated_at;
+        sqlx::query(
+            "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
+                                last_sequence, skill)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
+        )
+        .bind(old.task.id.as_str())
+        .bind(alice.to_hex())
+        .bind(old.task.context_id.as_deref())
+        .bind(state.as_str())
+        .bind(i64::try_from(old.task.created_at).expect("a time"))
+        .bind(i64::try_from(updated_at).expect("a time"))
+        .bind(serde_json::to_string(&old.task).expect("the task as JSON"))
+        .bind(serde_json::to_string(&old.payload).expect("the payload as JSON"))
+        .bind(old.task.skill.as_str())
+        .execute(&pool)
+        .await
+        .expect("insert a task of the earlier release");
+        rows.push(old.task.id);
+    }
+    pool.close().await;
+    let [old_done, recent_done, unfinished] = <[TaskId; 3]>::try_from(rows).expect("three tasks");
+
+    let config = SqliteStoreConfig::new(&path).retention(Duration::from_millis(HOUR));
+    let store = SqliteStore::open(config).await.expect("open");
+    let page = store.list(&alice, &ListQuery::default()).await.expect("list");
+    let listed: Vec<&TaskId> = page.tasks.iter().map(|task| &task.id).collect();
+    assert_eq!((listed, page.total), (vec![&unfinished, &recent_done], 2), "newest first, the old ended task purged");
+    assert_eq!(store.get(&old_done).await.expect("get"), None);
+    let by_skill = ListQuery { skill: Some("summarize".into()), limit: 1, ..ListQuery::default() };
+    let first = store.list(&alice, &by_skill).await.expect("list");
+    assert_eq!(first.tasks.iter().map(|task| &task.id).collect::<Vec<_>>(), [&unfinished]);
+    let cursor = PageStart::After(ListCursor::of(&first.tasks[0]));
+    let second = store.list(&alice, &ListQuery { page: cursor, ..by_skill }).await.expect("list");
+    assert_eq!(second.tasks.iter().map(|task| &task.id).collect::<Vec<_>>(), [&recent_done]);
+    store.close().await;
+
+    let pool = raw_pool(&path).await;
+    let terminal: Vec<(String, i64)> =
+        sqlx::query_as("SELECT id, terminal FROM tasks ORDER BY created_at").fetch_all(&pool).await.expect("read");
+    assert_eq!(terminal, [(recent_done.to_string(), 1), (unfinished.to_string(), 0)]);
+    pool.close().await;
 }
