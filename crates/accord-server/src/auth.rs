@@ -171,7 +171,7 @@ where
 }
 
 /// The principal's owner, or — for an anonymous caller whose address is unknown — the one shared
-/// anonymous owner, whose task ids (random UUIDs) are then the only capability.
+/// anonymous owner, whose task ids (74 random bits each) are then the only capability.
 pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
     match principal {
         Some(principal) => principal.owner,

@@ -8,10 +8,12 @@
 //! ```sh
 //! store-bench [--stores memory,sqlite,postgres] [--concurrency 1,8,32] [--creates 2000] [--json]
 //! store-bench preload --store sqlite://PATH|postgres://URL --tasks 100000 [--concurrency 256]
+//!                     [--client-address 127.0.0.1]
 //! ```
 //!
-//! `preload` writes completed `echo` tasks owned by the anonymous owner of `accord serve`, so
-//! that an anonymous A2A `ListTasks` (`accord serve --anonymous-list`) pages through all of them.
+//! `preload` writes completed `echo` tasks owned by the owner `accord serve` gives an anonymous
+//! caller from `--client-address` (the load generator's address), so that its anonymous A2A
+//! `ListTasks` (`accord serve --anonymous-list`) pages through all of them.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,7 +52,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Fill a store with completed tasks (owned by `accord serve`'s anonymous owner).
+    /// Fill a store with completed tasks (owned by `accord serve`'s anonymous caller from
+    /// `--client-address`).
     Preload {
         /// `sqlite://PATH` or `postgres://URL`.
         #[arg(long)]
@@ -61,6 +64,9 @@ enum Command {
         /// Creates in flight.
         #[arg(long, default_value_t = 256)]
         concurrency: usize,
+        /// The address the tasks' anonymous caller connects from.
+        #[arg(long, default_value = "127.0.0.1")]
+        client_address: std::net::IpAddr,
     },
 }
 
@@ -76,11 +82,17 @@ fn record() -> StoredTask {
     }
 }
 
-/// The owner `accord serve` gives every anonymous caller: the SHA-256 of `accord:anonymous`.
-fn anonymous_owner() -> OwnerHash {
-    let digest = Sha256::digest(b"accord:anonymous");
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    OwnerHash::from_hex(&hex).unwrap_or_else(|| AccessToken::generate().owner())
+/// The owner `accord serve` gives an anonymous caller from `address`: the SHA-256 of
+/// `accord:anonymous:` and the address (an IPv6 address cut to its /64), as the server's
+/// authentication layer derives it. Should the two ever differ, the harness's scale series fails
+/// loudly: its `ListTasks` checks the total it finds.
+fn anonymous_owner(address: std::net::IpAddr) -> OwnerHash {
+    let key = match address.to_canonical() {
+        std::net::IpAddr::V6(v6) => std::net::IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        v4 => v4,
+    };
+    let digest: [u8; 32] = Sha256::digest(format!("accord:anonymous:{key}").as_bytes()).into();
+    OwnerHash::from_digest(digest)
 }
 
 /// A completed `echo` task, as a finished run leaves it.
@@ -159,9 +171,9 @@ async fn open(spec: &str) -> Result<Arc<dyn TaskStore>, String> {
     }
 }
 
-async fn preload(spec: &str, tasks: usize, concurrency: usize) -> Result<(), String> {
+async fn preload(spec: &str, tasks: usize, concurrency: usize, address: std::net::IpAddr) -> Result<(), String> {
     let store = open(spec).await?;
-    let owner = anonymous_owner();
+    let owner = anonymous_owner(address);
     let rate = create_all(&store, tasks, concurrency, |index| {
         let result =
             TaskResult { output: serde_json::json!({"text": format!("preload-{index}")}), ..TaskResult::default() };
@@ -213,7 +225,9 @@ async fn bench(cli: &Cli) -> Result<(), String> {
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
-        Some(Command::Preload { store, tasks, concurrency }) => preload(store, *tasks, *concurrency).await,
+        Some(Command::Preload { store, tasks, concurrency, client_address }) => {
+            preload(store, *tasks, *concurrency, *client_address).await
+        }
         None => bench(&cli).await,
     };
     match outcome {
