@@ -744,6 +744,21 @@ mod tests {
     use super::{SqliteStore, page_query};
     use crate::SqliteStoreConfig;
 
+    /// A store on a new file in a directory of its own, and a connection of its own to the file.
+    async fn scratch_store(name: &str) -> (std::path::PathBuf, SqliteStore, rusqlite::Connection) {
+        let dir = std::env::temp_dir().join(format!("accord-store-sqlite-{name}-{}", std::process::id()));
+        let path = dir.join("tasks.db");
+        let store = SqliteStore::open(SqliteStoreConfig::new(&path)).await.expect("open the store");
+        let connection = rusqlite::Connection::open(&path).expect("open the file");
+        (dir, store, connection)
+    }
+
+    async fn close(dir: std::path::PathBuf, store: SqliteStore, connection: rusqlite::Connection) {
+        drop(connection);
+        store.close().await;
+        std::fs::remove_dir_all(&dir).expect("remove the test's directory");
+    }
+
     /// How SQLite plans `sql` on `connection`: the plan's lines, its parameters unbound.
     fn plan(connection: &rusqlite::Connection, sql: &str) -> Vec<String> {
         let mut statement = connection.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("a plannable query");
@@ -761,10 +776,7 @@ mod tests {
     /// change, which has an index of its own ordered by that time).
     #[tokio::test]
     async fn a_list_page_reads_an_index_in_list_order() {
-        let dir = std::env::temp_dir().join(format!("accord-store-sqlite-plan-{}", std::process::id()));
-        let path = dir.join("tasks.db");
-        let store = SqliteStore::open(SqliteStoreConfig::new(&path)).await.expect("open the store");
-        let connection = rusqlite::Connection::open(&path).expect("open the file");
+        let (dir, store, connection) = scratch_store("plan").await;
         let after = PageStart::After(ListCursor { created_at: 7, id: TaskId::new("a-task") });
         let queries = [
             ListQuery::default(),
@@ -782,9 +794,7 @@ mod tests {
         let by_change = ListQuery { updated_after: Some(7), ..ListQuery::default() };
         let lines = plan(&connection, page_query("an-owner", &by_change).sql().as_str());
         assert!(lines.iter().any(|line| line.contains("USING INDEX tasks_by_owner_updated")), "{lines:?}");
-        drop(connection);
-        store.close().await;
-        std::fs::remove_dir_all(&dir).expect("remove the test's directory");
+        close(dir, store, connection).await;
     }
 
     /// Writing a task builds no temporary table: SQLite builds one to evaluate an `IN` of more
@@ -792,10 +802,7 @@ mod tests {
     /// task) once did.
     #[tokio::test]
     async fn writing_a_task_builds_no_temporary_table() {
-        let dir = std::env::temp_dir().join(format!("accord-store-sqlite-ephemeral-{}", std::process::id()));
-        let path = dir.join("tasks.db");
-        let store = SqliteStore::open(SqliteStoreConfig::new(&path)).await.expect("open the store");
-        let connection = rusqlite::Connection::open(&path).expect("open the file");
+        let (dir, store, connection) = scratch_store("ephemeral").await;
         for sql in [
             "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, last_sequence,
                                 skill)
@@ -810,8 +817,6 @@ mod tests {
                 assert_ne!(opcode, "OpenEphemeral", "{sql}");
             }
         }
-        drop(connection);
-        store.close().await;
-        std::fs::remove_dir_all(&dir).expect("remove the test's directory");
+        close(dir, store, connection).await;
     }
 }

@@ -96,6 +96,27 @@ async fn raw_pool(path: &Path) -> SqlitePool {
     SqlitePool::connect_with(SqliteConnectOptions::new().filename(path)).await.expect("a raw pool")
 }
 
+/// A raw pool on the scratch file, whose schema is an earlier release's: only the first `count`
+/// migrations applied.
+async fn earlier_schema(dir: &ScratchDir, count: usize) -> SqlitePool {
+    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut names: Vec<_> = std::fs::read_dir(&migrations)
+        .expect("the migrations directory")
+        .map(|entry| entry.expect("a migration").file_name())
+        .collect();
+    names.sort();
+    let earlier = dir.path().join("earlier-migrations");
+    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+    for name in &names[..count] {
+        std::fs::copy(migrations.join(name), earlier.join(name)).expect("copy an earlier migration");
+    }
+    let options = SqliteConnectOptions::new().filename(dir.database()).create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
+    migrator.run(&pool).await.expect("the earlier schema");
+    pool
+}
+
 // ---------------------------------------------------------------------------------------------
 // Durability across reopening
 // ---------------------------------------------------------------------------------------------
@@ -419,17 +440,9 @@ async fn migrations_are_applied_once_and_reopening_is_idempotent() {
 /// each task, so `list` finds the old tasks by skill like the new ones.
 #[tokio::test]
 async fn tasks_stored_before_the_skill_column_are_listed_by_skill() {
-    const FIRST: &str = "20261130000001_tasks.sql";
     let dir = ScratchDir::new();
     let path = dir.database();
-    let first_only = dir.path().join("first-migration");
-    std::fs::create_dir_all(&first_only).expect("a directory for the first migration");
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(FIRST), first_only.join(FIRST))
-        .expect("copy the first migration");
-    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
-    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
-    let first = sqlx::migrate::Migrator::new(first_only.as_path()).await.expect("the first migration resolves");
-    first.run(&pool).await.expect("the schema of the first release");
+    let pool = earlier_schema(&dir, 1).await;
     let alice = owner("alice");
     let base = now_ms();
     let old = record(alice, base, None);
@@ -887,24 +900,10 @@ async fn push_configs_and_cursors_survive_reopening_and_go_with_their_task() {
 /// stored before it take configs whose deliveries follow their logs like any other task's.
 #[tokio::test]
 async fn tasks_stored_before_push_configs_take_configs() {
-    const EARLIER: [&str; 4] = [
-        "20261130000001_tasks.sql",
-        "20261130000002_list_filters.sql",
-        "20261201000003_task_counts.sql",
-        "20261201000004_unfinished_from_counts.sql",
-    ];
+    const EARLIER: usize = 4;
     let dir = ScratchDir::new();
     let path = dir.database();
-    let earlier = dir.path().join("earlier-migrations");
-    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
-    for name in EARLIER {
-        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(name), earlier.join(name))
-            .expect("copy an earlier migration");
-    }
-    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
-    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
-    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
-    migrator.run(&pool).await.expect("the schema before push configs");
+    let pool = earlier_schema(&dir, EARLIER).await;
     let alice = owner("alice");
     let base = now_ms();
     let old = record(alice, base, None);
@@ -1012,26 +1011,10 @@ async fn two_stores_on_one_file_never_claim_the_same_config() {
 /// ended ones, and retention still purges those ended long ago.
 #[tokio::test]
 async fn tasks_stored_before_the_index_and_terminal_changes_list_and_purge_as_before() {
-    const EARLIER: [&str; 6] = [
-        "20261130000001_tasks.sql",
-        "20261130000002_list_filters.sql",
-        "20261201000003_task_counts.sql",
-        "20261201000004_unfinished_from_counts.sql",
-        "20261202000005_push_configs.sql",
-        "20261203000006_finished_body_in_log.sql",
-    ];
+    const EARLIER: usize = 6;
     let dir = ScratchDir::new();
     let path = dir.database();
-    let earlier = dir.path().join("earlier-migrations");
-    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
-    for name in EARLIER {
-        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(name), earlier.join(name))
-            .expect("copy an earlier migration");
-    }
-    let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true);
-    let pool = SqlitePool::connect_with(options).await.expect("a raw pool");
-    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
-    migrator.run(&pool).await.expect("the schema before migrations 7 and 8");
+    let pool = earlier_schema(&dir, EARLIER).await;
     let alice = owner("alice");
     let now = now_ms();
     let mut rows = Vec::new();
