@@ -28,7 +28,8 @@ impl TaskId {
     /// Ids made close in time sort close together, so a durable store's indexes take new tasks
     /// at their end instead of at a random page each (fewer pages changed, and written to the
     /// log, per commit). An id tells when its task was made, which its `createdAt` tells its
-    /// owner anyway; it grants nothing, since every read is checked against the task's owner.
+    /// owner anyway. Where callers share an owner (anonymous callers of one address), an id is
+    /// what keeps one caller's task from another: 74 random bits, which no caller can guess.
     pub fn generate() -> Self {
         let mut random = [0; 10];
         getrandom::fill(&mut random).expect("the operating system's random source is unavailable");
@@ -544,7 +545,7 @@ mod tests {
         let (seconds, nanos) = parsed.get_timestamp().expect("a version 7 UUID has a time").to_unix();
         let made = seconds * 1_000 + u64::from(nanos / 1_000_000);
         assert!((before..=now_ms()).contains(&made), "its time is when it was made");
-        // Made in the same millisecond, ids still differ (74 random bits)...
+        // Made in quick succession, many within one millisecond, ids still differ...
         let same_time: std::collections::HashSet<_> = (0..1_000).map(|_| TaskId::generate()).collect();
         assert_eq!(same_time.len(), 1_000);
         // ...and an id made a later millisecond sorts after, as text too.
