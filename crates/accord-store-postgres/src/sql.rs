@@ -166,11 +166,6 @@ pub(crate) fn owner_lock_key(owner_hash: &str) -> i64 {
     u64::from_str_radix(prefix, 16).map_or(0, |key| key as i64)
 }
 
-/// How many unfinished tasks there are in each state (served by the partial index of unfinished
-/// tasks).
-pub(crate) const COUNT_UNFINISHED_BY_STATE: &str =
-    concat!("SELECT state, count(*) FROM accord_tasks WHERE state NOT IN ", terminal_states!(), " GROUP BY state");
-
 pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord_tasks WHERE id = $1");
 
 /// Appends the `list` statement for the owner's tasks matching `query`: the count of all that
@@ -181,9 +176,22 @@ pub(crate) const GET: &str = concat!("SELECT ", record_columns!(), " FROM accord
 /// Each filter in use adds its own fixed condition and one that is not in use adds nothing, so
 /// that every combination is planned with the index that serves it (a cursor continues within the
 /// same index); every value is bound.
+///
+/// A total over the owner's tasks, or over those in some states, is summed from the counts the
+/// triggers keep (see the migrations), folded and not yet folded: a few rows, however many tasks
+/// the owner has. With a context, skill or time filter the matches are counted.
 pub(crate) fn push_list(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query: &ListQuery) {
-    sql.push("SELECT c.total, p.task, p.log FROM (SELECT count(*) AS total FROM accord_tasks");
-    push_list_filters(sql, owner, query);
+    if query.context_id.is_none() && query.skill.is_none() && query.updated_after.is_none() {
+        sql.push("SELECT c.total, p.task, p.log FROM (SELECT COALESCE(sum(n), 0)::bigint AS total FROM (");
+        for (at, counts) in ["accord_task_counts", "accord_task_count_changes"].into_iter().enumerate() {
+            sql.push(if at == 0 { "SELECT n FROM " } else { " UNION ALL SELECT n FROM " }).push(counts);
+            push_list_filters(sql, owner, query);
+        }
+        sql.push(") AS n");
+    } else {
+        sql.push("SELECT c.total, p.task, p.log FROM (SELECT count(*) AS total FROM accord_tasks");
+        push_list_filters(sql, owner, query);
+    }
     sql.push(concat!(") AS c LEFT JOIN (SELECT task, ", task_log!(), " AS log, created_at, id FROM accord_tasks"));
     push_list_filters(sql, owner, query);
     if let PageStart::After(cursor) = &query.page {
@@ -217,6 +225,46 @@ fn push_list_filters(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, query:
         sql.push(" AND updated_at >= ").push_bind(to_db(after));
     }
 }
+
+/// Takes the lock under which one worker at a time folds the count changes, if no other holds it
+/// (an advisory lock of this transaction; its key is `accord:c` in ASCII, as a big-endian integer).
+pub(crate) const TRY_LOCK_COUNT_FOLD: &str = "SELECT pg_try_advisory_xact_lock(7017561974685055587)";
+
+/// Folds up to `$1` count changes into the counts, in one statement: the changes are deleted and
+/// their sums added to their owners' counts. Answers how many changes were folded, and the owners
+/// and states whose count is now zero (kept from growing the table, by [`DROP_EMPTY_COUNTS`]).
+/// Run under [`TRY_LOCK_COUNT_FOLD`]: the changes are only ever deleted here, so the rows picked
+/// by their tuple ids stay put until the delete.
+pub(crate) const FOLD_COUNTS: &str = concat!(
+    "WITH gone AS (",
+    " DELETE FROM accord_task_count_changes",
+    " WHERE ctid = ANY(ARRAY(SELECT ctid FROM accord_task_count_changes LIMIT $1))",
+    " RETURNING owner_hash, state, n",
+    "), folded AS (",
+    " INSERT INTO accord_task_counts (owner_hash, state, n)",
+    " SELECT owner_hash, state, sum(n)::bigint FROM gone GROUP BY owner_hash, state",
+    " ON CONFLICT (owner_hash, state) DO UPDATE SET n = accord_task_counts.n + EXCLUDED.n",
+    " RETURNING owner_hash, state, n",
+    ")",
+    " SELECT (SELECT count(*) FROM gone),",
+    " ARRAY(SELECT owner_hash FROM folded WHERE n = 0), ARRAY(SELECT state FROM folded WHERE n = 0)"
+);
+
+/// Reclaims the folded count changes (after a large fold). A vacuum of the table by another
+/// worker is waited for (for milliseconds: the table is small); one by autovacuum gives way.
+pub(crate) const VACUUM_COUNT_CHANGES: &str = "VACUUM accord_task_count_changes";
+
+/// Deletes the counts of owners `$1` in states `$2` (pairwise) that are zero.
+pub(crate) const DROP_EMPTY_COUNTS: &str = concat!(
+    "DELETE FROM accord_task_counts AS c USING unnest($1::text[], $2::text[]) AS e(owner_hash, state)",
+    " WHERE c.owner_hash = e.owner_hash AND c.state = e.state AND c.n = 0"
+);
+
+/// How many tasks there are in each state: the folded counts and the changes not yet folded.
+pub(crate) const COUNT_BY_STATE: &str = concat!(
+    "SELECT state, sum(n)::bigint FROM (SELECT state, n FROM accord_task_counts",
+    " UNION ALL SELECT state, n FROM accord_task_count_changes) AS c GROUP BY state"
+);
 
 /// Takes a prepared lease for `$2` until `$3` at `$4`: the task is submitted or working, its
 /// admission has not expired, and no live lease blocks.
@@ -914,6 +962,20 @@ mod plans {
         }
     }
 
+    /// The relation of every scan in a JSON plan, once per scan.
+    fn relations_read(plan: &Value, found: &mut Vec<String>) {
+        match plan {
+            Value::Object(node) => {
+                if let Some(relation) = node.get("Relation Name").and_then(Value::as_str) {
+                    found.push(relation.to_owned());
+                }
+                node.values().for_each(|child| relations_read(child, found));
+            }
+            Value::Array(items) => items.iter().for_each(|child| relations_read(child, found)),
+            _ => {}
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_queries_use_indexes_on_a_large_table() {
         let admin_url = admin_url();
@@ -1031,6 +1093,19 @@ mod plans {
             let mut scans = Vec::new();
             seq_scans_of_tasks(&plan, &mut scans);
             assert!(scans.is_empty(), "the {query} query scans the whole task table: {plan}");
+            if matches!(query, "list" | "list by state" | "list after a cursor") {
+                // The total is summed from the counts: the tasks are read for the page alone.
+                let mut relations = Vec::new();
+                relations_read(&plan, &mut relations);
+                // (A finished task's body is read from its log.)
+                relations.retain(|relation| relation != "accord_task_events");
+                relations.sort_unstable();
+                assert_eq!(
+                    relations,
+                    ["accord_task_count_changes", "accord_task_counts", "accord_tasks"],
+                    "the {query} query counts the owner's tasks: {plan}"
+                );
+            }
         }
 
         // Statistics that lag behind the table: taken while nearly every task was unfinished,

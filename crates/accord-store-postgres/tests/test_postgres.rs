@@ -631,10 +631,9 @@ async fn a_finished_task_keeps_each_large_part_once() {
     database.drop_database().await;
 }
 
-/// The `accord_tasks` gauge's counts: the unfinished tasks by state, from the partial index; the
-/// finished states are not reported (counting them would read every task kept).
+/// The `accord_tasks` gauge's counts: every state, from the per-owner counts.
 #[tokio::test]
-async fn count_by_state_counts_the_unfinished_tasks() {
+async fn count_by_state_counts_every_state() {
     let database = TestDatabase::create().await;
     let store = database.store().await;
     let base = now_ms();
@@ -651,9 +650,239 @@ async fn count_by_state_counts_the_unfinished_tasks() {
             (TaskState::Submitted, 1),
             (TaskState::Working, 1),
             (TaskState::InputRequired, 0),
-            (TaskState::AuthRequired, 0)
+            (TaskState::AuthRequired, 0),
+            (TaskState::Completed, 1),
+            (TaskState::Failed, 0),
+            (TaskState::Canceled, 0),
+            (TaskState::Rejected, 0)
         ]
     );
+    store.housekeep(base + 3).await.expect("housekeep (folds the counts)");
+    assert_eq!(store.count_by_state().await.expect("count").expect("counted"), counts, "folding changes no count");
     store.close().await;
+    database.drop_database().await;
+}
+
+/// The totals `list` reads from the per-owner counts, for every list without a context, skill or
+/// time filter, against a count of the rows themselves.
+async fn assert_totals(store: &PostgresStore, connection: &mut sqlx::PgConnection, owners: &[&str], when: &str) {
+    let filters: [Option<&[TaskState]>; 4] = [
+        None,
+        Some(&[TaskState::Submitted][..]),
+        Some(&[TaskState::Working, TaskState::Completed][..]),
+        Some(&[TaskState::Canceled][..]),
+    ];
+    for name in owners {
+        for states in filters {
+            let query = ListQuery { states: states.map(<[TaskState]>::to_vec), ..ListQuery::default() };
+            let listed = store.list(&owner(name), &query).await.expect("list").total;
+            let names: Vec<String> =
+                states.unwrap_or(TaskState::ALL.as_slice()).iter().map(|s| s.as_str().into()).collect();
+            let counted: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM accord_tasks WHERE owner_hash = $1 AND state = ANY($2)")
+                    .bind(owner(name).to_hex())
+                    .bind(names)
+                    .fetch_one(&mut *connection)
+                    .await
+                    .expect("count the rows");
+            assert_eq!(listed, usize::try_from(counted).expect("a count"), "{when}: {name}'s total in {states:?}");
+        }
+    }
+}
+
+/// A list's total over an owner's tasks (or those in some states) is summed from counts that
+/// triggers keep as signed changes, which any worker folds: the totals stay exact through creates
+/// on two workers at once, state changes, reaping, purging and folds that run meanwhile; a fold
+/// leaves no change behind and no count of zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_totals_stay_exact_through_creates_changes_purges_and_folds() {
+    const PER_WORKER: usize = 40;
+    let database = TestDatabase::create().await;
+    let config = database.config().retention(Duration::from_millis(HOUR));
+    let workers = [Arc::new(database.store_with(config.clone()).await), Arc::new(database.store_with(config).await)];
+    let mut connection = database.connection().await;
+    let base = now_ms();
+
+    // Both workers create for both owners while a third party folds, over and over.
+    let folding = {
+        let store = Arc::clone(&workers[1]);
+        tokio::spawn(async move {
+            let mut folded = 0;
+            for _ in 0..20 {
+                folded += store.housekeep(base).await.expect("housekeep").folded;
+                tokio::task::yield_now().await;
+            }
+            folded
+        })
+    };
+    let creating: Vec<_> = workers
+        .iter()
+        .map(|store| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for n in 0..PER_WORKER {
+                    let name = if n % 4 == 0 { "bob" } else { "alice" };
+                    let admission = (n % 10 == 0).then_some(base + MINUTE);
+                    ids.push(create(&store, record(name, base, admission)).await);
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for created in creating {
+        ids.extend(created.await.expect("the creates complete"));
+    }
+    folding.await.expect("the folds complete");
+    assert_totals(&workers[0], &mut connection, &["alice", "bob", "carol"], "after the creates").await;
+
+    // Some work, some end; abandoned reservations are reaped (cancelled) on a read.
+    let result = TaskEventKind::Result { result: TaskResult { output: json!(1), ..TaskResult::default() } };
+    for (n, id) in ids.iter().enumerate() {
+        let stored = workers[n % 2].get(id).await.expect("get").expect("the task");
+        if stored.admission_expires_at.is_some() {
+            // Left to be reaped.
+            continue;
+        }
+        set(&workers[n % 2], id, status(TaskState::Working), base + 1).await;
+        if n % 3 == 0 {
+            set(&workers[(n + 1) % 2], id, result.clone(), base + 2).await;
+        }
+    }
+    let unfolded: i64 = sqlx::query_scalar("SELECT count(*) FROM accord_task_count_changes")
+        .fetch_one(&mut connection)
+        .await
+        .expect("count the changes");
+    assert!(unfolded > 0, "the changes wait for a fold");
+    assert_totals(&workers[1], &mut connection, &["alice", "bob"], "before a fold").await;
+    let kept = workers[0].housekeep(base + 2 * MINUTE).await.expect("housekeep");
+    assert!(kept.reaped > 0 && kept.folded > 0, "{kept:?}");
+    assert_totals(&workers[0], &mut connection, &["alice", "bob"], "after reaping and a fold").await;
+    let changes: i64 = sqlx::query_scalar("SELECT count(*) FROM accord_task_count_changes")
+        .fetch_one(&mut connection)
+        .await
+        .expect("count the changes");
+    assert_eq!(changes, 0, "a fold takes every change");
+
+    // Everything ends; after the retention every task is purged and the counts empty.
+    for id in &ids {
+        let ended = workers[0].compare_and_set(id, ACTIVE, status(TaskState::Canceled), None, base + 3).await;
+        ended.expect("compare and set");
+    }
+    assert_totals(&workers[1], &mut connection, &["alice", "bob"], "after the cancels").await;
+    let purged = workers[1].housekeep(base + 2 * MINUTE + HOUR).await.expect("housekeep");
+    assert_eq!(purged.purged, 2 * PER_WORKER);
+    assert_totals(&workers[0], &mut connection, &["alice", "bob"], "after the purge").await;
+    let (counts, changes): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM accord_task_counts), (SELECT count(*) FROM accord_task_count_changes)",
+    )
+    .fetch_one(&mut connection)
+    .await
+    .expect("count the counts");
+    assert_eq!((counts, changes), (0, 0), "no count of zero is kept, no change is left");
+
+    for store in &workers {
+        store.close().await;
+    }
+    drop(connection);
+    database.drop_database().await;
+}
+
+/// A database whose tasks were stored before the counts existed: connecting counts them (and a
+/// worker of the earlier release writing afterwards is counted by the triggers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_stored_before_the_counts_have_exact_totals() {
+    const BEFORE_COUNTS: usize = 5;
+    let database = TestDatabase::create().await;
+    let earlier = std::env::temp_dir().join(format!("accord-pg-before-counts-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut files: Vec<_> = std::fs::read_dir(&migrations)
+        .expect("the migrations")
+        .map(|entry| entry.expect("a migration").file_name())
+        .collect();
+    files.sort();
+    assert!(files.len() > BEFORE_COUNTS, "the counts' migration follows the first {BEFORE_COUNTS}");
+    for file in &files[..BEFORE_COUNTS] {
+        std::fs::copy(migrations.join(file), earlier.join(file)).expect("copy a migration");
+    }
+    let mut connection = database.connection().await;
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
+    migrator.run(&mut connection).await.expect("the schema before the counts");
+    std::fs::remove_dir_all(&earlier).expect("remove the copies");
+    // Rows as an earlier release writes them, each with a task of its own id (the task's state
+    // is not read: the totals count the rows' states).
+    let model = record("alice", 1, None);
+    let insert = |name: &'static str, state: &'static str, n: i64| {
+        sqlx::query(
+            "INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload, \
+             last_sequence) SELECT t.id, $1, NULL, $2, t.g, t.g, jsonb_set($4, '{id}', to_jsonb(t.id)), $5, 1 \
+             FROM (SELECT gen_random_uuid()::text AS id, g FROM generate_series(1, $3) AS g) AS t",
+        )
+        .bind(owner(name).to_hex())
+        .bind(state)
+        .bind(n)
+        .bind(sqlx::types::Json(&model.task))
+        .bind(sqlx::types::Json(&model.payload))
+    };
+    insert("alice", "completed", 30).execute(&mut connection).await.expect("tasks");
+    insert("alice", "working", 4).execute(&mut connection).await.expect("tasks");
+    insert("bob", "canceled", 7).execute(&mut connection).await.expect("tasks");
+
+    let store = database.store().await;
+    assert_totals(&store, &mut connection, &["alice", "bob"], "after the migration").await;
+    insert("alice", "submitted", 3).execute(&mut connection).await.expect("tasks written by an earlier release");
+    sqlx::query("UPDATE accord_tasks SET state = 'failed' WHERE state = 'working'")
+        .execute(&mut connection)
+        .await
+        .expect("tasks changed by an earlier release");
+    sqlx::query("DELETE FROM accord_tasks WHERE state = 'canceled'")
+        .execute(&mut connection)
+        .await
+        .expect("tasks purged by an earlier release");
+    assert_totals(&store, &mut connection, &["alice", "bob"], "after an earlier release's writes").await;
+    let all = store.list(&owner("alice"), &ListQuery::default()).await.expect("list");
+    assert_eq!(all.total, 37);
+
+    store.close().await;
+    drop(connection);
+    database.drop_database().await;
+}
+
+/// A fold of many changes leaves them as dead rows; the worker that folded them vacuums their
+/// table, so that the next totals do not read through them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_fold_vacuums_the_changes_it_folded() {
+    let database = TestDatabase::create().await;
+    let store = database.store().await;
+    let mut connection = database.connection().await;
+    let vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'accord_task_count_changes'";
+    let before: i64 = sqlx::query_scalar(vacuums).fetch_one(&mut connection).await.expect("vacuum count");
+    // 3,000 changes that cancel out, as a task created and deleted 1,500 times would leave.
+    sqlx::query(
+        "INSERT INTO accord_task_count_changes (owner_hash, state, n) \
+         SELECT $1, 'completed', CASE WHEN g % 2 = 0 THEN 1 ELSE -1 END FROM generate_series(1, 3000) AS g",
+    )
+    .bind(owner("alice").to_hex())
+    .execute(&mut connection)
+    .await
+    .expect("changes");
+    let done = store.housekeep(now_ms()).await.expect("housekeep");
+    assert_eq!(done.folded, 3000);
+    let after: i64 = sqlx::query_scalar(vacuums).fetch_one(&mut connection).await.expect("vacuum count");
+    assert_eq!(after, before + 1, "the folded changes are vacuumed");
+    let (counts, pages): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM accord_task_counts), \
+         (SELECT relpages::bigint FROM pg_class WHERE relname = 'accord_task_count_changes')",
+    )
+    .fetch_one(&mut connection)
+    .await
+    .expect("the tables");
+    assert_eq!((counts, pages), (0, 0), "no count of zero is kept, and the vacuum emptied the table");
+    assert_eq!(store.list(&owner("alice"), &ListQuery::default()).await.expect("list").total, 0);
+
+    store.close().await;
+    drop(connection);
     database.drop_database().await;
 }
