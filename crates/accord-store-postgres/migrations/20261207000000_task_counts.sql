@@ -17,13 +17,15 @@ CREATE TABLE accord_task_counts (
 );
 
 -- Only ever inserted by the triggers and deleted by the fold, so it is mostly dead rows: the
--- store vacuums it after a large fold, and autovacuum does not wait for it to grow.
+-- store vacuums it after large folds, and autovacuum does not wait for it to grow. A vacuum never
+-- truncates it: truncating takes a lock that the triggers of every write would wait for.
 CREATE TABLE accord_task_count_changes (
     owner_hash TEXT NOT NULL,
     state      TEXT NOT NULL,
     n          BIGINT NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
-        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
+        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000,
+        vacuum_truncate = false);
 CREATE INDEX accord_task_count_changes_owner ON accord_task_count_changes (owner_hash, state);
 
 -- No task changes between the triggers' creation and the count below, whatever writes it (a

@@ -201,8 +201,15 @@ pub(crate) fn push_list(sql: &mut QueryBuilder<Postgres>, owner: &OwnerHash, que
             .push_bind(cursor.id.as_str().to_owned())
             .push(")");
     }
-    sql.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(count_to_db(query.limit.saturating_add(1)));
-    if let PageStart::Offset(offset) = query.page {
+    // The page size is written into the statement (a number, and one of a hundred: one prepared
+    // statement each), not bound, and a first page has no `OFFSET`: costed without their values,
+    // a bound limit or offset made the plan for any owner dearer than the plan for the owner at
+    // hand, so PostgreSQL planned the statement afresh at every list (0.14 ms of planning for
+    // 0.09 ms of execution) instead of reusing one plan.
+    sql.push(" ORDER BY created_at DESC, id DESC LIMIT ").push(count_to_db(query.limit.saturating_add(1)));
+    if let PageStart::Offset(offset) = query.page
+        && offset > 0
+    {
         sql.push(" OFFSET ").push_bind(count_to_db(offset));
     }
     sql.push(") AS p ON true ORDER BY p.created_at DESC, p.id DESC");
@@ -1107,6 +1114,26 @@ mod plans {
                 );
             }
         }
+
+        // A first page is planned once per connection, not at each list (PostgreSQL takes the
+        // plan for any owner after five runs when it costs no more than those for each owner).
+        for query in
+            [ListQuery::default(), ListQuery { states: Some(vec![TaskState::Completed]), ..ListQuery::default() }]
+        {
+            for _ in 0..8 {
+                let mut statement = QueryBuilder::new("");
+                push_list(&mut statement, &owner_hash, &query);
+                statement.build().fetch_all(&mut db).await.expect("list");
+            }
+        }
+        let plans: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE 'SELECT c.total%'",
+        )
+        .fetch_all(&mut db)
+        .await
+        .expect("the prepared lists");
+        assert_eq!(plans.len(), 2, "{plans:?}");
+        assert!(plans.iter().all(|(generic, _)| *generic >= 3), "a list is planned at every run: {plans:?}");
 
         // Statistics that lag behind the table: taken while nearly every task was unfinished,
         // read after nearly every task ended. The writer's connection still counts the
