@@ -120,7 +120,7 @@ def main():
     creates = [entry["report"] for entry in entries if entry["kind"] == "creates"]
     scale = {}
     for entry in entries:
-        if entry["kind"] != "scale":
+        if entry["kind"] not in ("scale", "scale-wrk"):
             continue
         key = (entry["store"], entry["tasks"])
         point = scale.setdefault(key, {"store": entry["store"], "tasks": entry["tasks"]})
@@ -128,13 +128,15 @@ def main():
             point["skipped"] = entry["skipped"]
             continue
         report = entry.get("report") or {}
+        # bench-load's figures, and wrk's under keys that start with `wrk_`.
+        prefix = "wrk_" if entry["kind"] == "scale-wrk" else ""
         if entry["scenario"] == "list":
-            point.update(list_p50_us=report.get("p50_us"), list_p99_us=report.get("p99_us"),
-                         list_rate=report.get("rate"), list_errors=report.get("errors"))
+            point.update({prefix + "list_p50_us": report.get("p50_us"), prefix + "list_p99_us": report.get("p99_us"),
+                          prefix + "list_rate": report.get("rate"), prefix + "list_errors": report.get("errors")})
         else:
-            point.update(send_rate=report.get("rate"), send_p99_us=report.get("p99_us"),
-                         send_cpu_us_per_request=report.get("server_cpu_us_per_op"),
-                         send_errors=report.get("errors"))
+            point.update({prefix + "send_rate": report.get("rate"), prefix + "send_p99_us": report.get("p99_us"),
+                          prefix + "send_cpu_us_per_request": report.get("server_cpu_us_per_op"),
+                          prefix + "send_errors": report.get("errors")})
     memory = [entry for entry in entries if entry["kind"] == "memory"]
 
     results = {"meta": meta, "summary": summary, "creates": creates, "scale": list(scale.values()),
@@ -189,17 +191,20 @@ def main():
         printed.append("creates\n" + text_table(headers_c, table))
 
     if scale:
-        headers_s = ["store", "tasks", "list p50", "list p99", "list req/s", "a2a-send req/s", "server CPU/request", "errors"]
+        headers_s = ["store", "tasks", "list p50", "list p99", "list req/s", "wrk list p99", "wrk list req/s",
+                     "a2a-send req/s", "server CPU/request", "wrk a2a-send req/s", "wrk server CPU/request", "errors"]
         table = []
         for point in scale.values():
             if point.get("skipped"):
-                table.append([point["store"], number(point["tasks"])] + [DASH] * 5 + [f"skipped: {point['skipped']}"])
+                table.append([point["store"], number(point["tasks"])] + [DASH] * 9 + [f"skipped: {point['skipped']}"])
                 continue
             get = lambda key, show: DASH if point.get(key) is None else show(point[key])
-            errors = (point.get("list_errors") or 0) + (point.get("send_errors") or 0)
+            errors = sum(point.get(prefix + kind + "_errors") or 0 for prefix in ("", "wrk_") for kind in ("list", "send"))
+            cpu = lambda cpu: f"{cpu:,.0f} µs"
             table.append([point["store"], number(point["tasks"]), get("list_p50_us", ms), get("list_p99_us", ms),
-                          get("list_rate", number), get("send_rate", number),
-                          get("send_cpu_us_per_request", lambda cpu: f"{cpu:,.0f} µs"), errors])
+                          get("list_rate", number), get("wrk_list_p99_us", ms), get("wrk_list_rate", number),
+                          get("send_rate", number), get("send_cpu_us_per_request", cpu), get("wrk_send_rate", number),
+                          get("wrk_send_cpu_us_per_request", cpu), errors])
         markdown.append("## scale (store preloaded with completed tasks)\n\n" + markdown_table(headers_s, table) + "\n")
         printed.append("scale\n" + text_table(headers_s, table))
 
