@@ -303,16 +303,8 @@ async fn a_lost_listener_connection_wakes_every_subscriber_and_listening_resumes
 /// still writes afterwards, without the column.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_stored_before_the_skill_column_are_listed_by_skill() {
-    const FIRST: &str = "20261201000000_task_store.sql";
     let database = TestDatabase::create().await;
-    let first_only = std::env::temp_dir().join(format!("accord-pg-first-migration-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&first_only).expect("a directory for the first migration");
-    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
-    std::fs::copy(migrations.join(FIRST), first_only.join(FIRST)).expect("copy the first migration");
-    let mut connection = database.connection().await;
-    let first = sqlx::migrate::Migrator::new(first_only.as_path()).await.expect("the first migration resolves");
-    first.run(&mut connection).await.expect("the schema of the first release");
-    std::fs::remove_dir_all(&first_only).expect("remove the copy");
+    let connection = database.earlier_schema(1).await;
     // A row as the first release writes it: without the skill column.
     let insert_as_first_release = |record: StoredTask| {
         let url = database.url.clone();
@@ -793,24 +785,9 @@ async fn list_totals_stay_exact_through_creates_changes_purges_and_folds() {
 /// worker of the earlier release writing afterwards is counted by the triggers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_stored_before_the_counts_have_exact_totals() {
-    const BEFORE_COUNTS: usize = 5;
+    // The five migrations before the counts.
     let database = TestDatabase::create().await;
-    let earlier = std::env::temp_dir().join(format!("accord-pg-before-counts-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
-    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
-    let mut files: Vec<_> = std::fs::read_dir(&migrations)
-        .expect("the migrations")
-        .map(|entry| entry.expect("a migration").file_name())
-        .collect();
-    files.sort();
-    assert!(files.len() > BEFORE_COUNTS, "the counts' migration follows the first {BEFORE_COUNTS}");
-    for file in &files[..BEFORE_COUNTS] {
-        std::fs::copy(migrations.join(file), earlier.join(file)).expect("copy a migration");
-    }
-    let mut connection = database.connection().await;
-    let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
-    migrator.run(&mut connection).await.expect("the schema before the counts");
-    std::fs::remove_dir_all(&earlier).expect("remove the copies");
+    let mut connection = database.earlier_schema(5).await;
     // Rows as an earlier release writes them, each with a task of its own id (the task's state
     // is not read: the totals count the rows' states).
     let model = record("alice", 1, None);

@@ -85,6 +85,28 @@ impl TestDatabase {
         PgConnection::connect(&self.url).await.expect("connect to the test database")
     }
 
+    /// Applies the store's first `count` migrations, as a worker of an earlier release left the
+    /// schema; returns the connection that applied them.
+    pub(crate) async fn earlier_schema(&self, count: usize) -> PgConnection {
+        let earlier = std::env::temp_dir().join(format!("accord-pg-earlier-schema-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+        let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let mut files: Vec<_> = std::fs::read_dir(&migrations)
+            .expect("the migrations")
+            .map(|entry| entry.expect("a migration").file_name())
+            .collect();
+        files.sort();
+        assert!(files.len() > count, "a later migration follows the first {count}");
+        for file in &files[..count] {
+            std::fs::copy(migrations.join(file), earlier.join(file)).expect("copy a migration");
+        }
+        let mut connection = self.connection().await;
+        let migrator = sqlx::migrate::Migrator::new(earlier.as_path()).await.expect("the earlier migrations resolve");
+        migrator.run(&mut connection).await.expect("the earlier schema");
+        std::fs::remove_dir_all(&earlier).expect("remove the copies");
+        connection
+    }
+
     /// Drops the database, disconnecting whoever is still connected.
     pub(crate) async fn drop_database(self) {
         drop_database(&self.name).await;
