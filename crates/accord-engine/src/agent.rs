@@ -436,6 +436,43 @@ mod tests {
         ));
     }
 
+    /// The runtime that runs the handler shuts down under a pending `invoke`: the caller gets
+    /// `Cancelled`, not a hang or a panic.
+    #[test]
+    fn an_invoke_whose_runtime_shuts_down_ends_cancelled() {
+        let (started, handler_started) = std::sync::mpsc::channel::<()>();
+        let started = std::sync::Mutex::new(Some(started));
+        let agent = Agent::builder("t")
+            .skill(Skill::builder("hang").invoke(move |_run: Run| {
+                let started = started.lock().expect("lock").take();
+                async move {
+                    if let Some(started) = started {
+                        let _ = started.send(());
+                    }
+                    std::future::pending::<()>().await;
+                    Ok(Outcome::Completed(Completion::default()))
+                }
+            }))
+            .build()
+            .expect("agent");
+        let valid = agent.skill("hang").expect("skill").validate_input(json!({})).expect("valid");
+        // The handler is spawned on the runtime current when `invoke` is first polled: this one,
+        // shut down from another thread once the handler runs. The caller's runtime goes on.
+        let handlers = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().expect("a runtime");
+        let handlers_handle = handlers.handle().clone();
+        let stopper = std::thread::spawn(move || {
+            handler_started.recv().expect("the handler starts");
+            handlers.shutdown_background();
+        });
+        let caller = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let result = caller.block_on(async {
+            let _spawn_there = handlers_handle.enter();
+            agent.invoke(valid).await
+        });
+        stopper.join().expect("the runtime is shut down");
+        assert!(matches!(result, Err(RunError::Cancelled)), "{result:?}");
+    }
+
     #[tokio::test]
     async fn a_dropped_invoke_cancels_its_handler_which_sees_the_cancellation() {
         let (told, heard) = tokio::sync::oneshot::channel::<()>();
