@@ -212,14 +212,15 @@ def main():
         headers_m = ["what", "count", "RSS before", "RSS after", "per item"]
         table = []
         for entry in memory:
+            what = entry["what"] + (f" ({entry['server']})" if entry.get("server") else "")
             if entry.get("skipped"):
-                table.append([entry["what"], DASH, DASH, DASH, f"skipped: {entry['skipped']}"])
+                table.append([what, DASH, DASH, DASH, f"skipped: {entry['skipped']}"])
                 continue
             count = entry.get("tasks", entry.get("subscribers"))
             per = entry.get("bytes_per_task", entry.get("bytes_per_subscriber"))
-            table.append([entry["what"], number(count), f"{entry['rss_before_kib'] / 1024:,.1f} MiB",
+            table.append([what, number(count), f"{entry['rss_before_kib'] / 1024:,.1f} MiB",
                           f"{entry['rss_after_kib'] / 1024:,.1f} MiB", f"{per / 1024:,.1f} KiB"])
-        markdown.append("## memory (accord serve --store memory, RSS)\n\n" + markdown_table(headers_m, table) + "\n")
+        markdown.append("## memory (resident set; Accord on its in-process store)\n\n" + markdown_table(headers_m, table) + "\n")
         printed.append("memory\n" + text_table(headers_m, table))
 
     if died:

@@ -252,6 +252,48 @@ async fn a_connection_that_sends_nothing_is_closed_after_the_first_byte_timeout(
     assert!(request(&mut kept_alive, "/health").await.starts_with("HTTP/1.1 200"));
 }
 
+/// The HTTP/2 connection preface a client speaking HTTP/2 without an upgrade starts with.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+#[tokio::test]
+async fn the_protocol_is_told_from_first_bytes_that_arrive_in_pieces() {
+    let server = start(ConnectionLimits::default()).await;
+    // An HTTP/1.1 request whose first byte is also the preface's: told apart at the second.
+    let mut http1 = TcpStream::connect(server.addr).await.expect("connect");
+    http1.write_all(b"P").await.expect("write");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    http1.write_all(b"OST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc").await.expect("write");
+    let response = read_response(&mut http1).await;
+    assert!(response.starts_with("HTTP/1.1 200") && response.ends_with("3 bytes"), "{response}");
+
+    // An HTTP/2 preface in two pieces, then an empty SETTINGS frame: the server answers with its
+    // own SETTINGS frame (an HTTP/1.1 server would answer 400).
+    let mut http2 = TcpStream::connect(server.addr).await.expect("connect");
+    http2.write_all(&H2_PREFACE[..10]).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    http2.write_all(&H2_PREFACE[10..]).await.expect("write");
+    http2.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.expect("write");
+    let mut frame = [0; 9];
+    tokio::time::timeout(EVENTUALLY, http2.read_exact(&mut frame)).await.expect("in time").expect("read");
+    assert_eq!(frame[3], 4, "the server's first frame is SETTINGS: {frame:?}");
+}
+
+#[tokio::test]
+async fn a_connection_that_stops_within_the_http2_preface_is_closed_after_the_first_byte_timeout() {
+    let server = start(ConnectionLimits {
+        first_byte_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_secs(30),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut stalled = TcpStream::connect(server.addr).await.expect("connect");
+    stalled.write_all(&H2_PREFACE[..14]).await.expect("write");
+    assert!(closed_by_server(&mut stalled).await, "a part of the preface counts for nothing");
+    // The server is still serving.
+    let mut client = TcpStream::connect(server.addr).await.expect("connect");
+    assert!(request(&mut client, "/health").await.starts_with("HTTP/1.1 200"));
+}
+
 #[tokio::test]
 async fn beyond_the_in_flight_cap_a_request_gets_503_with_retry_after() {
     let server = start(ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() }).await;

@@ -5,6 +5,10 @@
 //! axum-floor --port 0
 //! ```
 //!
+//! It answers `SubscribeToTask` with an event stream that carries one event (a working task of
+//! the id asked for) and then stays open without another: the floor of what one subscriber holds
+//! in a server on hyper and axum (the harness's memory scenario).
+//!
 //! No task is stored, no event is kept, nothing is authenticated, counted or traced: the request
 //! is parsed into a JSON value and the answer built from it. What an A2A server spends per request
 //! beyond this server's figure is the work of being an A2A server; this figure itself is hyper,
@@ -19,8 +23,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Parser;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 /// Command line of `axum-floor`.
@@ -57,6 +64,28 @@ fn answer(request: &Value, number: u64) -> Value {
     }
 }
 
+/// The first event of a `SubscribeToTask` stream (a working task of the id asked for), or `None`
+/// for any other request.
+fn subscription(request: &Value) -> Option<Value> {
+    if request.get("method").and_then(Value::as_str) != Some("SubscribeToTask") {
+        return None;
+    }
+    let id = request.pointer("/params/id").and_then(Value::as_str)?;
+    Some(json!({
+        "jsonrpc": "2.0",
+        "id": request.get("id").cloned().unwrap_or(Value::Null),
+        "result": {"task": {"id": id, "contextId": format!("context-{id}"), "status": {"state": "TASK_STATE_WORKING"}}},
+    }))
+}
+
+/// An event stream of `first` that then stays open.
+fn subscribe(first: Value) -> Response {
+    let event = Event::default().data(first.to_string());
+    let events = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(event) })
+        .chain(futures_util::stream::pending());
+    Sse::new(events).into_response()
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -82,7 +111,10 @@ async fn main() -> ExitCode {
         .route(
             "/a2a/jsonrpc",
             post(|State(counter): State<Arc<AtomicU64>>, Json(request): Json<Value>| async move {
-                Json(answer(&request, counter.fetch_add(1, Ordering::Relaxed)))
+                match subscription(&request) {
+                    Some(first) => subscribe(first),
+                    None => Json(answer(&request, counter.fetch_add(1, Ordering::Relaxed))).into_response(),
+                }
             }),
         )
         .with_state(counter);
@@ -113,6 +145,10 @@ mod tests {
         assert_eq!(answer_["id"], 7);
         assert_eq!(answer_["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
         assert_eq!(answer_["result"]["task"]["artifacts"][0]["parts"][0]["text"], "echo: hi");
+        let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": "t-1"}});
+        let first = subscription(&subscribe).expect("a subscription");
+        assert_eq!((first["id"].clone(), first["result"]["task"]["id"].clone()), (json!(2), json!("t-1")));
+        assert!(subscription(&send).is_none());
         let other = answer(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}), 0);
         assert_eq!(other["error"]["code"], -32601);
     }

@@ -8,7 +8,9 @@
 //! Serves the card at `/.well-known/agent-card.json`, A2A v1.0 JSON-RPC at `/a2a/jsonrpc` and
 //! HTTP+JSON at `/a2a/rest`, on the SDK's in-memory task store. Each message becomes a task that
 //! is created, marked working, given the artifact `echo: <text>` and completed, with no pause:
-//! the same work as Accord's `echo` skill. Prints `sdk-echo listening on http://127.0.0.1:<port>`
+//! the same work as Accord's `echo` skill. A message whose text is `{"seconds": N}` is instead
+//! marked working and completed N seconds later, as Accord's `slow` skill does: the harness
+//! opens its subscribers on such a task. Prints `sdk-echo listening on http://127.0.0.1:<port>`
 //! once it accepts connections.
 
 use std::io::Write;
@@ -21,6 +23,7 @@ use a2a::{
 };
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, InMemoryTaskStore, StaticAgentCard};
 use clap::Parser;
+use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 use serde_json::json;
 
@@ -73,6 +76,16 @@ impl AgentExecutor for Echo {
             }));
         }
         events.push(status_event(TaskState::Working));
+        if let Some(seconds) = slow_seconds(&text) {
+            // A slow task: working, then completed after the pause. The harness's memory scenario
+            // opens its subscribers on one.
+            let completed = status_event(TaskState::Completed);
+            let end = stream::once(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+                Ok(completed)
+            });
+            return Box::pin(stream::iter(events.into_iter().map(Ok)).chain(end));
+        }
         events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
@@ -104,6 +117,12 @@ impl AgentExecutor for Echo {
 }
 
 /// The SDK's card for the server at `base`.
+/// The pause a message asks for, as the Accord demo's `slow` skill reads it: a text part of
+/// `{"seconds": N}`.
+fn slow_seconds(text: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(text).ok()?.get("seconds")?.as_u64()
+}
+
 fn card(base: &str) -> Result<AgentCard, serde_json::Error> {
     serde_json::from_value(json!({
         "name": "sdk-echo",

@@ -267,13 +267,14 @@ impl TaskWakeups {
     }
 }
 
-/// Wake-up channels of an in-process store, one per subscription, keyed by task: a change wakes
-/// only the subscribers of the task that changed (a single store-wide broadcast would wake every
-/// subscriber for every change, which costs quadratically with concurrent streams).
+/// Wake-up channels of an in-process store, one per task with subscribers: a change wakes only
+/// the subscribers of the task that changed (a single store-wide broadcast would wake every
+/// subscriber for every change, which costs quadratically with concurrent streams), with one
+/// send however many they are. A subscriber holds only its receiver of the task's channel.
 ///
-/// Subscriptions that went away are dropped when their task next changes, and swept out when the
-/// registry has doubled since the last sweep, so an abandoned subscription to a task that never
-/// changes again does not stay forever.
+/// A task's channel is dropped when its task changes with no subscriber left, and swept out when
+/// the registry has doubled since the last sweep, so an abandoned subscription to a task that
+/// never changes again does not stay forever.
 #[derive(Debug)]
 pub struct WakeupHub {
     state: std::sync::Mutex<Option<HubState>>,
@@ -281,13 +282,13 @@ pub struct WakeupHub {
 
 #[derive(Debug, Default)]
 struct HubState {
-    subscribers: std::collections::HashMap<TaskId, Vec<broadcast::Sender<TaskId>>>,
+    subscribers: std::collections::HashMap<TaskId, broadcast::Sender<TaskId>>,
     live_after_sweep: usize,
 }
 
 /// Wake-ups a subscriber may miss before it re-reads the log anyway (a missed wake-up only means
 /// an extra read).
-const WAKEUPS_PER_SUBSCRIBER: usize = 8;
+const WAKEUPS_PER_TASK: usize = 8;
 
 impl Default for WakeupHub {
     fn default() -> Self {
@@ -309,15 +310,18 @@ impl WakeupHub {
     pub fn subscribe(&self, id: &TaskId) -> Option<TaskWakeups> {
         let mut guard = self.state();
         let state = guard.as_mut()?;
-        let (sender, receiver) = broadcast::channel(WAKEUPS_PER_SUBSCRIBER);
-        state.subscribers.entry(id.clone()).or_default().push(sender);
-        if state.subscribers.len() > 2 * state.live_after_sweep.max(64) {
-            state.subscribers.retain(|_, senders| {
-                senders.retain(|sender| sender.receiver_count() > 0);
-                !senders.is_empty()
-            });
-            state.live_after_sweep = state.subscribers.len();
-        }
+        let receiver = match state.subscribers.get(id) {
+            Some(sender) => sender.subscribe(),
+            None => {
+                let (sender, receiver) = broadcast::channel(WAKEUPS_PER_TASK);
+                state.subscribers.insert(id.clone(), sender);
+                if state.subscribers.len() > 2 * state.live_after_sweep.max(64) {
+                    state.subscribers.retain(|_, sender| sender.receiver_count() > 0);
+                    state.live_after_sweep = state.subscribers.len();
+                }
+                receiver
+            }
+        };
         Some(TaskWakeups::new(id.clone(), receiver))
     }
 
@@ -325,12 +329,11 @@ impl WakeupHub {
     pub fn wake(&self, id: &TaskId) {
         let mut guard = self.state();
         let Some(state) = guard.as_mut() else { return };
-        if let Some(senders) = state.subscribers.get_mut(id) {
-            // A send fails only when the subscription went away.
-            senders.retain(|sender| sender.send(id.clone()).is_ok());
-            if senders.is_empty() {
-                state.subscribers.remove(id);
-            }
+        // A send fails only when every subscription went away.
+        if let Some(sender) = state.subscribers.get(id)
+            && sender.send(id.clone()).is_err()
+        {
+            state.subscribers.remove(id);
         }
     }
 
@@ -740,6 +743,51 @@ pub(crate) fn claimable(state: TaskState) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hub_channels(hub: &WakeupHub) -> usize {
+        hub.state().as_ref().map_or(0, |state| state.subscribers.len())
+    }
+
+    #[tokio::test]
+    async fn one_wake_reaches_every_subscriber_of_its_task_and_no_other() {
+        let hub = WakeupHub::new();
+        let (task, other) = (TaskId::new("t-1"), TaskId::new("t-2"));
+        let mut first = hub.subscribe(&task).expect("open");
+        let mut second = hub.subscribe(&task).expect("open");
+        let mut elsewhere = hub.subscribe(&other).expect("open");
+        assert_eq!(hub_channels(&hub), 2, "one channel a task, however many subscribe");
+        hub.wake(&task);
+        assert_eq!(first.receiver.try_recv(), Ok(task.clone()));
+        assert_eq!(second.receiver.try_recv(), Ok(task.clone()));
+        assert!(elsewhere.receiver.try_recv().is_err(), "another task's subscriber is not woken");
+        // More wake-ups than the channel keeps: a subscriber that missed some is still woken.
+        for _ in 0..3 * WAKEUPS_PER_TASK {
+            hub.wake(&task);
+        }
+        assert!(first.changed(Duration::from_secs(5)).await);
+        hub.close();
+        assert!(!elsewhere.changed(Duration::from_secs(5)).await, "a closed hub ends the wait");
+        assert!(hub.subscribe(&task).is_none());
+    }
+
+    #[test]
+    fn a_task_channel_goes_when_its_subscribers_have() {
+        let hub = WakeupHub::new();
+        let task = TaskId::new("t-1");
+        let gone = hub.subscribe(&task).expect("open");
+        let staying = hub.subscribe(&task).expect("open");
+        drop(gone);
+        hub.wake(&task);
+        assert_eq!(hub_channels(&hub), 1, "a subscriber is left");
+        drop(staying);
+        hub.wake(&task);
+        assert_eq!(hub_channels(&hub), 0, "woken with no subscriber, the channel is dropped");
+        // Abandoned subscriptions to tasks that never change are swept as the registry grows.
+        for n in 0..200 {
+            drop(hub.subscribe(&TaskId::new(format!("idle-{n}"))));
+        }
+        assert!(hub_channels(&hub) < 200, "swept: {}", hub_channels(&hub));
+    }
 
     #[test]
     fn a_cursor_token_reads_back_as_the_cursor() {

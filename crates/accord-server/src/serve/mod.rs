@@ -48,8 +48,8 @@ use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch as signal};
 use tokio::time::Instant;
@@ -233,7 +233,8 @@ impl Server {
         let shared = Arc::new(Shared {
             router,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
-            builder: builder(&limits),
+            http1: http1_builder(&limits),
+            http2: http2_builder(&limits),
             limits,
             idle: idle.clone(),
             stopping,
@@ -308,19 +309,95 @@ impl IntoFuture for Server {
 struct Shared {
     router: Router,
     in_flight: Arc<Semaphore>,
-    builder: auto::Builder<TokioExecutor>,
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
     limits: ConnectionLimits,
     idle: IdleCount,
     /// Set when the graceful shutdown starts.
     stopping: signal::Receiver<bool>,
 }
 
-fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+fn http1_builder(limits: &ConnectionLimits) -> http1::Builder {
+    let mut builder = http1::Builder::new();
     // The watch enforces the head timeout: hyper's own would also cut idle keep-alive connections.
-    builder.http1().header_read_timeout(None).max_buf_size(limits.max_buffer);
-    builder.http2().max_concurrent_streams(limits.max_streams_per_connection);
+    builder.header_read_timeout(None).max_buf_size(limits.max_buffer);
     builder
+}
+
+fn http2_builder(limits: &ConnectionLimits) -> http2::Builder<TokioExecutor> {
+    let mut builder = http2::Builder::new(TokioExecutor::new());
+    builder.max_concurrent_streams(limits.max_streams_per_connection);
+    builder
+}
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4): a client that speaks HTTP/2 without an upgrade
+/// (gRPC over cleartext) starts with it; no HTTP/1.1 request does.
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Which protocol a new connection speaks, told by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// Tells the protocol from the first bytes of `stream` without consuming them: hyper then reads
+/// the request from the start into its own buffer. (Reading them here and handing them back,
+/// as a rewinding reader does, made hyper's first read return only these bytes, and its read
+/// buffer grow from 8 to 16 KiB on every connection for the second read.) An HTTP/1.1 request
+/// differs from the preface within its first three bytes; only a client that sends a part of the
+/// preface and pauses is peeked at again, after a short sleep (a peek that found bytes would
+/// find them again at once). End of stream counts as HTTP/1.1: hyper then closes the connection.
+async fn sniff(stream: &TcpStream) -> io::Result<Protocol> {
+    let mut first = [0u8; H2_PREFACE.len()];
+    loop {
+        let read = stream.peek(&mut first).await?;
+        if read == 0 || first[..read] != H2_PREFACE[..read] {
+            return Ok(Protocol::Http1);
+        }
+        if read == H2_PREFACE.len() {
+            return Ok(Protocol::Http2);
+        }
+        tokio::time::sleep(PREFACE_PAUSE).await;
+    }
+}
+
+/// How long [`sniff`] waits before it peeks again at a connection that sent part of the HTTP/2
+/// preface.
+const PREFACE_PAUSE: Duration = Duration::from_millis(10);
+
+/// A hyper connection of either protocol, as the serve loop drives it.
+trait HttpConnection: Future<Output = Result<(), hyper::Error>> {
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<I, S, B> HttpConnection for http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: http_body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        http1::Connection::graceful_shutdown(self);
+    }
+}
+
+impl<I, S, B> HttpConnection for http2::Connection<I, S, TokioExecutor>
+where
+    S: hyper::service::HttpService<Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send + 'static,
+    TokioExecutor: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        http2::Connection::graceful_shutdown(self);
+    }
 }
 
 async fn serve_connection(
@@ -348,6 +425,36 @@ async fn serve_watched(
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
     }
+    let mut ticks = tokio::time::interval(shared.limits.tick());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first bytes tell the protocol, under the same limits as any connection that has sent
+    // nothing yet.
+    let protocol = loop {
+        tokio::select! {
+            protocol = sniff(&stream) => match protocol {
+                Ok(protocol) => break protocol,
+                Err(error) => {
+                    tracing::debug!(%error, "connection ended before its first request");
+                    return;
+                }
+            },
+            // Nothing sent yet: closed at once, as an idle connection is.
+            _ = stopping.wait_for(|stop| *stop) => return,
+            _ = cutting.wait_for(|cut| *cut) => return,
+            changed = room_wanted.changed() => {
+                if changed.is_ok() && watch.is_idle() {
+                    tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
+                    return;
+                }
+            }
+            _ = ticks.tick() => {
+                if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
+                    tracing::debug!(reason = overstep.as_str(), "closing a connection");
+                    return;
+                }
+            }
+        }
+    };
     // Handlers and layers see the client's address as axum's `ConnectInfo` (the rate limit counts
     // anonymous callers by it).
     let peer = stream.peer_addr().ok();
@@ -364,40 +471,59 @@ async fn serve_watched(
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })
     };
-    let connection = shared.builder.serve_connection(io, service);
-    tokio::pin!(connection);
-    let mut ticks = tokio::time::interval(shared.limits.tick());
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut shutting_down = *stopping.borrow();
-    if shutting_down {
-        connection.as_mut().graceful_shutdown();
+    let mut loops = Loops { shared, watch, stopping, room_wanted, cutting, ticks };
+    // Pinned here and lent to `drive`: moved into it, the connection (which holds the request
+    // handler's future) would take room in this task twice.
+    match protocol {
+        Protocol::Http1 => loops.drive(std::pin::pin!(shared.http1.serve_connection(io, service))).await,
+        Protocol::Http2 => loops.drive(std::pin::pin!(shared.http2.serve_connection(io, service))).await,
     }
-    loop {
-        tokio::select! {
-            result = connection.as_mut() => {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "connection ended with an error");
-                }
-                return;
-            }
-            _ = stopping.changed(), if !shutting_down => {
-                shutting_down = true;
-                connection.as_mut().graceful_shutdown();
-            }
-            _ = cutting.wait_for(|cut| *cut) => {
-                tracing::debug!("cutting a connection at the end of the shutdown");
-                return;
-            }
-            changed = room_wanted.changed() => {
-                if changed.is_ok() && watch.is_idle() {
-                    tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
+}
+
+/// What a connection's task watches beside its hyper connection.
+struct Loops<'a> {
+    shared: &'a Arc<Shared>,
+    watch: &'a Watch,
+    stopping: signal::Receiver<bool>,
+    room_wanted: &'a mut signal::Receiver<u64>,
+    cutting: &'a mut signal::Receiver<bool>,
+    ticks: tokio::time::Interval,
+}
+
+impl Loops<'_> {
+    /// Serves `connection` until it ends, the shutdown cuts it or a limit closes it.
+    async fn drive(&mut self, mut connection: Pin<&mut impl HttpConnection>) {
+        let mut shutting_down = *self.stopping.borrow();
+        if shutting_down {
+            connection.as_mut().graceful_shutdown();
+        }
+        loop {
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "connection ended with an error");
+                    }
                     return;
                 }
-            }
-            _ = ticks.tick() => {
-                if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
-                    tracing::debug!(reason = overstep.as_str(), "closing a connection");
+                _ = self.stopping.changed(), if !shutting_down => {
+                    shutting_down = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                _ = self.cutting.wait_for(|cut| *cut) => {
+                    tracing::debug!("cutting a connection at the end of the shutdown");
                     return;
+                }
+                changed = self.room_wanted.changed() => {
+                    if changed.is_ok() && self.watch.is_idle() {
+                        tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
+                        return;
+                    }
+                }
+                _ = self.ticks.tick() => {
+                    if let Some(overstep) = self.watch.overstep(&self.shared.limits, Instant::now()) {
+                        tracing::debug!(reason = overstep.as_str(), "closing a connection");
+                        return;
+                    }
                 }
             }
         }
