@@ -209,17 +209,18 @@ def main():
         printed.append("scale\n" + text_table(headers_s, table))
 
     if memory:
-        headers_m = ["what", "count", "RSS before", "RSS after", "per item"]
+        headers_m = ["what", "count", "RSS before", "RSS after", "per item", "idle CPU"]
         table = []
         for entry in memory:
             what = entry["what"] + (f" ({entry['server']})" if entry.get("server") else "")
             if entry.get("skipped"):
-                table.append([what, DASH, DASH, DASH, f"skipped: {entry['skipped']}"])
+                table.append([what, DASH, DASH, DASH, f"skipped: {entry['skipped']}", DASH])
                 continue
             count = entry.get("tasks", entry.get("subscribers"))
             per = entry.get("bytes_per_task", entry.get("bytes_per_subscriber"))
             table.append([what, number(count), f"{entry['rss_before_kib'] / 1024:,.1f} MiB",
-                          f"{entry['rss_after_kib'] / 1024:,.1f} MiB", f"{per / 1024:,.1f} KiB"])
+                          f"{entry['rss_after_kib'] / 1024:,.1f} MiB", f"{per / 1024:,.1f} KiB",
+                          f"{entry['idle_cpu_pct']}% of a core" if "idle_cpu_pct" in entry else DASH])
         markdown.append("## memory (resident set; Accord on its in-process store)\n\n" + markdown_table(headers_m, table) + "\n")
         printed.append("memory\n" + text_table(headers_m, table))
 

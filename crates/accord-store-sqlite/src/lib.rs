@@ -61,9 +61,11 @@
 //!   lock, and any I/O or storage failure, fail with
 //!   [`StoreError::Unavailable`](accord_engine::task::StoreError::Unavailable) and a message
 //!   for operators that never contains an owner hash, a token or task data.
-//! - **Wake-ups.** Subscribers in this process are woken after each committed change. A change
-//!   committed by another process wakes no one here: a subscriber notices it when its wait times
-//!   out and it re-reads the event log, which is the source of truth.
+//! - **Wake-ups.** Subscribers in this process are woken after each committed change. For changes
+//!   committed by another process sharing the file, each task with subscribers here is looked at
+//!   every 2 seconds (its last log sequence, one primary-key read a task however many subscribe)
+//!   and its subscribers are woken when it moved; they then re-read the event log, which is the
+//!   source of truth. A subscriber waits for nothing else: idle subscriptions cost no reads.
 //!
 //! Only owner hashes (SHA-256 of access tokens) are stored, never tokens.
 //!

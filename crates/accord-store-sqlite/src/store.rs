@@ -45,6 +45,9 @@ pub struct SqliteStore {
     config: SqliteStoreConfig,
     /// Changed task ids, for this process's subscribers; closed on close to release them.
     wakeups: Arc<WakeupHub>,
+    /// The tasks with subscribers in this process whose log is watched for other processes'
+    /// changes ([`watch_other_writers`]).
+    watched: Arc<std::sync::Mutex<std::collections::HashSet<TaskId>>>,
     closed: AtomicBool,
     /// No housekeeping is due before this time, as far as this process knows: the earliest
     /// admission expiry, prepared-lease expiry or retention end it stored, and at most
@@ -135,7 +138,16 @@ impl SqliteStore {
             }
         };
         tracing::debug!(target: "accord_store_sqlite", path = %config.path.display(), "SQLite task store open");
-        Ok(Self { pool, writer, config, wakeups, closed: AtomicBool::new(false), next_due, paid_syncs })
+        Ok(Self {
+            pool,
+            writer,
+            config,
+            wakeups,
+            watched: Arc::default(),
+            closed: AtomicBool::new(false),
+            next_due,
+            paid_syncs,
+        })
     }
 
     /// The settings it was opened with.
@@ -330,6 +342,58 @@ async fn migrate(pool: &SqlitePool) -> Result<(), Fault> {
 
 /// The owner hash decoded in place of a missing task's (64 hex digits, as stored).
 const STAND_IN_OWNER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// How often a task with subscribers in this process is looked at for changes that other
+/// processes sharing the file committed (they wake no one here).
+pub(crate) const OTHER_WRITERS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Wakes the subscribers of `id` in this process when its log's last sequence has moved since
+/// the last look, every [`OTHER_WRITERS_INTERVAL`], until the task has no subscriber left here or
+/// the store closes. One look a task however many subscribe to it, instead of a re-read of the
+/// log by each of them. A change this process made is woken for at once by the writer and once
+/// more here: a wake-up only says when to re-read the log.
+///
+/// `seen` is the last sequence read when the watch started, before its first subscriber read the
+/// log. A subscriber that joins a running watch is woken by the next look if anything changed
+/// since the previous one.
+async fn watch_other_writers(
+    pool: SqlitePool,
+    hub: Arc<WakeupHub>,
+    watched: Arc<std::sync::Mutex<std::collections::HashSet<TaskId>>>,
+    id: TaskId,
+    seen: i64,
+) {
+    let mut seen = Some(seen);
+    loop {
+        tokio::time::sleep(OTHER_WRITERS_INTERVAL).await;
+        {
+            // Under the lock a subscription takes too: a subscriber that comes after this check
+            // finds the task unwatched and starts a new watch.
+            let mut watched = watched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !hub.has_subscribers(&id) || pool.is_closed() {
+                watched.remove(&id);
+                return;
+            }
+        }
+        let latest: Result<Option<i64>, sqlx::Error> =
+            sqlx::query_scalar("SELECT last_sequence FROM tasks WHERE id = ?1")
+                .bind(id.as_str())
+                .fetch_optional(&pool)
+                .await;
+        match latest {
+            Ok(latest) => {
+                // A task deleted since counts as a change: its subscribers find it gone.
+                if latest != seen {
+                    hub.wake(&id);
+                }
+                seen = latest;
+            }
+            Err(error) => {
+                tracing::debug!(target: "accord_store_sqlite", task = %id, %error, "watching a task for other processes' changes");
+            }
+        }
+    }
+}
 
 #[async_trait]
 impl TaskStore for SqliteStore {
@@ -612,13 +676,28 @@ impl TaskStore for SqliteStore {
         self.ensure_open()?;
         // Subscribed before the ownership check, so no change committed after it can be missed.
         let wakeups = self.wakeups.subscribe(id).ok_or(StoreError::Closed)?;
-        let stored_owner: Option<String> = sqlx::query_scalar("SELECT owner_hash FROM tasks WHERE id = ?1")
+        let stored: Option<(String, i64)> = sqlx::query_as("SELECT owner_hash, last_sequence FROM tasks WHERE id = ?1")
             .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await
             .map_err(|error| self.fail(error.into(), "subscribing to a task"))?;
-        let owned = stored_owner.and_then(|stored| OwnerHash::from_hex(&stored)).is_some_and(|stored| stored == *owner);
-        Ok(owned.then_some(wakeups))
+        let Some((stored_owner, last_sequence)) = stored else { return Ok(None) };
+        if OwnerHash::from_hex(&stored_owner) != Some(*owner) {
+            return Ok(None);
+        }
+        // Read before the subscriber's first read of the log: a change after it moves the
+        // sequence past what the watch starts from.
+        let mut watched = self.watched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if watched.insert(id.clone()) {
+            tokio::spawn(watch_other_writers(
+                self.pool.clone(),
+                Arc::clone(&self.wakeups),
+                Arc::clone(&self.watched),
+                id.clone(),
+                last_sequence,
+            ));
+        }
+        Ok(Some(wakeups))
     }
 
     async fn put_push_config(

@@ -691,6 +691,35 @@ async fn close_releases_subscribers() {
     assert_eq!(woke, Ok(false), "a closed store tells its subscribers it has closed");
 }
 
+/// A change another process commits to the shared file wakes this process's subscribers of the
+/// task (one watch a task, not a re-read by each subscriber), and a subscriber whose task changes
+/// nowhere is not woken at all.
+#[tokio::test]
+async fn another_processs_change_wakes_the_subscribers_here() {
+    let dir = ScratchDir::new();
+    let here = open(&dir.database()).await;
+    let there = open(&dir.database()).await;
+    let alice = owner("alice");
+    let changing = create(&here, record(alice, now_ms(), None)).await;
+    let quiet = create(&here, record(alice, now_ms(), None)).await;
+    let mut first = here.subscribe(&changing, &alice).await.expect("subscribe").expect("the owner subscribes");
+    let mut second = here.subscribe(&changing, &alice).await.expect("subscribe").expect("the owner subscribes");
+    let mut unchanged = here.subscribe(&quiet, &alice).await.expect("subscribe").expect("the owner subscribes");
+    write(&there, &changing, status(TaskState::Working), None, now_ms()).await;
+    for wakeups in [&mut first, &mut second] {
+        let woke = tokio::time::timeout(Duration::from_secs(10), wakeups.next()).await;
+        assert_eq!(woke, Ok(true), "the other process's change is seen here");
+    }
+    let events = here.events_since(&changing, &alice, 1).await.expect("read").expect("owned");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let idle = tokio::time::timeout(Duration::from_secs(5), unchanged.next()).await;
+    assert!(idle.is_err(), "a task that changed nowhere wakes no one: {idle:?}");
+    there.close().await;
+    here.close().await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), unchanged.next()).await;
+    assert_eq!(ended, Ok(false), "a closed store ends the wait");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Grouped commits
 // ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ pub use service::{
     ServiceConfig, SettleFailure, SubscribeFrom, TaskEvents, TaskLimits, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
-    CreateLimits, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage, TaskStore,
-    TaskWakeups, WakeupHub, apply_event, apply_to_record, finished_head, with_body_from_log,
+    CreateLimits, DEFAULT_REREAD, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage,
+    TaskStore, TaskWakeups, WakeupHub, apply_event, apply_to_record, finished_head, with_body_from_log,
 };
 pub use token::{AccessToken, InvalidToken, OwnerHash};

@@ -1213,10 +1213,6 @@ struct EventCursor {
     done: bool,
 }
 
-/// A re-read of the log every so often even without a wake-up: a lost wake-up, or a change made
-/// by another process on a store whose wake-ups stay in-process (SQLite), shows within this time.
-const SAFETY_REREAD: Duration = Duration::from_secs(2);
-
 impl EventCursor {
     async fn next(mut self) -> Option<(Result<TaskEvent, TaskFailure>, Self)> {
         loop {
@@ -1259,7 +1255,8 @@ impl EventCursor {
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => return None,
             }
-            if !self.wakeups.changed(SAFETY_REREAD).await {
+            // Until a wake-up, or the store's re-read interval where its wake-ups may miss a change.
+            if !self.wakeups.next().await {
                 return None;
             }
         }

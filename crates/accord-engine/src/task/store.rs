@@ -237,33 +237,60 @@ impl TaskPage {
 /// Wake-ups for one task: a signal that its log may have grown. The log read with
 /// [`TaskStore::events_since`] is the truth; a wake-up only says when to read it, so a missed or
 /// duplicated wake-up never loses or repeats an event.
+///
+/// A subscriber waits with [`TaskWakeups::next`]: until a wake-up or, when the store's wake-ups
+/// may miss a change (one written by another process, a notification lost with its
+/// connection), until its re-read interval has passed ([`TaskWakeups::with_reread`]).
 #[derive(Debug)]
 pub struct TaskWakeups {
     task_id: TaskId,
     receiver: broadcast::Receiver<TaskId>,
+    reread: Option<Duration>,
 }
 
+/// The re-read interval of [`TaskWakeups::new`]: a change its wake-ups missed shows within it.
+pub const DEFAULT_REREAD: Duration = Duration::from_secs(2);
+
 impl TaskWakeups {
-    /// Wake-ups for `task_id` from a store's broadcast of changed task ids.
+    /// Wake-ups for `task_id` from a store's broadcast of changed task ids, re-read every
+    /// [`DEFAULT_REREAD`] without one.
     pub fn new(task_id: TaskId, receiver: broadcast::Receiver<TaskId>) -> Self {
-        Self { task_id, receiver }
+        Self { task_id, receiver, reread: Some(DEFAULT_REREAD) }
+    }
+
+    /// How long [`TaskWakeups::next`] waits without a wake-up before it lets the subscriber
+    /// re-read the log anyway; `None` for wake-ups that every change of the task sends.
+    #[must_use]
+    pub fn with_reread(mut self, reread: Option<Duration>) -> Self {
+        self.reread = reread;
+        self
+    }
+
+    /// Waits for the next wake-up, or for the re-read interval when there is one. Returns
+    /// `false` when the store has closed.
+    pub async fn next(&mut self) -> bool {
+        match self.reread {
+            Some(reread) => self.changed(reread).await,
+            None => self.woken().await,
+        }
     }
 
     /// Waits until the task may have changed, at most `timeout`. Returns `false` when the store
     /// has closed.
     pub async fn changed(&mut self, timeout: Duration) -> bool {
-        let wait = async {
-            loop {
-                match self.receiver.recv().await {
-                    Ok(id) if id == self.task_id => return true,
-                    Ok(_) => {}
-                    // Missed wake-ups are harmless: the caller re-reads the log.
-                    Err(broadcast::error::RecvError::Lagged(_)) => return true,
-                    Err(broadcast::error::RecvError::Closed) => return false,
-                }
+        tokio::time::timeout(timeout, self.woken()).await.unwrap_or(true)
+    }
+
+    async fn woken(&mut self) -> bool {
+        loop {
+            match self.receiver.recv().await {
+                Ok(id) if id == self.task_id => return true,
+                Ok(_) => {}
+                // Missed wake-ups are harmless: the caller re-reads the log.
+                Err(broadcast::error::RecvError::Lagged(_)) => return true,
+                Err(broadcast::error::RecvError::Closed) => return false,
             }
-        };
-        tokio::time::timeout(timeout, wait).await.unwrap_or(true)
+        }
     }
 }
 
@@ -275,6 +302,10 @@ impl TaskWakeups {
 /// A task's channel is dropped when its task changes with no subscriber left, and swept out when
 /// the registry has doubled since the last sweep, so an abandoned subscription to a task that
 /// never changes again does not stay forever.
+///
+/// Its subscriptions have no re-read interval: every writer of the store is in this process and
+/// wakes the hub. A store that others write too (another process on the same file) must wake it
+/// for their changes as well, or set a re-read interval on its subscriptions.
 #[derive(Debug)]
 pub struct WakeupHub {
     state: std::sync::Mutex<Option<HubState>>,
@@ -322,7 +353,15 @@ impl WakeupHub {
                 receiver
             }
         };
-        Some(TaskWakeups::new(id.clone(), receiver))
+        Some(TaskWakeups::new(id.clone(), receiver).with_reread(None))
+    }
+
+    /// Whether `id` has subscribers (`false` once the hub is closed).
+    pub fn has_subscribers(&self, id: &TaskId) -> bool {
+        self.state()
+            .as_ref()
+            .and_then(|state| state.subscribers.get(id))
+            .is_some_and(|sender| sender.receiver_count() > 0)
     }
 
     /// Wakes the subscribers of `id`.
@@ -765,9 +804,26 @@ mod tests {
             hub.wake(&task);
         }
         assert!(first.changed(Duration::from_secs(5)).await);
+        assert!(second.next().await, "the missed wake-ups leave one to take");
         hub.close();
         assert!(!elsewhere.changed(Duration::from_secs(5)).await, "a closed hub ends the wait");
         assert!(hub.subscribe(&task).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn in_process_wake_ups_need_no_re_read_and_others_re_read_on_their_interval() {
+        let hub = WakeupHub::new();
+        let task = TaskId::new("t-1");
+        let mut complete = hub.subscribe(&task).expect("open");
+        let waited = tokio::time::timeout(Duration::from_secs(3600), complete.next()).await;
+        assert!(waited.is_err(), "no wake-up, no re-read: {waited:?}");
+        let (sender, receiver) = broadcast::channel(1);
+        let mut partial = TaskWakeups::new(task.clone(), receiver);
+        let started = tokio::time::Instant::now();
+        assert!(partial.next().await, "the interval lets the subscriber re-read");
+        assert_eq!(started.elapsed(), DEFAULT_REREAD);
+        drop(sender);
+        assert!(!partial.next().await, "a closed channel ends the wait");
     }
 
     #[test]

@@ -127,7 +127,20 @@ impl ConnectionLimits {
             .unwrap_or_default();
         (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
     }
+
+    /// The period of the check while every open request is being answered without waiting on
+    /// the client (a long stream, say): only a write that starts to wait can overstep then, and
+    /// the write that does is seen on the connection's own task, which moves back to
+    /// [`ConnectionLimits::tick`] at once. Each check polls the connection's response body too,
+    /// so ten thousand idle streams checked every second cost a few percent of a core.
+    fn quiet_tick(&self) -> Duration {
+        self.tick() * QUIET_TICKS
+    }
 }
+
+/// How many times longer the check's period is while the connection is quiet
+/// ([`ConnectionLimits::quiet_tick`]).
+const QUIET_TICKS: u32 = 8;
 
 type ShutdownSignal = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -471,7 +484,7 @@ async fn serve_watched(
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })
     };
-    let mut loops = Loops { shared, watch, stopping, room_wanted, cutting, ticks };
+    let mut loops = Loops { shared, watch, stopping, room_wanted, cutting };
     // Pinned here and lent to `drive`: moved into it, the connection (which holds the request
     // handler's future) would take room in this task twice.
     match protocol {
@@ -487,12 +500,20 @@ struct Loops<'a> {
     stopping: signal::Receiver<bool>,
     room_wanted: &'a mut signal::Receiver<u64>,
     cutting: &'a mut signal::Receiver<bool>,
-    ticks: tokio::time::Interval,
 }
 
 impl Loops<'_> {
+    /// The period of the limits' check in the connection's current state.
+    fn period(&self) -> Duration {
+        let limits = &self.shared.limits;
+        if self.watch.is_quiet() { limits.quiet_tick() } else { limits.tick() }
+    }
+
     /// Serves `connection` until it ends, the shutdown cuts it or a limit closes it.
     async fn drive(&mut self, mut connection: Pin<&mut impl HttpConnection>) {
+        let mut period = self.period();
+        let check = tokio::time::sleep(period);
+        tokio::pin!(check);
         let mut shutting_down = *self.stopping.borrow();
         if shutting_down {
             connection.as_mut().graceful_shutdown();
@@ -519,12 +540,21 @@ impl Loops<'_> {
                         return;
                     }
                 }
-                _ = self.ticks.tick() => {
-                    if let Some(overstep) = self.watch.overstep(&self.shared.limits, Instant::now()) {
+                () = &mut check => {
+                    let now = Instant::now();
+                    if let Some(overstep) = self.watch.overstep(&self.shared.limits, now) {
                         tracing::debug!(reason = overstep.as_str(), "closing a connection");
                         return;
                     }
+                    check.as_mut().reset(now + period);
                 }
+            }
+            // A request that opened or ended, a write that started to wait: the state seen on
+            // this task sets the period of the next check.
+            let wanted = self.period();
+            if wanted != period {
+                period = wanted;
+                check.as_mut().reset(Instant::now() + period);
             }
         }
     }

@@ -181,6 +181,14 @@ impl Watch {
         }
     }
 
+    /// Whether every open request is being answered without waiting on the client: requests
+    /// are open, no write waits for the client to read and no request body outlived its time.
+    /// Only a write that starts to wait can overstep a limit then.
+    pub(super) fn is_quiet(&self) -> bool {
+        let state = self.state();
+        state.open_requests > 0 && state.write_blocked_since.is_none() && !state.body_expired
+    }
+
     /// A request head has been parsed: the request is open until the returned guard drops.
     pub(super) fn request_opened(&self) -> OpenRequest {
         let mut state = self.state();
