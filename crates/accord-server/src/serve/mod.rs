@@ -129,10 +129,12 @@ impl ConnectionLimits {
     }
 
     /// The period of the check while every open request is being answered without waiting on
-    /// the client (a long stream, say): only a write that starts to wait can overstep then, and
-    /// the write that does is seen on the connection's own task, which moves back to
-    /// [`ConnectionLimits::tick`] at once. Each check polls the connection's response body too,
-    /// so ten thousand idle streams checked every second cost a few percent of a core.
+    /// the client (a long stream, say): only a write that starts to wait can overstep then. Each
+    /// check polls the connection's response body too, so ten thousand idle streams checked
+    /// every second cost a few percent of a core. The connection's task sets the period again
+    /// after each poll of the connection, so on HTTP/1.1 a write that starts to wait, or a
+    /// request that ends, brings back [`ConnectionLimits::tick`] at once; on HTTP/2 a request
+    /// ends on a task of its own, and the short period comes back at the next check.
     fn quiet_tick(&self) -> Duration {
         self.tick() * QUIET_TICKS
     }
@@ -484,6 +486,7 @@ async fn serve_watched(
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })
     };
+    drop(ticks);
     let mut loops = Loops { shared, watch, stopping, room_wanted, cutting };
     // Pinned here and lent to `drive`: moved into it, the connection (which holds the request
     // handler's future) would take room in this task twice.
@@ -503,15 +506,11 @@ struct Loops<'a> {
 }
 
 impl Loops<'_> {
-    /// The period of the limits' check in the connection's current state.
-    fn period(&self) -> Duration {
-        let limits = &self.shared.limits;
-        if self.watch.is_quiet() { limits.quiet_tick() } else { limits.tick() }
-    }
-
     /// Serves `connection` until it ends, the shutdown cuts it or a limit closes it.
     async fn drive(&mut self, mut connection: Pin<&mut impl HttpConnection>) {
-        let mut period = self.period();
+        let (shared, watch) = (self.shared, self.watch);
+        let period_now = || if watch.is_quiet() { shared.limits.quiet_tick() } else { shared.limits.tick() };
+        let mut period = period_now();
         let check = tokio::time::sleep(period);
         tokio::pin!(check);
         let mut shutting_down = *self.stopping.borrow();
@@ -519,7 +518,21 @@ impl Loops<'_> {
             connection.as_mut().graceful_shutdown();
         }
         loop {
+            // Biased, the connection first: the check then sees the state this very poll of the
+            // connection left (a request that opened or ended, a write that started to wait) and
+            // sets its period from it.
+            let due = std::future::poll_fn(|cx| {
+                let wanted = period_now();
+                if wanted != period {
+                    period = wanted;
+                    check.as_mut().reset(Instant::now() + period);
+                }
+                std::task::ready!(check.as_mut().poll(cx));
+                check.as_mut().reset(Instant::now() + period);
+                std::task::Poll::Ready(())
+            });
             tokio::select! {
+                biased;
                 result = connection.as_mut() => {
                     if let Err(error) = result {
                         tracing::debug!(%error, "connection ended with an error");
@@ -535,26 +548,17 @@ impl Loops<'_> {
                     return;
                 }
                 changed = self.room_wanted.changed() => {
-                    if changed.is_ok() && self.watch.is_idle() {
+                    if changed.is_ok() && watch.is_idle() {
                         tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
                         return;
                     }
                 }
-                () = &mut check => {
-                    let now = Instant::now();
-                    if let Some(overstep) = self.watch.overstep(&self.shared.limits, now) {
+                () = due => {
+                    if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
                         tracing::debug!(reason = overstep.as_str(), "closing a connection");
                         return;
                     }
-                    check.as_mut().reset(now + period);
                 }
-            }
-            // A request that opened or ended, a write that started to wait: the state seen on
-            // this task sets the period of the next check.
-            let wanted = self.period();
-            if wanted != period {
-                period = wanted;
-                check.as_mut().reset(Instant::now() + period);
             }
         }
     }
