@@ -13,6 +13,11 @@
 //! opens its subscribers on such a task. Prints `sdk-echo listening on http://127.0.0.1:<port>`
 //! once it accepts connections.
 
+/// With the feature `mimalloc`, the allocator the `accord` binary has.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
