@@ -4,6 +4,10 @@
 //! Run with: `cargo run -p my-agent -- --port 8788 --store sqlite://my-agent.db` (`--help` lists
 //! every flag).
 
+// The allocator `accord serve` runs on: the binary chooses it, not the library (docs/serving.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use accord::{Agent, Serve, ServeArgs, Skill, SkillError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
