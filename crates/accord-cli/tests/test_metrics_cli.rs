@@ -413,6 +413,54 @@ async fn metrics_show_every_family_after_a_mixed_load() {
     assert!(!text.contains(TOKEN) && !text.contains(&task_id));
 }
 
+/// A blocking A2A `SendMessage` to a short skill on the SQLite store: with the inline window (the
+/// default) its task is one durable write, created already ended; with `--inline-window-ms 0` it
+/// is stored first and ended by a second write. Either way the answer is the completed task, and
+/// the store reads it back the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_send_to_a_short_skill_is_one_durable_write() {
+    let dir = std::env::temp_dir().join(format!("accord-inline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for (window, creates, appends) in [("5", 1.0, 0.0), ("0", 1.0, 1.0)] {
+        let db = format!("sqlite://{}", dir.join(format!("tasks-{window}.db")).display());
+        let server = Server::start(&["--store", &db, "--no-push", "--inline-window-ms", window], None);
+        let client = reqwest::Client::new();
+        let sent: Value = client
+            .post(format!("{}/a2a/rest/message:send", server.url))
+            .header("a2a-version", "1.0")
+            .json(&json!({
+                "message": {"messageId": "m-inline", "role": "ROLE_USER", "parts": [{"text": "hi"}], "metadata": {"skillId": "echo"}},
+            }))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+        let id = sent["task"]["id"].as_str().expect("an id");
+        let read: Value = client
+            .get(format!("{}/a2a/rest/tasks/{id}", server.url))
+            .header("a2a-version", "1.0")
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(read["status"], sent["task"]["status"], "{read}");
+        assert_eq!(read["artifacts"], sent["task"]["artifacts"], "{read}");
+        let (text, samples) = scrape(&format!("{}/metrics", server.url)).await;
+        let count = |operation: &str| {
+            value(&samples, "accord_store_operation_duration_seconds_count", &[("operation", operation)])
+        };
+        assert_eq!((count("create"), count("append")), (creates, appends), "window {window} ms: {text}");
+        assert_eq!(value(&samples, "accord_task_transitions_total", &[("to", "completed")]), 1.0, "{text}");
+        assert_eq!(value(&samples, "accord_tasks", &[("state", "completed")]), 1.0, "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_workers_task_shows_as_a_recovery() {
     let dir = std::env::temp_dir().join(format!("accord-metrics-recovery-{}", std::process::id()));

@@ -805,3 +805,273 @@ mod push {
         );
     }
 }
+
+/// A blocking send runs its new task's handler before the task is stored
+/// (`TaskRuntime::start_inline`): what the store is asked to write, and what the caller gets.
+mod inline {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use accord_engine::{Artifact, RunEvent};
+
+    use super::*;
+
+    /// What the store was asked to write: each create's entries after the first, and how many
+    /// appends it took.
+    #[derive(Default)]
+    struct Writes {
+        creates: Mutex<Vec<Vec<TaskEventKind>>>,
+        refused_creates: AtomicUsize,
+        appends: AtomicUsize,
+    }
+
+    /// The tap that counts into shared [`Writes`].
+    struct Counting(Arc<Writes>);
+
+    impl Tap for Counting {
+        fn created(&self, then: &[TaskEventKind], accepted: bool) {
+            if accepted {
+                self.0.creates.lock().expect("creates").push(then.to_vec());
+            } else {
+                self.0.refused_creates.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+
+        fn appended(&self, _events: &[TaskEventKind], _worker: Option<&str>, accepted: bool) {
+            if accepted {
+                self.0.appends.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    impl Writes {
+        fn creates(&self) -> Vec<Vec<TaskEventKind>> {
+            self.creates.lock().expect("creates").clone()
+        }
+
+        fn appends(&self) -> usize {
+            self.appends.load(Ordering::SeqCst)
+        }
+    }
+
+    /// `echo` ends at once, `report` emits an artifact and then ends, `ask` waits for its caller,
+    /// `linger` runs until released or cancelled (and says which), `big` returns an artifact
+    /// beyond the budget of 256 bytes.
+    struct Bench {
+        service: TaskService,
+        store: Arc<dyn TaskStore>,
+        writes: Arc<Writes>,
+        release: Arc<Notify>,
+        cancelled: Arc<AtomicBool>,
+    }
+
+    fn text_artifact(id: &str, text: &str) -> Artifact {
+        Artifact { artifact_id: id.into(), name: None, parts: vec![Part::Text(text.into())] }
+    }
+
+    impl Bench {
+        fn new(window: Duration) -> Self {
+            let release = Arc::new(Notify::new());
+            let cancelled = Arc::new(AtomicBool::new(false));
+            let echo = Skill::builder("echo")
+                .invoke(|run: Run| async move { Ok(Completion::new(run.input().clone()).into()) });
+            let report = Skill::builder("report").invoke(|run: Run| async move {
+                let artifact = text_artifact("draft", "the draft");
+                run.emit(RunEvent::Artifact { artifact, append: false, last_chunk: true }).await;
+                Ok(Completion::new(json!("reported")).into())
+            });
+            let ask = Skill::builder("ask")
+                .invoke(|_run: Run| async move { Ok(Outcome::InputRequired(Message::agent_text("say go"))) });
+            let linger = {
+                let (release, cancelled) = (Arc::clone(&release), Arc::clone(&cancelled));
+                Skill::builder("linger").invoke(move |run: Run| {
+                    let (release, cancelled) = (Arc::clone(&release), Arc::clone(&cancelled));
+                    async move {
+                        tokio::select! {
+                            () = release.notified() => Ok(Completion::new(json!("released")).into()),
+                            () = run.cancelled() => {
+                                cancelled.store(true, Ordering::SeqCst);
+                                Ok(Completion::new(json!("cancelled")).into())
+                            }
+                        }
+                    }
+                })
+            };
+            let big = Skill::builder("big").invoke(|_run: Run| async move {
+                let artifacts = vec![text_artifact("huge", &"x".repeat(1024))];
+                Ok(Completion { artifacts, ..Completion::new(json!("too much")) }.into())
+            });
+            let agent = Agent::builder("inline-tests")
+                .skill(echo)
+                .skill(report)
+                .skill(ask)
+                .skill(linger)
+                .skill(big)
+                .build()
+                .expect("agent");
+            let writes = Arc::new(Writes::default());
+            let store: Arc<dyn TaskStore> =
+                Arc::new(Wrapped::new(Arc::new(MemoryStore::default()), Counting(Arc::clone(&writes))));
+            let config =
+                RuntimeConfig::default().inline_window(window).max_active_per_owner(Some(1)).max_artifact_bytes(256);
+            let runtime = TaskRuntime::new(agent, Arc::clone(&store), config);
+            let service = TaskService::new(runtime, ServiceConfig::default());
+            Self { service, store, writes, release, cancelled }
+        }
+
+        async fn send(&self, caller: Caller, skill: &str, wait: Wait) -> Result<Task, Error> {
+            let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({"say": skill})])).skill(skill);
+            self.service.send(request, wait).await
+        }
+
+        /// A blocking send of `linger`, in a task of its own.
+        fn lingering(self: &Arc<Self>, caller: Caller) -> tokio::task::JoinHandle<Result<Task, Error>> {
+            let bench = Arc::clone(self);
+            tokio::spawn(async move { bench.send(caller, "linger", Wait::Settled(SETTLE)).await })
+        }
+
+        /// The caller's first task in `state`, once the store lists one.
+        async fn listed(&self, caller: &Caller, state: TaskState) -> Task {
+            let found = tokio::time::timeout(SETTLE, async {
+                loop {
+                    let page = self.service.list(caller, &ListQuery::default()).await.expect("list");
+                    if let Some(task) = page.tasks.into_iter().find(|task| task.state == state) {
+                        return task;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+            found.await.unwrap_or_else(|_| panic!("no task was listed {state:?}"))
+        }
+
+        async fn log(&self, task: &Task, caller: &Caller) -> Vec<TaskEventKind> {
+            let log = self.store.events_since(&task.id, caller.owner_hash(), 0).await.expect("log").expect("a log");
+            log.into_iter().map(|event| event.kind).collect()
+        }
+    }
+
+    fn states(events: &[TaskEventKind]) -> Vec<TaskState> {
+        events.iter().filter_map(TaskEventKind::state).collect()
+    }
+
+    #[tokio::test]
+    async fn a_fast_handler_has_its_task_written_once_already_ended() {
+        let bench = Bench::new(Duration::from_secs(1));
+        let caller = caller();
+        let task = bench.send(caller, "echo", Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(task.state, TaskState::Completed);
+        assert_eq!(task.result.as_ref().map(|result| &result.output), Some(&json!({"say": "echo"})));
+        let creates = bench.writes.creates();
+        assert_eq!(creates.len(), 1, "one create");
+        assert_eq!(states(&creates[0]), vec![TaskState::Working, TaskState::Completed], "holding the whole run");
+        assert_eq!(bench.writes.appends(), 0, "and nothing after it");
+        let read = bench.service.get(&caller, &task.id, None).await.expect("get");
+        assert_eq!(read, task, "the answer is what was stored");
+        assert_eq!(
+            states(&bench.log(&task, &caller).await),
+            vec![TaskState::Submitted, TaskState::Working, TaskState::Completed]
+        );
+    }
+
+    #[tokio::test]
+    async fn with_no_window_the_task_is_stored_before_its_handler_runs() {
+        let bench = Bench::new(Duration::ZERO);
+        let task = bench.send(caller(), "echo", Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(task.state, TaskState::Completed);
+        let creates = bench.writes.creates();
+        assert_eq!(creates.iter().map(|then| states(then)).collect::<Vec<_>>(), vec![vec![TaskState::Working]]);
+        assert_eq!(bench.writes.appends(), 1, "the end is a write of its own");
+    }
+
+    #[tokio::test]
+    async fn a_send_that_does_not_wait_stores_its_task_first() {
+        let bench = Bench::new(Duration::from_secs(1));
+        let caller = caller();
+        let task = bench.send(caller, "echo", Wait::Immediately).await.expect("sent");
+        assert_eq!(task.state, TaskState::Working, "answered as soon as it runs");
+        assert_eq!(states(&bench.writes.creates()[0]), vec![TaskState::Working]);
+    }
+
+    #[tokio::test]
+    async fn what_a_fast_handler_emits_is_stored_in_order_with_its_end() {
+        let bench = Bench::new(Duration::from_secs(1));
+        let caller = caller();
+        let task = bench.send(caller, "report", Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(task.state, TaskState::Completed);
+        assert_eq!(task.artifacts, vec![text_artifact("draft", "the draft")]);
+        let log = bench.log(&task, &caller).await;
+        assert!(matches!(log[2], TaskEventKind::Artifact { .. }), "the artifact before the end: {log:?}");
+        assert!(matches!(log[3], TaskEventKind::Result { .. }), "{log:?}");
+        assert_eq!((bench.writes.creates().len(), bench.writes.appends()), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn artifacts_beyond_the_budget_fail_the_task_in_its_one_write() {
+        let bench = Bench::new(Duration::from_secs(1));
+        let task = bench.send(caller(), "big", Wait::Settled(SETTLE)).await.expect("sent");
+        assert_eq!(task.state, TaskState::Failed);
+        assert_eq!(task.error.as_ref().map(|error| error.code.as_str()), Some("artifacts_too_large"));
+        assert!(task.artifacts.is_empty(), "the artifact that did not fit is not stored");
+        assert_eq!((bench.writes.creates().len(), bench.writes.appends()), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_handler_still_running_when_the_window_passes_is_stored_working_and_runs_on() {
+        let bench = Arc::new(Bench::new(Duration::from_millis(20)));
+        let caller = caller();
+        let sending = bench.lingering(caller);
+        let stored = bench.listed(&caller, TaskState::Working).await;
+        assert_eq!(bench.writes.appends(), 0);
+        bench.release.notify_one();
+        let task = sending.await.expect("joined").expect("sent");
+        assert_eq!((task.id.clone(), task.state), (stored.id, TaskState::Completed));
+        assert_eq!(task.result.map(|result| result.output), Some(json!("released")));
+        assert_eq!((bench.writes.creates().len(), bench.writes.appends()), (1, 1), "created running, then ended");
+        assert!(!bench.cancelled.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_task_whose_caller_goes_away_during_the_window_is_stored_and_runs_on() {
+        let bench = Arc::new(Bench::new(Duration::from_secs(60)));
+        let caller = caller();
+        let sending = bench.lingering(caller);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(bench.writes.creates().is_empty(), "still within its window");
+        sending.abort();
+        let stored = bench.listed(&caller, TaskState::Working).await;
+        bench.release.notify_one();
+        let ended = bench.listed(&caller, TaskState::Completed).await;
+        assert_eq!(ended.id, stored.id);
+        assert_eq!(ended.result.map(|result| result.output), Some(json!("released")), "its handler ran to its end");
+        assert!(!bench.cancelled.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn the_owners_share_counts_what_is_stored_unfinished() {
+        let bench = Bench::new(Duration::from_millis(20));
+        let caller = caller();
+        let held = bench.send(caller, "linger", Wait::Immediately).await.expect("the one place of the share");
+        assert_eq!(held.state, TaskState::Working);
+
+        let ended = bench.send(caller, "echo", Wait::Settled(SETTLE)).await.expect("an ended task takes no place");
+        assert_eq!(ended.state, TaskState::Completed);
+        let waiting = bench.send(caller, "ask", Wait::Settled(SETTLE)).await;
+        assert_eq!(kind(waiting), ErrorKind::OwnerShareExhausted, "a task waiting for its caller takes a place");
+        let running = bench.send(caller, "linger", Wait::Settled(SETTLE)).await;
+        assert_eq!(kind(running), ErrorKind::OwnerShareExhausted, "so does one still running");
+        assert_eq!(bench.writes.refused_creates.load(Ordering::SeqCst), 2);
+        tokio::time::timeout(SETTLE, async {
+            while !bench.cancelled.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the refused task's handler is told to stop");
+        let page = bench.service.list(&caller, &ListQuery::default()).await.expect("list");
+        let mut stored: Vec<_> = page.tasks.iter().map(|task| (task.id.clone(), task.state)).collect();
+        stored.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let mut expected = vec![(held.id, TaskState::Working), (ended.id, TaskState::Completed)];
+        expected.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        assert_eq!(stored, expected, "nothing refused was stored");
+    }
+}

@@ -396,6 +396,11 @@ impl Shared {
             kinds.push(sql::encode_storable(kind, OPERATION)?);
             apply_to_record(&mut record, kind, now);
         }
+        if record.task.state.is_terminal() {
+            // Created already ended (its handler ran before it was stored): its input goes, as
+            // when a stored task ends.
+            record.payload = record.payload.finished();
+        }
         let row = Box::new(NewRow::new(&record, kinds, now)?);
         let paid = record.payload.paid;
         let share = limits.max_active_per_owner;

@@ -547,14 +547,25 @@ fn create(
     grown: &mut Vec<TaskId>,
 ) -> Result<Outcome, Fault> {
     // Everything is encoded before the first change.
-    let payload = encode(&record.payload, "payload")?;
     let mut kinds = Vec::with_capacity(1 + then.len());
     kinds.push(encode(event, "task_events.kind")?);
     for kind in then {
         kinds.push(encode(kind, "task_events.kind")?);
         apply_to_record(&mut record, kind, now);
     }
-    let task = encode(&record.task, "task")?;
+    // A task created already ended (its handler ran before it was stored) keeps its body in its
+    // log, as a task that ends later does.
+    let log = std::iter::once(event).chain(then).zip(1..).map(|(kind, sequence)| (sequence, kind));
+    let (task, body_in_log) = match record.task.state.is_terminal().then(|| finished_head(&record.task, log)).flatten()
+    {
+        Some(head) => (encode(&head, "task")?, true),
+        None => (encode(&record.task, "task")?, false),
+    };
+    // A finished task's input goes with its body, as in `write_change`.
+    if body_in_log {
+        record.payload.input = serde_json::Value::Null;
+    }
+    let payload = encode(&record.payload, "payload")?;
     let owner = record.owner.to_hex();
     // The id is checked first: a duplicate is a duplicate whatever the room.
     let exists = connection
@@ -585,8 +596,8 @@ fn create(
         .prepare_cached(
             "INSERT INTO tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,
                                 admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence,
-                                skill)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                                skill, body_in_log)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
              ON CONFLICT (id) DO NOTHING",
         )?
         .execute(rusqlite::params![
@@ -604,6 +615,7 @@ fn create(
             lease.map(|lease| phase_name(lease.phase)),
             i64::try_from(kinds.len()).unwrap_or(i64::MAX),
             record.task.skill.as_str(),
+            body_in_log,
         ])?;
     if inserted == 0 {
         return Ok(Outcome::Created(Err(Refusal::Duplicate)));

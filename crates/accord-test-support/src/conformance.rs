@@ -93,6 +93,7 @@ macro_rules! store_conformance_tests {
             create_logs_the_first_event_with_sequence_one,
             create_with_stores_a_running_task_in_one_step,
             create_with_stores_nothing_when_refused,
+            create_with_stores_a_task_that_ended_before_it_was_stored,
             create_limited_refuses_an_owner_at_its_share_only,
             create_limited_reaps_abandoned_work_before_refusing_a_share,
             create_limited_holds_the_share_under_concurrent_creates,
@@ -402,6 +403,56 @@ pub async fn create_with_stores_a_running_task_in_one_step(factory: impl StoreFa
     assert_eq!(lapsed, vec![id.clone()], "recovered like any task whose worker died");
     let taken = bench.store.claim_execution(&id, "b", bench.at(3 * MINUTE), bench.at(2 * MINUTE)).await;
     assert!(taken.expect("claim").is_some(), "another worker takes it over once the lease lapsed");
+}
+
+/// `create_with` stores a task whose whole run happened before it was stored (a handler that
+/// ended within the runtime's inline window): created with an active lease, `working`, what the
+/// handler emitted and its end in one step. It is stored ended — without its lease or its input
+/// — reads back whole, logs every entry in order, lists under its end state, and takes no place
+/// of its owner's share.
+pub async fn create_with_stores_a_task_that_ended_before_it_was_stored(factory: impl StoreFactory) {
+    let bench = Bench::new(&factory).await;
+    let alice = owner("alice");
+    let open = bench.reserve(alice).await;
+    let mut record = new_record(alice, bench.base, None, None);
+    record.lease = lease("a", bench.at(MINUTE), LeasePhase::Active);
+    let id = record.task.id.clone();
+    let then = vec![
+        message("do the work"),
+        status(TaskState::Working),
+        artifact("report", "the report", false),
+        result(json!({"done": true})),
+    ];
+    let stored = bench.store.create_with(record, submitted(), then.clone()).await.expect("create with");
+
+    assert_eq!(stored.task.state, TaskState::Completed);
+    assert_eq!((stored.lease.clone(), stored.admission_expires_at), (None, None), "an ended task holds no lease");
+    assert_eq!(stored.task.history, vec![agent_message("do the work")]);
+    assert_eq!(stored.task.artifacts.len(), 1);
+    assert_eq!(stored.task.result.as_ref().map(|result| &result.output), Some(&json!({"done": true})));
+    let read = bench.record(&id).await;
+    assert_eq!(read.task, stored.task, "it reads back whole, as it was returned");
+    assert_eq!(read.payload.input, Value::Null, "its input went with its run");
+    assert_eq!(read.payload, stored.payload);
+    let kinds: Vec<_> = bench.log(&id, &alice).await.into_iter().map(|event| (event.sequence, event.kind)).collect();
+    let expected: Vec<_> = (1..).zip(std::iter::once(submitted()).chain(then)).collect();
+    assert_eq!(kinds, expected, "every entry is logged, in order");
+    let completed = ListQuery { states: Some(vec![TaskState::Completed]), ..ListQuery::default() };
+    assert_eq!(ids(&bench.list(&alice, completed).await), vec![id.clone()]);
+    assert_eq!(
+        bench.store.expired_active_leases(bench.at(2 * MINUTE), 10).await.expect("expired"),
+        Vec::<TaskId>::new()
+    );
+
+    let share = CreateLimits::none().max_active_per_owner(Some(2));
+    let create = || {
+        let record = new_record(alice, bench.base, None, Some(bench.at(10 * MINUTE)));
+        bench.store.create_limited(record, submitted(), Vec::new(), share)
+    };
+    create().await.expect("the ended task took no place");
+    let refused = create().await.expect_err("the two unfinished tasks still count");
+    assert_eq!(refused, StoreError::OwnerShareExhausted { limit: 2 });
+    assert_eq!(bench.record(&open).await.task.state, TaskState::Submitted);
 }
 
 /// A `create_with` refused (a duplicate id) stores none of its entries and leaves the existing

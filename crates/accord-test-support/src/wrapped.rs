@@ -1,6 +1,6 @@
 //! A [`TaskStore`] wrapped for a test: [`Wrapped`] passes every call to the store inside, and its
 //! [`Tap`] sees (or changes) only the calls a test cares about — the durability it reports, the
-//! records it reads, the lease renewals and appends it passes on, its `close` — or only keeps
+//! records it reads, the creates, lease renewals and appends it passes on, its `close` — or only keeps
 //! something alive beside the store (a scratch directory, dropped after it). One delegating store
 //! for every test that needs one, so that a new `TaskStore` method is delegated once.
 
@@ -29,6 +29,10 @@ pub trait Tap: Send + Sync + 'static {
     fn renewing(&self, _id: &TaskId, _worker: &str) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// Called after the inner store answered a create: the entries after the first, and whether
+    /// the store took the record (`false`: refused).
+    fn created(&self, _then: &[TaskEventKind], _accepted: bool) {}
 
     /// Called after the inner store answered an append: the events, the worker that wrote them,
     /// and whether the store took them (`false`: refused as stale).
@@ -78,7 +82,9 @@ impl<T: Tap> TaskStore for Wrapped<T> {
         then: Vec<TaskEventKind>,
         limits: CreateLimits,
     ) -> Result<StoredTask, StoreError> {
-        self.inner.create_limited(record, event, then, limits).await
+        let created = self.inner.create_limited(record, event, then.clone(), limits).await;
+        self.tap.created(&then, created.is_ok());
+        created
     }
 
     async fn count_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {

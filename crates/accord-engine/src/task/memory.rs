@@ -152,7 +152,10 @@ impl Entries {
             self.terminal.insert(key);
         }
         self.bytes += entry.bytes;
-        self.count_unfinished(entry.head.owner, !entry.head.state.is_terminal());
+        // A task created already ended is never counted (nor counted out).
+        if !entry.head.state.is_terminal() {
+            self.count_unfinished(entry.head.owner, true);
+        }
         if let Some(old) = self.map.insert(id.clone(), entry) {
             self.bytes -= old.bytes;
             if let Some(key) = index_key(&id, &old.head) {
@@ -665,7 +668,11 @@ impl TaskStore for MemoryStore {
         for kind in then {
             append(&mut live, &mut counted, kind, now);
         }
-        let stored = live.record.clone();
+        let mut stored = live.record.clone();
+        if stored.task.state.is_terminal() {
+            // Created already ended: kept without its input, as the entry keeps it.
+            stored.payload = stored.payload.finished();
+        }
         let mut entry = Entry::live(live, bytes);
         entry.settle();
         self.note_due(&stored);

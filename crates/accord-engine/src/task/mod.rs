@@ -23,8 +23,8 @@ pub use push::{
     StoredPushConfig,
 };
 pub use runtime::{
-    DEFAULT_MAX_ACTIVE_PER_OWNER, PreparedExecution, Reservation, RuntimeConfig, TaskEventStream, TaskFailure,
-    TaskRuntime,
+    DEFAULT_INLINE_WINDOW, DEFAULT_MAX_ACTIVE_PER_OWNER, PreparedExecution, Reservation, RuntimeConfig,
+    TaskEventStream, TaskFailure, TaskRuntime,
 };
 pub use service::{
     AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest,

@@ -18,7 +18,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::store::{CreateLimits, Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups};
+use super::store::{
+    CreateLimits, Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, apply_event,
+};
 use super::token::OwnerHash;
 use crate::agent::Agent;
 use crate::error::{Error, ErrorKind, RunError};
@@ -64,10 +66,18 @@ pub struct RuntimeConfig {
     /// `artifacts_too_large`: the artifact that goes beyond is not stored, and the handler is
     /// stopped.
     pub max_artifact_bytes: usize,
+    /// How long a task whose caller waits for its end ([`TaskRuntime::start_inline`]) may run
+    /// before it is first stored (default 5 ms; zero: every task is stored before its handler
+    /// starts). A handler that ends within it has its task written once, already ended; one that
+    /// runs longer has its task stored `working` when the window passes, and runs on as any other.
+    pub inline_window: Duration,
 }
 
 /// The default of [`RuntimeConfig::max_active_per_owner`].
 pub const DEFAULT_MAX_ACTIVE_PER_OWNER: usize = 100;
+
+/// The default of [`RuntimeConfig::inline_window`].
+pub const DEFAULT_INLINE_WINDOW: Duration = Duration::from_millis(5);
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -79,6 +89,7 @@ impl Default for RuntimeConfig {
             recovery_interval: Some(Duration::from_secs(10)),
             max_active_per_owner: Some(DEFAULT_MAX_ACTIVE_PER_OWNER),
             max_artifact_bytes: 16 << 20,
+            inline_window: DEFAULT_INLINE_WINDOW,
         }
     }
 }
@@ -117,6 +128,12 @@ impl RuntimeConfig {
     /// Sets [`RuntimeConfig::max_artifact_bytes`].
     pub fn max_artifact_bytes(mut self, bytes: usize) -> Self {
         self.max_artifact_bytes = bytes;
+        self
+    }
+
+    /// Sets [`RuntimeConfig::inline_window`] (zero: every task is stored before it runs).
+    pub fn inline_window(mut self, window: Duration) -> Self {
+        self.inline_window = window;
         self
     }
 
@@ -415,8 +432,12 @@ impl TaskRuntime {
 
     /// Stores a new task within the owner's share ([`RuntimeConfig::max_active_per_owner`]).
     async fn create(&self, record: StoredTask, then: Vec<TaskEventKind>) -> Result<Task, TaskFailure> {
-        let limits = CreateLimits::none().max_active_per_owner(self.inner.config.max_active_per_owner);
-        Ok(self.inner.store.create_limited(record, submitted(), then, limits).await?.task)
+        Ok(self.inner.store.create_limited(record, submitted(), then, self.share()).await?.task)
+    }
+
+    /// The limits of a new unfinished task: the owner's share.
+    fn share(&self) -> CreateLimits {
+        CreateLimits::none().max_active_per_owner(self.inner.config.max_active_per_owner)
     }
 
     /// The record a reservation creates, and the log entries that follow its creation (the
@@ -470,17 +491,120 @@ impl TaskRuntime {
         self.ensure_open()?;
         let now = now_ms();
         let valid = reservation.input.clone();
+        let owner = reservation.owner;
+        let (record, then) = self.running_record(reservation, now);
+        let task = self.create(record, then).await?;
+        spawn_run(&self.inner, task.clone(), &owner, valid);
+        Ok(task)
+    }
+
+    /// The record and log of a task reserved, claimed and activated at once: `working` under this
+    /// worker's active lease, as [`TaskRuntime::start`] stores it.
+    fn running_record(&self, reservation: Reservation, now: Millis) -> (StoredTask, Vec<TaskEventKind>) {
         let lease = ExecutionLease {
             owner_id: self.inner.config.worker_id.clone(),
             expires_at: self.inner.lease_until(now),
             phase: LeasePhase::Active,
         };
-        let owner = reservation.owner;
         let (record, mut then) = self.reservation_record(reservation, now, Some(lease));
         then.push(TaskEventKind::Status { state: TaskState::Working, message: None });
-        let task = self.create(record, then).await?;
-        spawn_run(&self.inner, task.clone(), &owner, valid);
-        Ok(task)
+        (record, then)
+    }
+
+    /// Starts a task for a caller that waits for its end: as [`TaskRuntime::start`], except that
+    /// its handler runs first, for up to [`RuntimeConfig::inline_window`], before anything is
+    /// stored.
+    ///
+    /// - A handler that ends within the window has its task stored once: its whole log (created,
+    ///   `working`, what the handler emitted, its end) in one durable step. The task returned has
+    ///   ended, or waits for its caller.
+    /// - A handler still running when the window passes has its task stored `working` under this
+    ///   worker's lease, as [`TaskRuntime::start`] stores it (with what it emitted so far stored
+    ///   right after), and it runs on as any other. The task returned is `working`.
+    ///
+    /// Until it is stored the task is known only to this call: nobody else can read, list or
+    /// cancel it, and a crash loses it together with the caller's unanswered request (a retry
+    /// starts it again, as a retry after a crash mid-run runs a handler again). The owner's share
+    /// ([`RuntimeConfig::max_active_per_owner`]) is checked when the task is stored: a task stored
+    /// already ended takes no place in it and is never refused for it. A task refused then (its
+    /// owner's share, the store's capacity) has had its handler run for up to the window: a
+    /// handler still running is cancelled, and the refusal returned.
+    ///
+    /// With a zero window this is [`TaskRuntime::start`].
+    pub async fn start_inline(&self, reservation: Reservation) -> Result<Task, TaskFailure> {
+        // A window past `max_run` would let the handler outlive it unseen.
+        let window = self.inner.config.inline_window.min(self.inner.config.max_run);
+        if window.is_zero() {
+            return self.start(reservation).await;
+        }
+        self.ensure_open()?;
+        let now = now_ms();
+        let valid = reservation.input.clone();
+        let owner = reservation.owner;
+        let (record, then) = self.running_record(reservation, now);
+        // The task as its handler sees it: as the store will hold it once `then` is applied.
+        let mut task = record.task.clone();
+        for event in &then {
+            apply_event(&mut task, event, now);
+        }
+        let started = StartedRun::new(&self.inner, Arc::new(task), owner, valid, CancellationToken::new());
+        let mut inline = InlineRun { runtime: self.clone(), pending: Some((record, then, started)) };
+        let ended = {
+            let Some((_, _, started)) = inline.pending.as_mut() else { unreachable!("set above") };
+            tokio::select! {
+                biased;
+                ended = &mut started.run => Some(ended),
+                () = self.inner.closing.cancelled() => None,
+                () = tokio::time::sleep(window) => None,
+            }
+        };
+        let Some((record, then, mut started)) = inline.pending.take() else { unreachable!("set above") };
+        let Some(ended) = ended else { return self.store_running(record, then, started).await };
+        // Ended within the window: what it emitted, then its end, in the one write that creates it.
+        let mut events = then;
+        let mut emitted = Vec::new();
+        while let Ok(frame) = started.frames.try_recv() {
+            emitted.extend(stored_event(frame));
+        }
+        let fitted = within_budget(&mut emitted, &started.budget);
+        events.append(&mut emitted);
+        if fitted {
+            events.extend(ended_events(ended, &started.budget, started.started_under.as_ref()));
+        } else {
+            events.push(started.budget.failure());
+        }
+        let finished = events.iter().rev().find_map(TaskEventKind::state).is_some_and(TaskState::is_terminal);
+        let limits = if finished { CreateLimits::none() } else { self.share() };
+        Ok(self.inner.store.create_limited(record, submitted(), events, limits).await?.task)
+    }
+
+    /// Stores a task whose handler is still running after the inline window — `working` under
+    /// this worker's lease, within the owner's share — and hands its run to a task of its own.
+    /// Refused (or closing), the handler is cancelled with the agent's grace.
+    async fn store_running(
+        &self,
+        mut record: StoredTask,
+        then: Vec<TaskEventKind>,
+        started: StartedRun,
+    ) -> Result<Task, TaskFailure> {
+        if let Err(closed) = self.ensure_open() {
+            started.abandon();
+            return Err(closed);
+        }
+        if let Some(lease) = &mut record.lease {
+            lease.expires_at = self.inner.lease_until(now_ms());
+        }
+        match self.create(record, then).await {
+            Ok(task) => {
+                let number = register_run(&self.inner, &Arc::new(task.clone()), &started.cancel);
+                tokio::spawn(drive(Arc::clone(&self.inner), started, number));
+                Ok(task)
+            }
+            Err(refused) => {
+                started.abandon();
+                Err(refused)
+            }
+        }
     }
 
     /// Reserves a task that waits for its caller before it may run at all (a paid task waiting
@@ -825,32 +949,94 @@ fn submitted() -> TaskEventKind {
 }
 
 /// Starts the handler of a task this worker holds the active lease of, with a cancellation
-/// token registered for it.
+/// token registered for it, in a task of its own.
 fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash, valid: ValidInput) {
-    let cancel = CancellationToken::new();
-    let run = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // One copy of the task, shared by the run's watchers and its handler.
     let task = Arc::new(task);
-    let (latest, _) = watch::channel(Arc::clone(&task));
-    let replaced = inner.local().insert(task.id.clone(), LocalRun { number: run, cancel: cancel.clone(), latest });
+    let cancel = CancellationToken::new();
+    let number = register_run(inner, &task, &cancel);
+    let started = StartedRun::new(inner, task, *owner, valid, cancel);
+    tokio::spawn(drive(Arc::clone(inner), started, number));
+}
+
+/// Registers a run of `task` on this worker — its cancellation token, and the channel its
+/// watchers see each of its writes on — and returns the run's number.
+fn register_run(inner: &RuntimeInner, task: &Arc<Task>, cancel: &CancellationToken) -> u64 {
+    let number = inner.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (latest, _) = watch::channel(Arc::clone(task));
+    let replaced = inner.local().insert(task.id.clone(), LocalRun { number, cancel: cancel.clone(), latest });
     if replaced.is_none() {
         metrics::gauge!(crate::observe::ACTIVE_LEASES).increment(1.0);
     }
-    // A span of its own for the run (it outlives the request that started it), following from
-    // that request's span; the owner appears as a short prefix of its hash, never its token.
-    // DEBUG, under its own target (`accord::task`): off unless a subscriber asks for it.
-    let span = tracing::debug_span!(
-        target: "accord::task",
-        parent: None,
-        "task_run",
-        task_id = %task.id,
-        skill = %task.skill,
-        face = crate::observe::current_face().unwrap_or("recovery"),
-        owner = %crate::observe::owner_tag(owner),
-    );
-    span.follows_from(tracing::Span::current());
-    let owner = *owner;
-    tokio::spawn(tracing::Instrument::instrument(execute(Arc::clone(inner), task, owner, valid, cancel, run), span));
+    number
+}
+
+/// A handler that has started on a task and whose end is not recorded yet: its future, polled by
+/// whoever drives the run (the request that waits for it during the inline window, then a task of
+/// its own), the events it emits, and the budget of its artifacts.
+struct StartedRun {
+    id: TaskId,
+    run: Pin<Box<dyn std::future::Future<Output = Result<crate::run::Completion, RunError>> + Send>>,
+    frames: mpsc::Receiver<RunFrame>,
+    budget: ArtifactBudget,
+    cancel: CancellationToken,
+    /// The status message the run starts under (set at activation, else none): it stays on the
+    /// message the run closes with.
+    started_under: Option<Message>,
+    /// When the handler started: its `max_run` and its lease's first heartbeat count from here.
+    started_at: tokio::time::Instant,
+}
+
+impl StartedRun {
+    /// The handler of `task`'s skill, called with `valid` and not polled yet.
+    fn new(
+        inner: &Arc<RuntimeInner>,
+        task: Arc<Task>,
+        owner: OwnerHash,
+        valid: ValidInput,
+        cancel: CancellationToken,
+    ) -> Self {
+        let (sender, frames) = mpsc::channel(64);
+        let sink = Arc::new(EventSink::new(sender));
+        let budget = ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts);
+        let started_under = task.status_message.clone();
+        let id = task.id.clone();
+        // A span of its own for the run (it outlives the request that started it), following
+        // from that request's span; the owner appears as a short prefix of its hash, never its
+        // token. DEBUG, under its own target (`accord::task`): off unless a subscriber asks for it.
+        let span = tracing::debug_span!(
+            target: "accord::task",
+            parent: None,
+            "task_run",
+            task_id = %task.id,
+            skill = %task.skill,
+            face = crate::observe::current_face().unwrap_or("recovery"),
+            owner = %crate::observe::owner_tag(&owner),
+        );
+        span.follows_from(tracing::Span::current());
+        let runtime = Arc::clone(inner);
+        let handler_cancel = cancel.clone();
+        let run = async move { runtime.agent.run_for_task(valid, task, &owner, handler_cancel, Some(sink)).await };
+        Self {
+            id,
+            run: Box::pin(tracing::Instrument::instrument(run, span)),
+            frames,
+            budget,
+            cancel,
+            started_under,
+            started_at: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Tells the handler to stop and gives it the agent's grace period to wind down, in a task of
+    /// its own; nothing of it is recorded.
+    fn abandon(self) {
+        let Self { run, cancel, .. } = self;
+        cancel.cancel();
+        tokio::spawn(async move {
+            let _ = run.await;
+        });
+    }
 }
 
 /// Renews a lease, first after `first_beat` and then every third of its life, until `stop` fires
@@ -888,35 +1074,46 @@ async fn heartbeat_loop(
     }
 }
 
-/// Runs an activated task to its end and records the outcome, fenced by this worker's id.
+/// A task run inline, during its window: not stored yet. Dropped while it still holds its run
+/// (the request that waited for it went away), it goes on as a task whose window passed: stored
+/// `working`, and run to its end in a task of its own.
+struct InlineRun {
+    runtime: TaskRuntime,
+    pending: Option<(StoredTask, Vec<TaskEventKind>, StartedRun)>,
+}
+
+impl Drop for InlineRun {
+    fn drop(&mut self) {
+        let Some((record, then, started)) = self.pending.take() else { return };
+        let runtime = self.runtime.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    if let Err(failure) = runtime.store_running(record, then, started).await {
+                        tracing::debug!(%failure, "a task whose caller went away was not stored");
+                    }
+                });
+            }
+            // No runtime left to run it on: the handler is dropped with the rest.
+            Err(_) => drop(started),
+        }
+    }
+}
+
+/// Runs a started handler to its end and records the outcome, fenced by this worker's id.
 ///
 /// The handler, the forwarding of its events to the store and its end all run in this one task:
 /// the forwarder is polled beside the handler, not spawned, and the lease's heartbeat is spawned
 /// only when its first beat is due — a run shorter than a third of the lease costs neither.
-async fn execute(
-    inner: Arc<RuntimeInner>,
-    task: Arc<Task>,
-    owner: OwnerHash,
-    valid: ValidInput,
-    cancel: CancellationToken,
-    run_number: u64,
-) {
-    let id = task.id.clone();
+async fn drive(inner: Arc<RuntimeInner>, started: StartedRun, run_number: u64) {
+    let StartedRun { id, mut run, frames, budget, cancel, started_under, started_at } = started;
     let worker = inner.config.worker_id.clone();
-    let (sender, frames) = mpsc::channel(64);
-    let sink = Arc::new(EventSink::new(sender));
     let drain = CancellationToken::new();
-    let budget = ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts);
     let forwarding = forward_events(&inner, &id, frames, &drain, &budget);
 
-    // The status message the run starts under (set at activation, else none) stays on the
-    // message it closes with.
-    let started_under = task.status_message.clone();
-    let run = inner.agent.run_for_task(valid, task, &owner, cancel.clone(), Some(sink));
-    tokio::pin!(run);
     let running = async {
-        let deadline = tokio::time::sleep(inner.config.max_run);
-        let first_beat = tokio::time::sleep(inner.heartbeat_every());
+        let deadline = tokio::time::sleep_until(started_at + inner.config.max_run);
+        let first_beat = tokio::time::sleep_until(started_at + inner.heartbeat_every());
         tokio::pin!(deadline, first_beat);
         let mut heartbeat = None;
         let outcome = loop {
@@ -963,8 +1160,7 @@ async fn execute(
                 error: SkillError::new("task_timeout", format!("Task exceeded its {max_run}ms execution limit")),
             }]
         }
-        RunOutcome::Ended(Ok(completion)) if !budget.take(&completion.artifacts) => vec![budget.failure()],
-        RunOutcome::Ended(ended) => outcome_events(ended, started_under.as_ref()),
+        RunOutcome::Ended(ended) => ended_events(ended, &budget, started_under.as_ref()),
     };
     if !events.is_empty() {
         record(&inner, &id, events, &worker).await;
@@ -976,6 +1172,19 @@ async fn execute(
         // A handler stopped by its timeout or its budget sees its cancellation and has the
         // agent's grace period to wind down; then it is dropped.
         let _ = run.await;
+    }
+}
+
+/// The log entries that end a run whose handler returned `ended`: its artifacts and result, or
+/// the budget's failure when its artifacts do not fit.
+fn ended_events(
+    ended: Result<crate::run::Completion, RunError>,
+    budget: &ArtifactBudget,
+    started_under: Option<&Message>,
+) -> Vec<TaskEventKind> {
+    match ended {
+        Ok(completion) if !budget.take(&completion.artifacts) => vec![budget.failure()],
+        ended => outcome_events(ended, started_under),
     }
 }
 
@@ -1154,12 +1363,7 @@ async fn forward_events(
         while let Ok(frame) = frames.try_recv() {
             batch.extend(stored_event(frame));
         }
-        // What fits is stored; from the first artifact that does not, nothing more.
-        if let Some(over) = batch.iter().position(|event| match event {
-            TaskEventKind::Artifact { artifact, .. } => !budget.take(std::slice::from_ref(artifact)),
-            _ => false,
-        }) {
-            batch.truncate(over);
+        if !within_budget(&mut batch, budget) {
             if !batch.is_empty() {
                 record(inner, id, batch, &worker).await;
             }
@@ -1168,6 +1372,22 @@ async fn forward_events(
         if !batch.is_empty() {
             record(inner, id, std::mem::take(&mut batch), &worker).await;
         }
+    }
+}
+
+/// Keeps of `batch` what fits the artifact budget: from the first artifact that does not (the
+/// budget is then marked exceeded), nothing more. Whether everything fitted.
+fn within_budget(batch: &mut Vec<TaskEventKind>, budget: &ArtifactBudget) -> bool {
+    let over = batch.iter().position(|event| match event {
+        TaskEventKind::Artifact { artifact, .. } => !budget.take(std::slice::from_ref(artifact)),
+        _ => false,
+    });
+    match over {
+        Some(over) => {
+            batch.truncate(over);
+            false
+        }
+        None => true,
     }
 }
 

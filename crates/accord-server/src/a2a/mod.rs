@@ -236,7 +236,10 @@ impl A2aCore {
         } else {
             Wait::Settled(BLOCKING_WAIT)
         };
-        let send = self.send_request(request, caller)?;
+        let mut send = self.send_request(request, caller)?;
+        if wait != Wait::Immediately {
+            send = send.awaited();
+        }
         let caller = send.caller;
         let task = self.start(send, resource).await?;
         let task = self.service.wait_for(&caller, task, wait).await.map_err(a2a_error)?;

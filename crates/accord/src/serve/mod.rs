@@ -287,6 +287,16 @@ pub struct WorkerArgs {
     /// every worker of a shared store.
     #[arg(long, default_value_t = accord_engine::task::DEFAULT_MAX_ACTIVE_PER_OWNER, env = "ACCORD_MAX_ACTIVE_PER_OWNER")]
     pub max_active_per_owner: usize,
+    /// Milliseconds a task whose caller waits for its answer (a blocking send) may run before it
+    /// is first stored: a handler that ends sooner has its task written once, already ended; a
+    /// longer one is stored `working` when they pass. 0: every task is stored before it runs.
+    #[arg(
+        long,
+        default_value_t = accord_engine::task::DEFAULT_INLINE_WINDOW.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(..=1000),
+        env = "ACCORD_INLINE_WINDOW_MS"
+    )]
+    pub inline_window_ms: u64,
     /// Requests a second each caller may make on the task and invoke routes, as `N/s` (off by
     /// default): an authenticated caller is counted by its owner, an anonymous one by its address.
     /// Over it: 429 with Retry-After. Counted per process.
@@ -317,7 +327,8 @@ impl WorkerArgs {
         let mut config = RuntimeConfig::default()
             .lease_ttl(Duration::from_secs_f64(self.lease_ttl))
             .recovery_interval(Some(Duration::from_secs_f64(self.recovery_interval)))
-            .max_active_per_owner(Some(self.max_active_per_owner).filter(|limit| *limit > 0));
+            .max_active_per_owner(Some(self.max_active_per_owner).filter(|limit| *limit > 0))
+            .inline_window(Duration::from_millis(self.inline_window_ms));
         if let Some(worker_id) = &self.worker_id {
             config = config.worker_id(worker_id.clone());
         }

@@ -339,6 +339,12 @@ pub struct SendRequest {
     /// A webhook for the task's updates, registered with the send: a new task's from its
     /// creation on, a follow-up's from the follow-up on.
     pub push: Option<PushConfig>,
+    /// Whether the caller waits in this request for the task to settle (a blocking send): a new
+    /// task's handler then runs before the task is first stored, and a handler that ends soon
+    /// enough has its task written once ([`TaskRuntime::start_inline`]). [`TaskService::send`]
+    /// sets it from its [`Wait`]; a face that starts through [`TaskService::send_paid`] and then
+    /// waits sets it with [`SendRequest::awaited`].
+    pub awaited: bool,
 }
 
 impl SendRequest {
@@ -354,7 +360,15 @@ impl SendRequest {
             new_context: false,
             metadata: None,
             push: None,
+            awaited: false,
         }
+    }
+
+    /// Marks the caller as waiting in this request for the task to settle
+    /// ([`SendRequest::awaited`]).
+    pub fn awaited(mut self) -> Self {
+        self.awaited = true;
+        self
     }
 
     /// Registers a webhook for the task's updates with the send.
@@ -576,6 +590,9 @@ impl TaskService {
     /// Starts the task a new message asks for, or resumes the one it follows up. A priced skill
     /// is refused ([`ErrorKind::PaymentRequired`]): paid tasks start through
     /// [`TaskService::send_paid`].
+    ///
+    /// A new task whose caller waits for it ([`SendRequest::awaited`]) runs before it is stored
+    /// ([`TaskRuntime::start_inline`]), unless it has a push config: that is stored with the task.
     async fn start(&self, mut request: SendRequest) -> Result<Task, Error> {
         self.check_message_size(&request)?;
         let Some(push) = request.push.take() else { return self.start_plain(request).await };
@@ -585,6 +602,7 @@ impl TaskService {
             self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
             return self.start_plain(request).await;
         }
+        request.awaited = false;
         let task = self.start_plain(request).await?;
         self.set_push_config(&caller, &task.id, push, DeliverFrom::After(0)).await?;
         Ok(task)
@@ -602,8 +620,20 @@ impl TaskService {
                 format!("Skill \"{}\" is priced: its tasks are started with a payment", skill.key()),
             ));
         }
+        self.start_new(request, valid).await
+    }
+
+    /// Starts the new task `request` asks for, with its validated input: run first when its
+    /// caller waits for it ([`SendRequest::awaited`]), else stored first.
+    async fn start_new(&self, request: SendRequest, valid: ValidInput) -> Result<Task, Error> {
+        let awaited = request.awaited;
         let reservation = self.reservation(request, valid);
-        Ok(self.runtime.start(reservation).await?)
+        let task = if awaited {
+            self.runtime.start_inline(reservation).await?
+        } else {
+            self.runtime.start(reservation).await?
+        };
+        Ok(task)
     }
 
     /// A message for an existing task: it must exist for the caller and share its context; a
@@ -619,8 +649,9 @@ impl TaskService {
     }
 
     /// Sends a message: starts a new task or resumes a waiting one, then answers as `wait` says.
-    pub async fn send(&self, request: SendRequest, wait: Wait) -> Result<Task, Error> {
+    pub async fn send(&self, mut request: SendRequest, wait: Wait) -> Result<Task, Error> {
         let caller = request.caller;
+        request.awaited = matches!(wait, Wait::Settled(_));
         let task = self.start(request).await?;
         self.wait_for(&caller, task, wait).await
     }

@@ -182,6 +182,7 @@ impl TaskService {
             self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
             return self.send_paid_plain(request, payment).await;
         }
+        request.awaited = false;
         let started = self.send_paid_plain(request, payment).await?;
         let task_id = match &started {
             PaidStart::Started { task, .. }
@@ -212,7 +213,7 @@ impl TaskService {
         let skill = Arc::clone(self.skill_for(request.skill.as_deref())?);
         let valid = self.input_for(&skill, &request)?;
         let Some(amount) = skill.pricing().task.clone() else {
-            let task = self.runtime.start(self.reservation(request, valid)).await?;
+            let task = self.start_new(request, valid).await?;
             return Ok(PaidStart::Started { task, receipt: None });
         };
         if let Err(refusal) = payment.accept(&skill, &amount) {
