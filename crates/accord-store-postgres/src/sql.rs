@@ -69,14 +69,14 @@ pub(crate) const WAKE_ALL: &str = "*";
 pub(crate) const CREATE_MANY: &str = concat!(
     "WITH created AS (",
     " INSERT INTO accord_tasks (id, owner_hash, context_id, state, created_at, updated_at, task, payload,",
-    "  admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence)",
+    "  admission_expires_at, lease_owner, lease_expires_at, lease_phase, last_sequence, body_in_log)",
     " SELECT n.id, n.owner_hash, n.context_id, n.state, n.created_at, n.updated_at, n.task::jsonb,",
     "  n.payload::jsonb, n.admission_expires_at, n.lease_owner, n.lease_expires_at, n.lease_phase,",
-    "  n.last_sequence",
+    "  n.last_sequence, n.body_in_log",
     " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],",
-    "  $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[])",
+    "  $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[], $18::boolean[])",
     " AS n(id, owner_hash, context_id, state, created_at, updated_at, task, payload, admission_expires_at,",
-    "  lease_owner, lease_expires_at, lease_phase, last_sequence)",
+    "  lease_owner, lease_expires_at, lease_phase, last_sequence, body_in_log)",
     " ORDER BY n.id COLLATE \"C\"",
     " ON CONFLICT (id) DO NOTHING",
     " RETURNING id",
@@ -722,6 +722,8 @@ pub(crate) struct NewRow {
     lease_owner: Option<String>,
     lease_expires_at: Option<i64>,
     lease_phase: Option<&'static str>,
+    /// Whether `task` is a finished task's head, whose body its log keeps ([`finished_head`]).
+    body_in_log: bool,
     /// When the entries after the first were logged.
     at: i64,
     /// The log's entries, numbered from 1.
@@ -735,9 +737,15 @@ impl NewRow {
     }
 
     /// `record` as it is stored, with `kinds` (encoded) as its log from sequence 1: the first
-    /// entry dated with the task's `created_at`, the others with `at`. Refuses text PostgreSQL
-    /// cannot store.
-    pub(crate) fn new(record: &StoredTask, kinds: Vec<String>, at: Millis) -> Result<Self, StoreError> {
+    /// entry dated with the task's `created_at`, the others with `at`. `head`, for a task created
+    /// already ended, is what its row keeps of it, its log keeping the rest ([`finished_head`]).
+    /// Refuses text PostgreSQL cannot store.
+    pub(crate) fn new(
+        record: &StoredTask,
+        head: Option<&Task>,
+        kinds: Vec<String>,
+        at: Millis,
+    ) -> Result<Self, StoreError> {
         let task = &record.task;
         let lease = record.lease.as_ref();
         let texts = [Some(task.id.as_str()), task.context_id.as_deref(), lease.map(|lease| lease.owner_id.as_str())];
@@ -751,12 +759,13 @@ impl NewRow {
             state: task.state.as_str(),
             created_at: to_db(task.created_at),
             updated_at: to_db(task.updated_at),
-            task: encode_storable(task, "creating a task")?,
+            task: encode_storable(head.unwrap_or(task), "creating a task")?,
             payload: encode_storable(&record.payload, "creating a task")?,
             admission_expires_at: record.admission_expires_at.map(to_db),
             lease_owner: lease.map(|lease| lease.owner_id.clone()),
             lease_expires_at: lease.map(|lease| to_db(lease.expires_at)),
             lease_phase: lease.map(|lease| phase_name(lease.phase)),
+            body_in_log: head.is_some(),
             at: to_db(at),
             kinds,
         })
@@ -783,6 +792,7 @@ pub(crate) struct NewRows<'a> {
     lease_expires_at: Vec<Option<i64>>,
     lease_phases: Vec<Option<&'static str>>,
     last_sequences: Vec<i64>,
+    bodies_in_log: Vec<bool>,
     event_task_ids: Vec<&'a str>,
     event_sequences: Vec<i64>,
     event_times: Vec<i64>,
@@ -804,6 +814,7 @@ impl<'a> NewRows<'a> {
         self.lease_expires_at.push(row.lease_expires_at);
         self.lease_phases.push(row.lease_phase);
         self.last_sequences.push(count_to_db(row.kinds.len()));
+        self.bodies_in_log.push(row.body_in_log);
         for (sequence, kind) in (1..).zip(&row.kinds) {
             self.event_task_ids.push(&row.id);
             self.event_sequences.push(sequence);
@@ -836,6 +847,7 @@ impl<'a> NewRows<'a> {
             .bind(self.event_sequences.as_slice())
             .bind(self.event_times.as_slice())
             .bind(self.event_kinds.as_slice())
+            .bind(self.bodies_in_log.as_slice())
     }
 }
 

@@ -396,12 +396,15 @@ impl Shared {
             kinds.push(sql::encode_storable(kind, OPERATION)?);
             apply_to_record(&mut record, kind, now);
         }
+        // Created already ended (its handler ran before it was stored): kept as a task that ends
+        // later is, its body in its log and without its input.
+        let mut head = None;
         if record.task.state.is_terminal() {
-            // Created already ended (its handler ran before it was stored): its input goes, as
-            // when a stored task ends.
             record.payload = record.payload.finished();
+            let log = std::iter::once(&event).chain(&then).zip(1..).map(|(kind, sequence)| (sequence, kind));
+            head = accord_engine::task::finished_head(&record.task, log);
         }
-        let row = Box::new(NewRow::new(&record, kinds, now)?);
+        let row = Box::new(NewRow::new(&record, head.as_ref(), kinds, now)?);
         let paid = record.payload.paid;
         let share = limits.max_active_per_owner;
         // With a capacity limit or a share, a create refused for want of room is tried once more

@@ -603,19 +603,33 @@ async fn a_finished_task_keeps_each_large_part_once() {
 
     let result =
         TaskEventKind::Result { result: TaskResult { output: json!({"text": text}), ..TaskResult::default() } };
-    let finished = set(&store, &id, result, base + 3).await;
+    let finished = set(&store, &id, result.clone(), base + 3).await;
     let (bytes, in_log) = stored_bytes(&mut connection, &id).await;
     assert!(in_log, "a finished task keeps its body in its log");
     assert!(bytes < 2 * text.len() as i64 + 4096, "the message and the result once each: {bytes} bytes");
 
     let read = store.get(&id).await.expect("get").expect("the task");
     assert_eq!(read.task, finished.task);
-    assert_eq!(read.task.history, vec![said]);
+    assert_eq!(read.task.history, vec![said.clone()]);
     assert_eq!(read.payload.input, serde_json::Value::Null);
     let listed = store.list(&owner("alice"), &ListQuery::default()).await.expect("list");
     assert_eq!(listed.tasks, vec![finished.task.clone()]);
     let other = database.store().await;
     assert_eq!(other.get(&id).await.expect("get").expect("the task").task, finished.task);
+
+    // A task created already ended (its handler ran before it was stored) is kept the same way.
+    let mut ended = record("alice", base, None);
+    ended.payload = TaskPayload::new("work", json!({"text": text}));
+    let then = vec![TaskEventKind::Message { message: said.clone() }, status(TaskState::Working), result];
+    let created = store.create_with(ended, submitted(), then).await.expect("created ended");
+    let (bytes, in_log) = stored_bytes(&mut connection, &created.task.id).await;
+    assert!(in_log, "a task created ended keeps its body in its log");
+    assert!(bytes < 2 * text.len() as i64 + 4096, "the message and the result once each: {bytes} bytes");
+    assert_eq!(other.get(&created.task.id).await.expect("get").expect("the task").task, created.task);
+    assert_eq!(
+        other.get(&created.task.id).await.expect("get").expect("the task").payload.input,
+        serde_json::Value::Null
+    );
 
     other.close().await;
     store.close().await;

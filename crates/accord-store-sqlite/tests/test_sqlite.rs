@@ -239,12 +239,25 @@ async fn a_finished_task_keeps_each_large_part_once() {
 
     let read = store.get(&id).await.expect("get").expect("the task");
     assert_eq!(read.task, finished.task);
-    assert_eq!(read.task.history, vec![said]);
+    assert_eq!(read.task.history, vec![said.clone()]);
     assert_eq!(read.payload.input, serde_json::Value::Null);
+    // A task created already ended (its handler ran before it was stored) is kept the same way.
+    let mut ended = record(alice, base, None);
+    ended.payload = TaskPayload::new("summarize", json!({"text": text}));
+    let then = vec![
+        TaskEventKind::Message { message: said.clone() },
+        status(TaskState::Working),
+        completed(json!({"text": text})),
+    ];
+    let created = store.create_with(ended, status(TaskState::Submitted), then).await.expect("created ended");
+    let (bytes, in_log) = stored_bytes(&path, &created.task.id).await;
+    assert!(in_log, "a task created ended keeps its body in its log");
+    assert!(bytes < 2 * text.len() as i64 + 4096, "the message and the result once each: {bytes} bytes");
     store.close().await;
     // And after reopening the file.
     let store = open(&path).await;
     assert_eq!(store.get(&id).await.expect("get").expect("the task").task, finished.task);
+    assert_eq!(store.get(&created.task.id).await.expect("get").expect("the task").task, created.task);
     store.close().await;
 }
 
