@@ -26,8 +26,8 @@
 //! server those cost more than the statements themselves.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use accord_engine::TaskState;
@@ -163,6 +163,24 @@ pub(crate) struct Settings {
     pub(crate) next_due: Arc<AtomicU64>,
     /// How many times the write-ahead log was synced for a paid task's write.
     pub(crate) paid_syncs: Arc<AtomicU64>,
+    /// When the write-ahead log is copied into the database.
+    pub(crate) checkpoints: CheckpointTiming,
+}
+
+/// When the write-ahead log is copied into the database: [`CHECKPOINT_EVERY`] and
+/// [`RESTART_PAGES`] by default, tighter in tests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CheckpointTiming {
+    /// How long after a commit the checkpointer runs (it sleeps while nothing is written).
+    pub(crate) every: Duration,
+    /// The log size (in pages) past which the writer finishes a checkpoint.
+    pub(crate) restart_pages: i64,
+}
+
+impl Default for CheckpointTiming {
+    fn default() -> Self {
+        Self { every: CHECKPOINT_EVERY, restart_pages: RESTART_PAGES }
+    }
 }
 
 impl Settings {
@@ -191,11 +209,13 @@ struct Job {
     reply: oneshot::Sender<Result<Outcome, StoreError>>,
 }
 
-/// How often the checkpointer copies the write-ahead log into the database.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
-/// The log size (in pages) past which the checkpointer also restarts the log: the log only starts
-/// over from its beginning once a checkpoint has copied all of it, which under steady writes a
-/// passive checkpoint never does.
+/// How long after a commit the checkpointer copies the write-ahead log into the database. Short,
+/// so that each copy is short: on a server whose threads share one core, the requests behind a
+/// copy wait for it, and a copy of 200 ms of writes ran for up to 5 ms at a time.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
+/// The log size (in pages) past which the writer finishes a checkpoint itself, so that the log
+/// starts over: it only does once a checkpoint has copied all of it, which under steady writes
+/// the checkpointer, copying beside them, never does.
 const RESTART_PAGES: i64 = 4_096;
 /// The log size (in pages) at which the writer checkpoints by itself: only when the checkpointer
 /// falls far behind.
@@ -207,8 +227,8 @@ const WRITER_CACHE_KIB: i64 = 8_192;
 pub(crate) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Dropped to stop the checkpointer.
-    checkpoints: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// What wakes or stops the checkpointer.
+    checkpoints: Arc<CheckpointSignal>,
     checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -237,9 +257,11 @@ impl Writer {
     /// Opens the writer's connection to the database at `path` and starts its thread.
     ///
     /// The writer leaves copying the write-ahead log into the database (checkpoints) to a thread
-    /// of its own, which runs one every [`CHECKPOINT_EVERY`] on its own connection without
-    /// blocking writes; the writer checkpoints itself only when the log passes
-    /// [`WRITER_CHECKPOINT_PAGES`].
+    /// of its own, which runs one [`CheckpointTiming::every`] after a commit on its own connection
+    /// without blocking writes. When that thread finds the log past
+    /// [`CheckpointTiming::restart_pages`], the writer copies what it left between two groups,
+    /// so that the log starts over (see [`catch_up`]); SQLite's own checkpoint at
+    /// [`WRITER_CHECKPOINT_PAGES`] stays as a backstop.
     pub(crate) fn start(path: &Path, settings: Settings) -> Result<Self, StoreError> {
         let opening = "opening the SQLite task store's writer";
         let failed = |error: rusqlite::Error| writer_error(&error, opening, settings.busy_timeout);
@@ -253,20 +275,36 @@ impl Writer {
         let checkpointing = open(path, &settings).map_err(failed)?;
         let unable =
             |error: std::io::Error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}"));
-        let (stop_checkpoints, stopped) = std::sync::mpsc::channel();
-        let checkpointer = std::thread::Builder::new()
-            .name("accord-sqlite-checkpoint".into())
-            .spawn(move || checkpoint_until_stopped(&checkpointing, &stopped))
-            .map_err(unable)?;
+        let signal = Arc::new(CheckpointSignal::default());
+        let checkpoints = Checkpoints {
+            timing: settings.checkpoints,
+            restart_due: AtomicBool::new(false),
+            signal: Arc::clone(&signal),
+        };
+        let checkpoints = Arc::new(checkpoints);
+        let checkpointer = {
+            let checkpoints = Arc::clone(&checkpoints);
+            std::thread::Builder::new()
+                .name("accord-sqlite-checkpoint".into())
+                .spawn(move || checkpoint_until_stopped(&checkpointing, &checkpoints))
+                .map_err(unable)?
+        };
         let (jobs, queue) = mpsc::channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("accord-sqlite-writer".into())
-            .spawn(move || run(connection, queue, &settings))
-            .map_err(unable)?;
+            .spawn(move || run(connection, queue, &settings, &checkpoints))
+            .map_err(unable);
+        let thread = match thread {
+            Ok(thread) => thread,
+            Err(error) => {
+                signal.stop();
+                return Err(error);
+            }
+        };
         Ok(Self {
             jobs: Mutex::new(Some(jobs)),
             thread: Mutex::new(Some(thread)),
-            checkpoints: Mutex::new(Some(stop_checkpoints)),
+            checkpoints: signal,
             checkpointer: Mutex::new(Some(checkpointer)),
         })
     }
@@ -287,7 +325,7 @@ impl Writer {
     pub(crate) async fn stop(&self) {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner).take();
         let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
-        self.checkpoints.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.checkpoints.stop();
         let checkpointer = self.checkpointer.lock().unwrap_or_else(PoisonError::into_inner).take();
         let _ = tokio::task::spawn_blocking(move || {
             // A thread that panicked has nothing left to finish.
@@ -302,20 +340,124 @@ impl Writer {
     }
 }
 
-/// Every [`CHECKPOINT_EVERY`] until `stop` is dropped: a passive checkpoint, which copies the log
-/// into the database beside the writes; then, when the log has grown past [`RESTART_PAGES`], a
-/// restarting one, which copies the little that the passive one left, waits for the writes in
-/// flight and lets the next write start the log over (writes wait for it briefly). A checkpoint
-/// that fails (the database busy past the timeout, say) is logged and tried again next time.
-fn checkpoint_until_stopped(connection: &Connection, stop: &std::sync::mpsc::Receiver<()>) {
-    let checkpoint =
-        |mode: &str| connection.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| row.get::<_, i64>(1));
-    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
-        let outcome = checkpoint("PASSIVE")
-            .and_then(|pages| if pages > RESTART_PAGES { checkpoint("RESTART").map(drop) } else { Ok(()) });
-        if let Err(error) = outcome {
-            tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed");
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.checkpoints.stop();
+    }
+}
+
+/// What wakes the checkpointer (a commit) or stops it.
+#[derive(Default)]
+struct CheckpointSignal {
+    state: Mutex<SignalState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct SignalState {
+    /// Something was committed since the checkpointer last ran.
+    written: bool,
+    stopped: bool,
+}
+
+impl CheckpointSignal {
+    /// Called by the writer after each commit: wakes the checkpointer if it sleeps.
+    fn written(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.written {
+            state.written = true;
+            self.changed.notify_one();
         }
+    }
+
+    fn stop(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).stopped = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits for a commit, then `every` more, unless stopped: whether to run.
+    fn wait(&self, every: Duration) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.changed.wait_while(state, |state| !state.written && !state.stopped);
+        let state = state.unwrap_or_else(PoisonError::into_inner);
+        let (mut state, _) = self
+            .changed
+            .wait_timeout_while(state, every, |state| !state.stopped)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.written = false;
+        !state.stopped
+    }
+}
+
+/// What the checkpointer does, and how it tells the writer that the log should start over.
+struct Checkpoints {
+    timing: CheckpointTiming,
+    /// Set when the log has grown past the timing's `restart_pages`; cleared by the writer once
+    /// it has copied all of it.
+    restart_due: AtomicBool,
+    signal: Arc<CheckpointSignal>,
+}
+
+/// Until stopped, [`CheckpointTiming::every`] after a commit (sleeping while nothing is written):
+/// a passive checkpoint, which copies the log into the database and syncs it beside the writes,
+/// never taking the write lock. Under steady writes it never copies all of the log (new writes
+/// land while it runs), so the log, which only starts over from its beginning once all of it is
+/// copied, would grow without end: past [`CheckpointTiming::restart_pages`] the checkpointer asks
+/// the writer to copy the rest (see [`catch_up`]). A checkpoint that fails is logged and tried
+/// again next time.
+///
+/// A `RESTART` checkpoint here would do the same, but it holds the write lock while it copies
+/// and syncs, and the writer, finding it taken, sleeps in SQLite's busy handler in steps of 1,
+/// 2, 5 and 10 ms: a stall of 8 to 18 ms for a checkpoint of 4 to 6.
+fn checkpoint_until_stopped(connection: &Connection, checkpoints: &Checkpoints) {
+    while checkpoints.signal.wait(checkpoints.timing.every) {
+        match passive_checkpoint(connection) {
+            Ok(pass) if pass.log > checkpoints.timing.restart_pages => {
+                checkpoints.restart_due.store(true, Ordering::Release);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed"),
+        }
+    }
+}
+
+/// What a checkpoint found and did.
+struct Pass {
+    /// Another connection's checkpoint was running: this one did nothing.
+    busy: bool,
+    /// Pages in the log.
+    log: i64,
+    /// Pages of the log now copied into the database.
+    copied: i64,
+}
+
+impl Pass {
+    /// Whether all of the log is in the database, so that the next write starts the log over.
+    fn complete(&self) -> bool {
+        !self.busy && self.log >= 0 && self.copied == self.log
+    }
+}
+
+/// `PRAGMA wal_checkpoint(PASSIVE)`: copies as much of the log as no reader still needs and
+/// syncs the database, without waiting for any lock.
+fn passive_checkpoint(connection: &Connection) -> rusqlite::Result<Pass> {
+    connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        Ok(Pass { busy: row.get::<_, i64>(0)? != 0, log: row.get(1)?, copied: row.get(2)? })
+    })
+}
+
+/// The writer's part of restarting the log, between two groups when the checkpointer asked for
+/// it: a passive checkpoint on the writer's connection. With no write in flight it copies all of
+/// the log that the checkpointer left (what was written since its last pass) unless a reader
+/// still reads an older snapshot; then the next group's write starts the log over. The writer
+/// pauses for that copy and its two syncs (a few milliseconds) but never waits for a lock. When
+/// it could not copy everything (a reader, or the checkpointer running), it tries again after the
+/// next group.
+fn catch_up(connection: &Connection, restart_due: &AtomicBool) {
+    match passive_checkpoint(connection) {
+        Ok(pass) if pass.complete() => restart_due.store(false, Ordering::Release),
+        Ok(_) => {}
+        Err(error) => tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed"),
     }
 }
 
@@ -331,7 +473,7 @@ fn open(path: &Path, settings: &Settings) -> Result<Connection, rusqlite::Error>
     Ok(connection)
 }
 
-fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Settings) {
+fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Settings, checkpoints: &Checkpoints) {
     while let Some(first) = queue.blocking_recv() {
         let mut group = Vec::with_capacity(MAX_GROUP);
         group.push(first);
@@ -369,6 +511,10 @@ fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Se
         for (reply, answer) in replies.into_iter().zip(answers) {
             // A caller that stopped waiting no longer needs its answer.
             let _ = reply.send(answer);
+        }
+        checkpoints.signal.written();
+        if checkpoints.restart_due.load(Ordering::Acquire) {
+            catch_up(&connection, &checkpoints.restart_due);
         }
     }
     if let Err((_, error)) = connection.close() {
