@@ -408,7 +408,7 @@ struct Checkpoints {
 ///
 /// A `RESTART` checkpoint here would do the same, but it holds the write lock while it copies
 /// and syncs, and the writer, finding it taken, sleeps in SQLite's busy handler in steps of 1,
-/// 2, 5 and 10 ms: a stall of 8 to 18 ms for a checkpoint of 4 to 6.
+/// 2, 5 and 10 ms: a stall of 8 to 18 ms for a checkpoint of 4 to 6 ms.
 fn checkpoint_until_stopped(connection: &Connection, checkpoints: &Checkpoints) {
     while checkpoints.signal.wait(checkpoints.timing.every) {
         match passive_checkpoint(connection) {
@@ -448,11 +448,11 @@ fn passive_checkpoint(connection: &Connection) -> rusqlite::Result<Pass> {
 
 /// The writer's part of restarting the log, between two groups when the checkpointer asked for
 /// it: a passive checkpoint on the writer's connection. With no write in flight it copies all of
-/// the log that the checkpointer left (what was written since its last pass) unless a reader
-/// still reads an older snapshot; then the next group's write starts the log over. The writer
-/// pauses for that copy and its two syncs (a few milliseconds) but never waits for a lock. When
-/// it could not copy everything (a reader, or the checkpointer running), it tries again after the
-/// next group.
+/// the log that the checkpointer left (what was written since its last pass began) unless a
+/// reader still reads an older snapshot; then the next group's write starts the log over. The
+/// writer pauses for that copy and its two syncs (a few milliseconds) but never waits for a lock.
+/// When it could not copy everything (a reader, or the checkpointer running), it tries again
+/// after the next group.
 fn catch_up(connection: &Connection, restart_due: &AtomicBool) {
     match passive_checkpoint(connection) {
         Ok(pass) if pass.complete() => restart_due.store(false, Ordering::Release),
