@@ -921,8 +921,8 @@ mod checkpoints {
     use accord_engine::task::{AccessToken, StoredTask, Task, TaskEventKind, TaskId, TaskPayload, TaskStore, now_ms};
 
     use super::{SqliteStore, wal_path};
-    use crate::SqliteStoreConfig;
     use crate::writer::CheckpointTiming;
+    use crate::{SqliteStoreConfig, Synchronous};
 
     /// How many times the log has started over: the checkpoint sequence number of its header
     /// (bytes 12 to 15, big-endian), which SQLite counts up at each start; 0 before the first
@@ -933,15 +933,17 @@ mod checkpoints {
     }
 
     /// With the log past its restart size at every checkpoint and writes queued back to back, the
-    /// log keeps starting over and stays small, and no write ever meets the write lock taken: the
-    /// busy timeout is zero, so one that did would fail. A checkpointer that restarted the log
-    /// itself would hold that lock while it copied and synced.
+    /// log keeps starting over, the writer copying the last of it, and no write ever meets the
+    /// write lock taken: the busy timeout is zero, so one that did would fail. A checkpointer that
+    /// restarted the log itself would hold that lock while it copied and synced.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_log_starts_over_under_steady_writes_and_no_write_waits_for_it() {
         let dir = std::env::temp_dir().join(format!("accord-store-sqlite-restart-{}", std::process::id()));
         let path = dir.join("tasks.db");
-        let config = SqliteStoreConfig::new(&path).busy_timeout(Duration::ZERO);
-        let timing = CheckpointTiming { every: Duration::from_millis(2), restart_pages: 8 };
+        // No disk syncs: a checkpoint's copy then takes as long on a loaded machine as on an idle
+        // one (a sync on a busy disk can take longer than many writes, which land meanwhile).
+        let config = SqliteStoreConfig::new(&path).busy_timeout(Duration::ZERO).synchronous(Synchronous::Off);
+        let timing = CheckpointTiming { every: Duration::from_millis(10), restart_pages: 8 };
         let store = Arc::new(SqliteStore::open_timed(config, timing).await.expect("open the store"));
         let owner = AccessToken::parse("sqlite-restart-test-access-token").expect("a token").owner();
         let stop = Arc::new(AtomicBool::new(false));
@@ -983,9 +985,11 @@ mod checkpoints {
         }
         let starts = log_starts(&path);
         assert!(starts >= 20, "the log started over {starts} times in {written} writes");
-        // Without the writer's part the log only starts over at SQLite's own checkpoint, 256 MiB
-        // in; here it was 1.5 MiB at most, with its start and the migrations.
-        assert!(largest_log < 16 << 20, "the log grew to {largest_log} bytes in {written} writes");
+        // Without syncs a checkpointer's copy is quick, and the log may start over after one of
+        // them too: the writer's part is counted.
+        let catch_ups = store.writer.log_catch_ups();
+        assert!(catch_ups > 0, "the writer never copied the last of the log ({starts} starts, {written} writes)");
+        assert!(largest_log < 64 << 20, "the log grew to {largest_log} bytes in {written} writes");
         Arc::into_inner(store).expect("the writers are done").close().await;
         std::fs::remove_dir_all(&dir).expect("remove the test's directory");
     }

@@ -227,8 +227,8 @@ const WRITER_CACHE_KIB: i64 = 8_192;
 pub(crate) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// What wakes or stops the checkpointer.
-    checkpoints: Arc<CheckpointSignal>,
+    /// What the checkpointer and the writer share.
+    checkpoints: Arc<Checkpoints>,
     checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -279,6 +279,7 @@ impl Writer {
         let checkpoints = Checkpoints {
             timing: settings.checkpoints,
             restart_due: AtomicBool::new(false),
+            caught_up: AtomicU64::new(0),
             signal: Arc::clone(&signal),
         };
         let checkpoints = Arc::new(checkpoints);
@@ -292,7 +293,10 @@ impl Writer {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("accord-sqlite-writer".into())
-            .spawn(move || run(connection, queue, &settings, &checkpoints))
+            .spawn({
+                let checkpoints = Arc::clone(&checkpoints);
+                move || run(connection, queue, &settings, &checkpoints)
+            })
             .map_err(unable);
         let thread = match thread {
             Ok(thread) => thread,
@@ -304,7 +308,7 @@ impl Writer {
         Ok(Self {
             jobs: Mutex::new(Some(jobs)),
             thread: Mutex::new(Some(thread)),
-            checkpoints: signal,
+            checkpoints,
             checkpointer: Mutex::new(Some(checkpointer)),
         })
     }
@@ -320,12 +324,18 @@ impl Writer {
         answer.await.unwrap_or_else(|_| Err(stopped()))
     }
 
+    /// How many times the writer copied the last of the write-ahead log (see [`catch_up`]).
+    #[cfg(test)]
+    pub(crate) fn log_catch_ups(&self) -> u64 {
+        self.checkpoints.caught_up.load(Ordering::Relaxed)
+    }
+
     /// Lets the writer finish the writes already queued, then waits for it to close its
     /// connection.
     pub(crate) async fn stop(&self) {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner).take();
         let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
-        self.checkpoints.stop();
+        self.checkpoints.signal.stop();
         let checkpointer = self.checkpointer.lock().unwrap_or_else(PoisonError::into_inner).take();
         let _ = tokio::task::spawn_blocking(move || {
             // A thread that panicked has nothing left to finish.
@@ -342,7 +352,7 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        self.checkpoints.stop();
+        self.checkpoints.signal.stop();
     }
 }
 
@@ -395,6 +405,8 @@ struct Checkpoints {
     /// Set when the log has grown past the timing's `restart_pages`; cleared by the writer once
     /// it has copied all of it.
     restart_due: AtomicBool,
+    /// How many times the writer copied the last of the log.
+    caught_up: AtomicU64,
     signal: Arc<CheckpointSignal>,
 }
 
@@ -453,9 +465,12 @@ fn passive_checkpoint(connection: &Connection) -> rusqlite::Result<Pass> {
 /// writer pauses for that copy and its two syncs (a few milliseconds) but never waits for a lock.
 /// When it could not copy everything (a reader, or the checkpointer running), it tries again
 /// after the next group.
-fn catch_up(connection: &Connection, restart_due: &AtomicBool) {
+fn catch_up(connection: &Connection, checkpoints: &Checkpoints) {
     match passive_checkpoint(connection) {
-        Ok(pass) if pass.complete() => restart_due.store(false, Ordering::Release),
+        Ok(pass) if pass.complete() => {
+            checkpoints.restart_due.store(false, Ordering::Release);
+            checkpoints.caught_up.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(_) => {}
         Err(error) => tracing::warn!(target: "accord_store_sqlite", %error, "a write-ahead log checkpoint failed"),
     }
@@ -514,7 +529,7 @@ fn run(mut connection: Connection, mut queue: mpsc::Receiver<Job>, settings: &Se
         }
         checkpoints.signal.written();
         if checkpoints.restart_due.load(Ordering::Acquire) {
-            catch_up(&connection, &checkpoints.restart_due);
+            catch_up(&connection, checkpoints);
         }
     }
     if let Err((_, error)) = connection.close() {
