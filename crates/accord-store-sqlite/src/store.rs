@@ -928,8 +928,10 @@ mod checkpoints {
     /// (bytes 12 to 15, big-endian), which SQLite counts up at each start; 0 before the first
     /// write.
     fn log_starts(database: &Path) -> u32 {
-        let header = std::fs::read(wal_path(database)).unwrap_or_default();
-        header.get(12..16).map_or(0, |bytes| u32::from_be_bytes(bytes.try_into().expect("four bytes")))
+        use std::io::Read;
+        let mut header = [0; 16];
+        let read = std::fs::File::open(wal_path(database)).and_then(|mut log| log.read_exact(&mut header));
+        read.map_or(0, |()| u32::from_be_bytes([header[12], header[13], header[14], header[15]]))
     }
 
     /// With the log past its restart size at every checkpoint and writes queued back to back, the

@@ -275,14 +275,12 @@ impl Writer {
         let checkpointing = open(path, &settings).map_err(failed)?;
         let unable =
             |error: std::io::Error| StoreError::Unavailable(format!("cannot start the SQLite store's writer: {error}"));
-        let signal = Arc::new(CheckpointSignal::default());
-        let checkpoints = Checkpoints {
+        let checkpoints = Arc::new(Checkpoints {
             timing: settings.checkpoints,
             restart_due: AtomicBool::new(false),
             caught_up: AtomicU64::new(0),
-            signal: Arc::clone(&signal),
-        };
-        let checkpoints = Arc::new(checkpoints);
+            signal: CheckpointSignal::default(),
+        });
         let checkpointer = {
             let checkpoints = Arc::clone(&checkpoints);
             std::thread::Builder::new()
@@ -301,7 +299,7 @@ impl Writer {
         let thread = match thread {
             Ok(thread) => thread,
             Err(error) => {
-                signal.stop();
+                checkpoints.signal.stop();
                 return Err(error);
             }
         };
@@ -407,7 +405,7 @@ struct Checkpoints {
     restart_due: AtomicBool,
     /// How many times the writer copied the last of the log.
     caught_up: AtomicU64,
-    signal: Arc<CheckpointSignal>,
+    signal: CheckpointSignal,
 }
 
 /// Until stopped, [`CheckpointTiming::every`] after a commit (sleeping while nothing is written):
