@@ -219,6 +219,7 @@ impl Agent {
             sink: None,
             task: None,
             owner: None,
+            pseudonym: std::sync::OnceLock::new(),
         };
         let run_id = run.run_id.to_string();
         let agent = self.clone();
@@ -252,6 +253,7 @@ impl Agent {
             sink: Some(Arc::clone(&sink)),
             task: None,
             owner: None,
+            pseudonym: std::sync::OnceLock::new(),
         };
         let agent = self.clone();
         let skill = valid.skill;
@@ -298,7 +300,8 @@ impl Agent {
             cancel,
             sink,
             task: Some(task),
-            owner: Some(owner.pseudonym().into()),
+            owner: Some(*owner),
+            pseudonym: std::sync::OnceLock::new(),
         };
         self.execute(&valid.skill, handler, run).await
     }

@@ -28,7 +28,10 @@ pub struct Run {
     pub(crate) cancel: CancellationToken,
     pub(crate) sink: Option<Arc<EventSink>>,
     pub(crate) task: Option<Arc<crate::model::Task>>,
-    pub(crate) owner: Option<Arc<str>>,
+    /// The owner of the task run, if any; its pseudonym is made on the first
+    /// [`Run::owner`] call (a SHA-256 most handlers never ask for).
+    pub(crate) owner: Option<crate::task::OwnerHash>,
+    pub(crate) pseudonym: std::sync::OnceLock<Box<str>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -68,7 +71,8 @@ impl Run {
     /// [`OwnerHash::pseudonym`](crate::task::OwnerHash::pseudonym)): the same for every task of one
     /// caller, never its token. `None` for a direct invocation or stream, which have no owner.
     pub fn owner(&self) -> Option<&str> {
-        self.owner.as_deref()
+        let owner = self.owner.as_ref()?;
+        Some(self.pseudonym.get_or_init(|| owner.pseudonym().into()))
     }
 
     /// The message this run answers: the latest message from the caller in the task's history
