@@ -16,12 +16,13 @@ pub struct PostgresStoreConfig {
     /// The store also holds one connection to listen for task events and one per writer
     /// ([`PostgresStoreConfig::writers`]).
     pub max_connections: u32,
-    /// How many writers commit creates and appends (default 2), each on a connection of its own.
-    /// A writer takes every write queued when it is free and commits them as one transaction;
-    /// while one writer waits for its commit to reach the disk, another prepares the next group,
-    /// and a group that waits for a row lock (held by another worker) does not hold up every
-    /// write of this one. One writer makes the largest groups, which pays when flushes to disk
-    /// are slow; measure before changing it.
+    /// How many writers commit creates and appends (default 1), each on a connection of its own.
+    /// A writer takes every write queued when it is free and commits them as one transaction.
+    /// One writer makes the largest groups: since a fast task is written once, that gave one
+    /// worker 1.2× the blocking sends of two writers with fsync on and off, and four fewer still
+    /// (docs/bench/profiles.md). More writers let one prepare a group while another waits for
+    /// its commit, and keep a group that waits for a row lock (held by another worker) from
+    /// holding up every write of this one; measure before raising it.
     pub writers: usize,
     /// The `synchronous_commit` level every connection of the store sets (default
     /// [`SynchronousCommit::On`]: each commit is flushed to disk before the call that made it
@@ -52,7 +53,7 @@ impl PostgresStoreConfig {
         Self {
             url: url.into(),
             max_connections: 10,
-            writers: 2,
+            writers: 1,
             synchronous_commit: Some(SynchronousCommit::On),
             max_active_tasks: None,
             retention: Duration::from_secs(7 * 24 * 60 * 60),
