@@ -411,6 +411,8 @@ async fn metrics_show_every_family_after_a_mixed_load() {
         }
     }
     assert!(!text.contains(TOKEN) && !text.contains(&task_id));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A blocking A2A `SendMessage` to a short skill on the SQLite store: with the inline window (the
@@ -485,6 +487,8 @@ async fn a_crashed_workers_task_shows_as_a_recovery() {
     let (_, samples) = scrape(&metrics_url).await;
     assert_eq!(value(&samples, "accord_task_leases_active", &[]), 1.0, "the recovered task runs here");
     assert_eq!(value(&samples, "accord_tasks", &[("state", "working")]), 1.0);
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
