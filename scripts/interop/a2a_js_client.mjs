@@ -185,13 +185,14 @@ const dataOf = (artifact) => {
 };
 const running = (state) => state === TaskState.TASK_STATE_SUBMITTED || state === TaskState.TASK_STATE_WORKING;
 
-/** Starts a `slow` task that sleeps 30 s and answers at once (returnImmediately). */
+/** Starts a task that runs 30 s (the demo's `ticks`, 300 ticks; `slow` needs the scope `demo:slow`
+ * once the server has a credential) and answers at once (returnImmediately). */
 async function startSlow(client) {
   const result = await within(
-    'SendMessage (slow, returnImmediately)',
-    client.sendMessage(sendRequest(message('{"seconds": 30}', 'slow'), true), callOptions()),
+    'SendMessage (ticks, returnImmediately)',
+    client.sendMessage(sendRequest(message('{"count": 300}', 'ticks'), true), callOptions()),
   );
-  if (!isTask(result)) throw new Error(`SendMessage (slow) did not return a task: ${show(result)}`);
+  if (!isTask(result)) throw new Error(`SendMessage (ticks) did not return a task: ${show(result)}`);
   return result;
 }
 
@@ -427,6 +428,30 @@ async function main() {
     streamed?.status?.state === TaskState.TASK_STATE_COMPLETED &&
       dataOf(resultArtifact(streamed))?.text === 'stream me',
     show(streamed),
+  );
+
+  // --- Progress: the demo's `ticks` streams its deltas as chunks of one artifact, before the end.
+  const ticking = await collect(
+    client.sendMessageStream(sendRequest(message('{"count": 3}', 'ticks')), callOptions()),
+    'SendStreamingMessage ticks',
+  );
+  const chunks = ticking
+    .map((event, at) => ({ event: event.payload, at }))
+    .filter(({ event }) => event?.$case === 'artifactUpdate' && event.value.artifact?.artifactId === 'stream');
+  const chunkText = (event) =>
+    (event.value.artifact?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join('');
+  const doneAt = ticking.findIndex(
+    (event) => event.payload?.$case === 'statusUpdate' && event.payload.value.status?.state === TaskState.TASK_STATE_COMPLETED,
+  );
+  check(
+    'deltas arrive as chunks of one streamed artifact before the task completes',
+    chunks.length >= 2 &&
+      chunks.map(({ event }) => chunkText(event)).join('') === 'tick 1tick 2tick 3' &&
+      chunks[0].event.value.append === false &&
+      chunks.slice(1).every(({ event }) => event.value.append === true) &&
+      chunks.at(-1).event.value.lastChunk === true &&
+      doneAt > chunks.at(-1).at,
+    show(ticking.map((event) => event.payload?.$case)),
   );
 
   // --- Subscribe to a running task: the current task first; cancelling it ends the stream.

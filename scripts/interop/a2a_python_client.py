@@ -104,7 +104,7 @@ async def push_checks(c):
     started = [
         ev
         async for ev in c.send_message(
-            SendMessageRequest(message=message('{"seconds": 1}', "slow"), configuration=SendMessageConfiguration(return_immediately=True))
+            SendMessageRequest(message=message('{"count": 10}', "ticks"), configuration=SendMessageConfiguration(return_immediately=True))
         )
     ]
     task = next(ev.task for ev in started if ev.WhichOneof("payload") == "task")
@@ -176,8 +176,9 @@ async def main():
     listed = await c.list_tasks(ListTasksRequest(page_size=100))
     check("list includes the task", any(t.id == task.id for t in listed.tasks), str(listed))
 
-    # A slow task, returned at once, then cancelled.
-    slow = SendMessageRequest(message=message('{"seconds": 30}', skill="slow"), configuration=SendMessageConfiguration(return_immediately=True))
+    # A long task (the demo's `ticks`, 30 s; `slow` needs a scope once the server has credentials),
+    # returned at once, then cancelled.
+    slow = SendMessageRequest(message=message('{"count": 300}', skill="ticks"), configuration=SendMessageConfiguration(return_immediately=True))
     events = [ev async for ev in c.send_message(slow)]
     running = [ev.task for ev in events if ev.WhichOneof("payload") == "task"][0]
     check("returnImmediately answers before the end", running.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING), str(running.status))
@@ -197,8 +198,28 @@ async def main():
     check("a stream carries the result artifact", "artifact_update" in kinds, str(kinds))
     check("a stream ends completed", bool(states) and states[-1] == TaskState.TASK_STATE_COMPLETED, str(states))
 
+    # Progress: the demo's `ticks` streams its deltas as chunks of one artifact, before the end.
+    chunks, order = [], []
+    async for ev in s.send_message(SendMessageRequest(message=message('{"count": 3}', skill="ticks"))):
+        kind = ev.WhichOneof("payload")
+        if kind == "artifact_update" and ev.artifact_update.artifact.artifact_id == "stream":
+            update = ev.artifact_update
+            chunks.append(("".join(part.text for part in update.artifact.parts), update.append, update.last_chunk))
+            order.append("chunk")
+        elif kind == "status_update" and ev.status_update.status.state == TaskState.TASK_STATE_COMPLETED:
+            order.append("completed")
+    check(
+        "deltas arrive as chunks of one streamed artifact before the task completes",
+        len(chunks) >= 2
+        and "".join(text for text, _, _ in chunks) == "tick 1tick 2tick 3"
+        and [append for _, append, _ in chunks] == [False] + [True] * (len(chunks) - 1)
+        and chunks[-1][2]
+        and order[-1] == "completed",
+        f"{chunks} {order}",
+    )
+
     # Subscribe to a running task: the current task first; cancelling it ends the stream.
-    slow = SendMessageRequest(message=message('{"seconds": 30}', skill="slow"), configuration=SendMessageConfiguration(return_immediately=True))
+    slow = SendMessageRequest(message=message('{"count": 300}', skill="ticks"), configuration=SendMessageConfiguration(return_immediately=True))
     running = None
     c = await client(False)
     async for ev in c.send_message(slow):

@@ -278,7 +278,7 @@ async fn a_resumed_task_gets_the_envelope_on_stdin() {
     let service = TaskService::new(TaskRuntime::new(agent, store, RuntimeConfig::default()), ServiceConfig::default());
     let token = AccessToken::generate();
     let caller = Caller::owner(token.owner());
-    let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({"item": "scarf"})])).skill("ask");
+    let request = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({"item": "scarf"})])).skill("ask");
     let task = service.send(request, Wait::Settled(Duration::from_secs(20))).await.expect("task");
     assert_eq!(task.state, TaskState::InputRequired, "{task:?}");
     let answer = Message::new(Role::User, vec![Part::Text("red".into())]);

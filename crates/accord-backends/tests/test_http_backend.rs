@@ -288,7 +288,7 @@ async fn an_input_required_answer_pauses_the_task_and_the_follow_up_brings_the_h
     let service = service(agent);
     let caller = Caller::owner(AccessToken::generate().owner());
     let first = Message::new(Role::User, vec![Part::Data(json!({"item": "shirt"}))]);
-    let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(first);
+    let request = SendRequest::new(caller.clone(), SendInput::FromMessage).skill("ask").message(first);
     let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
     assert_eq!(task.state, TaskState::InputRequired, "{task:?}");
     assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("What size?"));
@@ -335,7 +335,7 @@ async fn a_4xx_rejects_the_run_and_a_5xx_fails_it() {
     let service = service(agent);
     let caller = Caller::owner(AccessToken::generate().owner());
     for (skill, state) in [("missing", TaskState::Rejected), ("boom", TaskState::Failed)] {
-        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill(skill);
+        let request = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill(skill);
         let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
         assert_eq!(task.state, state, "{task:?}");
     }

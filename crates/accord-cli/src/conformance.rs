@@ -2,7 +2,10 @@
 //! the public A2A conformance kit's scenarios expect. The kit chooses a behaviour by the prefix of
 //! each message's `messageId` — for every message, follow-ups included — and this agent routes on
 //! exactly those prefixes (see [`Scenario`]); unknown prefixes complete the task, as the kit's own
-//! reference systems do.
+//! reference systems do. The 0.3 kit names its messages differently (`<what>-message-id-<uuid>`,
+//! such as `cancel-test-message-id-…` and `text-message-id-…`, and `test-state-message-id-…`) and
+//! expects the task they start to stay open for its follow-ups and its cancel: such a message
+//! starts a conversation ([`Scenario::Conversation`]) that waits for input after every turn.
 //!
 //! Everything the agent does goes through the ordinary engine: the scenarios are skill outcomes
 //! and run events (status messages, artifact chunks, direct replies, input-required), so pointing
@@ -22,6 +25,8 @@ pub const COMPLETE_TEXT: &str = "Hello from TCK";
 pub const ARTIFACT_TEXT: &str = "Generated text content";
 /// The text of the direct reply.
 pub const REPLY_TEXT: &str = "Direct message response";
+/// What a conversation ([`Scenario::Conversation`]) says after each turn.
+pub const CONVERSATION_TEXT: &str = "Go on, or cancel the task";
 /// The URL of the file-by-reference artifact.
 pub const FILE_URL: &str = "https://example.com/output.txt";
 /// How long the resubscribe scenario stays `working`: twice the kit's default streaming timeout
@@ -60,7 +65,16 @@ pub enum Scenario {
     StreamArtifactChunked,
     /// `test-resubscribe-message-id`: working for [`RESUBSCRIBE_HOLD`], then completed.
     Resubscribe,
+    /// A message id of the 0.3 kit's shape, `<what>-message-id-<uuid>` (other than the
+    /// resubscribe one): the task waits for input, and keeps waiting after every follow-up
+    /// (whatever the follow-up's own id) until it is cancelled — so that the kit's continuation,
+    /// history and cancel tests find it open.
+    Conversation,
 }
+
+/// What the 0.3 kit's message ids hold (`generate_test_message_id` writes
+/// `<prefix>-message-id-<uuid>`; its literal ids are `test-<what>-message-id-<uuid>`).
+const CONVERSATION_MARK: &str = "-message-id-";
 
 /// Prefixes, longest first where one extends another.
 const PREFIXES: &[(&str, Scenario)] = &[
@@ -85,10 +99,20 @@ const PREFIXES: &[(&str, Scenario)] = &[
 impl Scenario {
     /// The scenario a `messageId` asks for.
     pub fn of(message_id: &str) -> Self {
-        PREFIXES
-            .iter()
-            .find(|(prefix, _)| message_id.starts_with(prefix))
-            .map_or(Self::Complete, |(_, scenario)| *scenario)
+        if let Some((_, scenario)) = PREFIXES.iter().find(|(prefix, _)| message_id.starts_with(prefix)) {
+            return *scenario;
+        }
+        if message_id.contains(CONVERSATION_MARK) { Self::Conversation } else { Self::Complete }
+    }
+
+    /// The scenario of a run: a follow-up to a conversation goes on with it; any other message
+    /// is routed by its own id.
+    fn of_run(run: &Run) -> Self {
+        let first = run.task().and_then(|task| task.history.first()).and_then(|message| message.message_id.as_deref());
+        if first.is_some_and(|first| Self::of(first) == Self::Conversation) {
+            return Self::Conversation;
+        }
+        Self::of(run.message().and_then(|message| message.message_id.as_deref()).unwrap_or_default())
     }
 }
 
@@ -118,8 +142,9 @@ pub fn extended_skills() -> Vec<accord_types::card::AgentSkill> {
         id: "tck".into(),
         name: "tck".into(),
         description: Some(format!(
-            "Runs the conformance scenario named by the message's messageId prefix: {}; any other prefix \
-             completes the task. This entry is on the authenticated extended card only.",
+            "Runs the conformance scenario named by the message's messageId prefix: {}; an id of the 0.3 kit's \
+             shape (`<what>-message-id-<uuid>`) starts a task that waits for input until it is cancelled; any \
+             other prefix completes the task. This entry is on the authenticated extended card only.",
             prefixes.join(", ")
         )),
         input_modes: vec!["application/json".into()],
@@ -164,9 +189,8 @@ async fn stream_one(run: &Run, artifact: Artifact) -> Outcome {
 }
 
 async fn run_scenario(run: Run) -> Result<Outcome, SkillError> {
-    let message_id = run.message().and_then(|message| message.message_id.clone()).unwrap_or_default();
-    let scenario = Scenario::of(&message_id);
-    tracing::debug!(?scenario, %message_id, "conformance scenario");
+    let scenario = Scenario::of_run(&run);
+    tracing::debug!(?scenario, "conformance scenario");
     Ok(match scenario {
         Scenario::Complete | Scenario::StreamCompleteOnly => completed(Vec::new()),
         Scenario::ArtifactText => completed(vec![text_artifact("text-artifact", ARTIFACT_TEXT)]),
@@ -188,6 +212,7 @@ async fn run_scenario(run: Run) -> Result<Outcome, SkillError> {
         }]),
         Scenario::MessageResponse => Outcome::Reply(Message::agent_text(REPLY_TEXT)),
         Scenario::InputRequired => Outcome::InputRequired(Message::agent_text("Please provide more input")),
+        Scenario::Conversation => Outcome::InputRequired(Message::agent_text(CONVERSATION_TEXT)),
         Scenario::Reject => Outcome::Rejected(Message::agent_text("rejected")),
         Scenario::Stream | Scenario::StreamArtifactText => {
             stream_one(&run, text_artifact("stream-artifact", ARTIFACT_TEXT)).await
@@ -224,6 +249,13 @@ mod tests {
         assert_eq!(Scenario::of("test-resubscribe-message-id-9"), Scenario::Resubscribe);
         assert_eq!(Scenario::of("tck-input-required-x"), Scenario::InputRequired);
         assert_eq!(Scenario::of("something-else"), Scenario::Complete);
+        // The 0.3 kit's ids.
+        for id in
+            ["cancel-test-message-id-1a2b", "text-message-id-9", "test-state-message-id-3", "continuation-message-id-4"]
+        {
+            assert_eq!(Scenario::of(id), Scenario::Conversation, "{id}");
+        }
+        assert_eq!(Scenario::of("test-resubscribe-message-id-1a2b"), Scenario::Resubscribe);
         assert_eq!(Scenario::of(""), Scenario::Complete);
     }
 }

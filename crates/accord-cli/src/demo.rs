@@ -80,7 +80,8 @@ pub struct ConfirmOutput {
     pub answers: Vec<String>,
 }
 
-/// The scope the JSON-RPC tasks face of `accord serve` requires for the `slow` skill.
+/// The scope `accord serve` requires of every caller of the `slow` skill, on every face, when a
+/// credential is configured (every credential holds it).
 pub const SLOW_SCOPE: &str = "demo:slow";
 
 /// The pause between two ticks.
@@ -107,15 +108,15 @@ pub fn local_payments() -> accord_server::PaymentsConfig {
 }
 
 /// The extended card of `accord serve` when a credential scheme is configured: the `slow` skill
-/// in detail — how cancellation works and the scope the JSON-RPC tasks face asks for it, which
-/// every credential of `accord serve` holds. It replaces the public card's `slow` entry.
+/// in detail — how cancellation works and the scope every face asks for it, which every
+/// credential of `accord serve` holds. It replaces the public card's `slow` entry.
 pub fn extended_skills() -> Vec<accord_types::card::AgentSkill> {
     vec![accord_types::card::AgentSkill {
         id: "slow".into(),
         name: "slow".into(),
         description: Some(format!(
             "Sleeps for `seconds` (a number), then answers {{\"slept\": seconds}}. Cancelling the task stops it \
-             at once and it answers how long it slept. On the JSON-RPC tasks face it needs the scope `{SLOW_SCOPE}`, \
+             at once and it answers how long it slept. It needs the scope `{SLOW_SCOPE}` on every face, \
              which your credentials hold."
         )),
         input_modes: vec!["application/json".into()],
@@ -174,10 +175,13 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
         )
         .skill(
             Skill::builder("ticks")
-                .description("Streams `count` deltas (default 3), one every 100 ms.")
+                .description(
+                    "Streams `count` deltas (default 3), one every 100 ms; as a task, they are the chunks of its `stream` \
+                     artifact.",
+                )
                 .input_type::<TicksInput>()
                 .output_type::<TicksOutput>()
-                .stream(|run: Run| async move {
+                .handler(|run: Run| async move {
                     let input: TicksInput = run.input_as()?;
                     let count = input.count.unwrap_or(3);
                     for tick in 0..count {

@@ -73,7 +73,7 @@ enum Command {
         /// With `--agent conformance`: declare an authenticated extended card (the `tck` skill
         /// with every scenario listed), shown to callers that present a configured credential
         /// (`--bearer-token`, `--api-key` or `--jwks`, one of which is required). The demo agent
-        /// always declares one.
+        /// declares one whenever such a credential is configured.
         #[arg(long, env = "ACCORD_EXTENDED_CARD")]
         extended_card: bool,
         #[command(flatten)]
@@ -498,13 +498,15 @@ async fn serve(
     let serve = accord::Serve::with_args(agent, args);
     let serve = match kind {
         // Every credential the flags admit is the demo's operator: granted `demo:slow`, and shown
-        // the extended card (the `slow` skill in detail).
+        // the extended card (the `slow` skill in detail). `slow` needs that scope on every face
+        // only when a credential is configured: without one nobody could hold it, and the
+        // tutorials call `slow` anonymously.
         AgentKind::Demo => {
             let serve = serve
                 .label("demo")
                 .operator_scopes([accord_cli::demo::SLOW_SCOPE])
-                .skill_scope("slow", accord_cli::demo::SLOW_SCOPE)
                 .extended_skills(accord_cli::demo::extended_skills());
+            let serve = if credentials { serve.skill_scope("slow", accord_cli::demo::SLOW_SCOPE) } else { serve };
             if demo_prices {
                 serve.payments(accord_cli::demo::local_payments()).note(
                     "payments: local rail (summarize 1000 per invoke and per task, slow 500 per task); pay with --wallet",

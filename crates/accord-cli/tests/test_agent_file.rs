@@ -554,6 +554,22 @@ async fn an_mcp_server_s_tools_are_a2a_tasks_and_a_cancel_reaches_the_server() {
         card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
     assert_eq!(skills, ["add", "echo", "slow", "fail"]);
 
+    // The tools' scope holds on the A2A face too: an anonymous caller is refused; the operator's
+    // token (`--bearer-token`) holds every scope the file names.
+    let anonymous: Value = reqwest::Client::new()
+        .post(format!("{url}/a2a/jsonrpc"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                      "params": {"message": message("add", json!({"a": 2, "b": 40}))}}))
+        .send()
+        .await
+        .expect("json-rpc")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(anonymous["error"]["code"], -32095, "{anonymous}");
+    assert_eq!(anonymous["error"]["message"], "scope 'tools:use' required for skill 'add'");
+
     // A tool call as a task: structured content is the artifact.
     let sent = rpc(&url, "SendMessage", json!({"message": message("add", json!({"a": 2, "b": 40}))}), &[]).await;
     let task = &sent.expect("a task")["task"];

@@ -187,6 +187,32 @@ impl Agent {
         &self.inner.skills
     }
 
+    /// The same agent with skill `key` requiring `scope` of its callers on every face
+    /// ([`Skill::permits`]; it replaces a scope the skill was built with). The agent it is called
+    /// on is unchanged: give the new one to the runtime and the server. An empty scope removes
+    /// the requirement.
+    pub fn with_skill_scope(&self, key: &str, scope: &str) -> Result<Agent, BuildError> {
+        let index = *self.inner.by_key.get(key).ok_or_else(|| BuildError::InvalidAgent {
+            reason: format!("a scope is set for skill {key:?}, which the agent does not have"),
+        })?;
+        let mut skill = Skill::clone(&self.inner.skills[index]);
+        skill.scope = if scope.is_empty() { None } else { Some(scope.into()) };
+        let mut skills = self.inner.skills.clone();
+        skills[index] = Arc::new(skill);
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: self.inner.name.clone(),
+                version: self.inner.version.clone(),
+                description: self.inner.description.clone(),
+                skills,
+                by_key: self.inner.by_key.clone(),
+                card_fields: self.inner.card_fields.clone(),
+                cancel_grace: self.inner.cancel_grace,
+                stream_buffer: self.inner.stream_buffer,
+            }),
+        })
+    }
+
     /// Looks a skill up by key.
     pub fn skill(&self, key: &str) -> Result<&Arc<Skill>, RunError> {
         self.inner

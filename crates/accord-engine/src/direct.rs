@@ -15,7 +15,7 @@ use crate::agent::Agent;
 use crate::error::RunError;
 use crate::run::{Invocation, RunStream};
 use crate::skill::{Skill, ValidInput};
-use crate::task::{PaymentFlow, SettleFailure};
+use crate::task::{Caller, PaymentFlow, SettleFailure};
 
 /// How a paid direct run ended.
 #[derive(Debug)]
@@ -35,21 +35,23 @@ pub enum PaidRun<T, R, F> {
 }
 
 impl Agent {
-    /// The skill `key` names, if it can be invoked.
-    pub fn invocable(&self, key: &str) -> Result<&Arc<Skill>, RunError> {
+    /// The skill `key` names, if it can be invoked and `caller` may run it ([`Skill::permits`]).
+    pub fn invocable(&self, key: &str, caller: &Caller) -> Result<&Arc<Skill>, RunError> {
         let skill = self.skill(key)?;
         if !skill.is_invocable() {
             return Err(RunError::NotInvocable { key: key.to_owned() });
         }
+        skill.permits(caller)?;
         Ok(skill)
     }
 
-    /// The skill `key` names, if it can stream.
-    pub fn streamable(&self, key: &str) -> Result<&Arc<Skill>, RunError> {
+    /// The skill `key` names, if it can stream and `caller` may run it ([`Skill::permits`]).
+    pub fn streamable(&self, key: &str, caller: &Caller) -> Result<&Arc<Skill>, RunError> {
         let skill = self.skill(key)?;
         if !skill.is_streaming() {
             return Err(RunError::NotStreamable { key: key.to_owned() });
         }
+        skill.permits(caller)?;
         Ok(skill)
     }
 

@@ -86,6 +86,13 @@ pub enum RunError {
         /// What is wrong, one issue per violation.
         issues: Vec<Issue>,
     },
+    /// The skill needs a scope the caller does not hold ([`crate::Skill::permits`]).
+    ScopeRequired {
+        /// The skill's key.
+        key: String,
+        /// The scope it needs.
+        scope: String,
+    },
     /// The handler's output does not match the skill's output schema.
     InvalidOutput {
         /// What is wrong.
@@ -112,6 +119,7 @@ impl std::fmt::Display for RunError {
             Self::NotInvocable { key } => write!(f, "skill {key:?} has no invoke handler"),
             Self::NotStreamable { key } => write!(f, "skill {key:?} does not stream"),
             Self::InvalidInput { issues } => write!(f, "invalid input ({} issues)", issues.len()),
+            Self::ScopeRequired { key, scope } => write!(f, "scope '{scope}' required for skill '{key}'"),
             Self::InvalidOutput { issues } => write!(f, "invalid output ({} issues)", issues.len()),
             Self::Failed(error) => write!(f, "skill failed: {error}"),
             Self::Cancelled => f.write_str("run cancelled"),
@@ -142,6 +150,8 @@ pub enum ErrorKind {
     InvalidRequest,
     /// No such task for this caller (another owner's task reads the same).
     TaskNotFound,
+    /// The caller's task has no push config with the id asked for (the task itself exists).
+    PushConfigNotFound,
     /// The task has ended and cannot be cancelled.
     NotCancelable,
     /// The task ended while the cancellation was being made.
@@ -156,6 +166,9 @@ pub enum ErrorKind {
     DurableStoreRequired,
     /// Anonymous callers may not do this (list tasks, by default).
     AnonymousNotAllowed,
+    /// The skill needs a scope the caller does not hold ([`crate::Skill::permits`]): not
+    /// retryable without other credentials. Nothing was stored or run.
+    ScopeRequired,
     /// The agent serves no streams ([`crate::task::ServiceConfig::streaming`] is off): a
     /// streaming send or a subscription is refused before anything starts.
     StreamingOff,
@@ -233,3 +246,11 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// The service's error for a [`RunError::ScopeRequired`]: [`ErrorKind::ScopeRequired`] with
+    /// the same words.
+    pub(crate) fn scope_required(error: &RunError) -> Self {
+        Self::new(ErrorKind::ScopeRequired, error.to_string())
+    }
+}

@@ -4,10 +4,11 @@ pub(crate) use crate::model::Issue;
 
 use serde_json::Value;
 
-/// A compiled schema.
+/// A compiled schema. Cheap to clone: clones share the compiled validator.
+#[derive(Clone)]
 pub(crate) struct Schema {
     source: Value,
-    validator: jsonschema::Validator,
+    validator: std::sync::Arc<jsonschema::Validator>,
 }
 
 impl std::fmt::Debug for Schema {
@@ -22,7 +23,7 @@ const MAX_ISSUES: usize = 64;
 impl Schema {
     pub(crate) fn compile(source: Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(&source).map_err(|error| error.to_string())?;
-        Ok(Self { source, validator })
+        Ok(Self { source, validator: std::sync::Arc::new(validator) })
     }
 
     pub(crate) fn source(&self) -> &Value {

@@ -134,8 +134,12 @@ impl Pricing {
 }
 
 /// A skill of an agent (an "entrypoint" in the Lucid profile).
+///
+/// Cloning copies its settings and shares its handlers and compiled schemas.
+#[derive(Clone)]
 pub struct Skill {
     pub(crate) pricing: Pricing,
+    pub(crate) scope: Option<Arc<str>>,
     pub(crate) key: Arc<str>,
     pub(crate) description: Option<String>,
     pub(crate) tags: Vec<String>,
@@ -186,6 +190,7 @@ impl Skill {
     pub fn builder(key: impl Into<String>) -> SkillBuilder {
         SkillBuilder {
             pricing: Pricing::default(),
+            scope: None,
             key: key.into(),
             description: None,
             tags: Vec::new(),
@@ -205,6 +210,35 @@ impl Skill {
     /// The key.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The scope a caller must hold to run the skill, if it needs one
+    /// ([`SkillBuilder::scope`], [`Agent::with_skill_scope`](crate::Agent::with_skill_scope)).
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// Whether `caller` may run the skill: always when it needs no scope, otherwise only when
+    /// the caller holds the scope (an anonymous caller holds none). Every way of running a skill
+    /// asks this — a direct invocation or stream, a new task, a follow-up to a waiting task — on
+    /// every face; a refusal is [`RunError::ScopeRequired`], and an audit event
+    /// (`skill.scope_denied`, target `accord::audit`) names the skill, the scope, the face and a
+    /// short tag of the caller's owner.
+    pub fn permits(&self, caller: &crate::task::Caller) -> Result<(), RunError> {
+        let Some(scope) = &self.scope else { return Ok(()) };
+        if caller.has_scope(scope) {
+            return Ok(());
+        }
+        tracing::warn!(
+            target: "accord::audit",
+            event = "skill.scope_denied",
+            skill = %self.key,
+            scope = %scope,
+            face = crate::observe::current_face().unwrap_or("none"),
+            anonymous = caller.is_anonymous(),
+            owner = %crate::observe::owner_tag(caller.owner_hash()),
+        );
+        Err(RunError::ScopeRequired { key: self.key.to_string(), scope: scope.to_string() })
     }
 
     /// The description.
@@ -268,6 +302,7 @@ impl Skill {
 #[must_use]
 pub struct SkillBuilder {
     pricing: Pricing,
+    scope: Option<Arc<str>>,
     key: String,
     description: Option<String>,
     tags: Vec<String>,
@@ -299,6 +334,14 @@ impl SkillBuilder {
     /// What the skill does.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Requires callers to hold `scope` to run the skill, on every face ([`Skill::permits`]).
+    /// An empty scope requires nothing.
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        let scope = scope.into();
+        self.scope = if scope.is_empty() { None } else { Some(scope.into()) };
         self
     }
 
@@ -398,6 +441,7 @@ impl SkillBuilder {
         };
         Ok(Skill {
             pricing: self.pricing,
+            scope: self.scope,
             key: self.key.into(),
             description: self.description,
             tags: self.tags,

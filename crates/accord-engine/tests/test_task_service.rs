@@ -137,7 +137,7 @@ mod send {
     async fn a_send_that_does_not_wait_answers_while_the_task_runs() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.holding(caller).await;
+        let task = fixture.holding(caller.clone()).await;
         assert_eq!(task.state, TaskState::Working);
         fixture.release.notify_one();
         let done = fixture.service.wait_for(&caller, task, Wait::Settled(SETTLE)).await.expect("settled");
@@ -197,7 +197,10 @@ mod send {
     async fn a_priced_skill_does_not_start_through_a_plain_send() {
         let fixture = Fixture::new();
         let caller = caller();
-        assert_eq!(kind(fixture.send(caller, "paid", json!({}), Wait::Immediately).await), ErrorKind::PaymentRequired);
+        assert_eq!(
+            kind(fixture.send(caller.clone(), "paid", json!({}), Wait::Immediately).await),
+            ErrorKind::PaymentRequired
+        );
         let page = fixture.service.list(&caller, &ListQuery::default()).await.expect("list");
         assert_eq!(page.total, 0, "nothing was reserved");
     }
@@ -210,7 +213,7 @@ mod follow_ups {
     async fn a_follow_up_resumes_a_task_waiting_for_input() {
         let fixture = Fixture::new();
         let caller = caller();
-        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let request = SendRequest::new(caller.clone(), SendInput::FromMessage).skill("ask").message(user_text("hello"));
         let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
         assert_eq!(waiting.state, TaskState::InputRequired);
         assert_eq!(waiting.status_message.as_ref().map(Message::text).as_deref(), Some("say go"));
@@ -228,27 +231,27 @@ mod follow_ups {
     async fn a_follow_up_is_refused_by_task_state_owner_and_context() {
         let fixture = Fixture::new();
         let caller = caller();
-        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let request = SendRequest::new(caller.clone(), SendInput::FromMessage).skill("ask").message(user_text("hello"));
         let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
         assert_eq!(waiting.state, TaskState::InputRequired);
 
         let stranger = follow_up(super::caller(), &waiting.id, "go");
         assert_eq!(kind(fixture.service.send(stranger, Wait::Immediately).await), ErrorKind::TaskNotFound);
-        let elsewhere = follow_up(caller, &waiting.id, "go").context_id(Some("another-context".into()));
+        let elsewhere = follow_up(caller.clone(), &waiting.id, "go").context_id(Some("another-context".into()));
         assert_eq!(kind(fixture.service.send(elsewhere, Wait::Immediately).await), ErrorKind::InvalidRequest);
-        let silent = SendRequest::new(caller, SendInput::FromMessage).follow_up(waiting.id.clone());
+        let silent = SendRequest::new(caller.clone(), SendInput::FromMessage).follow_up(waiting.id.clone());
         assert_eq!(kind(fixture.service.send(silent, Wait::Immediately).await), ErrorKind::InvalidRequest);
-        let unknown = follow_up(caller, &TaskId::generate(), "go");
+        let unknown = follow_up(caller.clone(), &TaskId::generate(), "go");
         assert_eq!(kind(fixture.service.send(unknown, Wait::Immediately).await), ErrorKind::TaskNotFound);
         // None of these touched the task.
         let still = fixture.service.get(&caller, &waiting.id, None).await.expect("get");
         assert_eq!(still.state, TaskState::InputRequired);
 
-        let running = fixture.holding(caller).await;
-        let busy = follow_up(caller, &running.id, "go");
+        let running = fixture.holding(caller.clone()).await;
+        let busy = follow_up(caller.clone(), &running.id, "go");
         assert_eq!(kind(fixture.service.send(busy, Wait::Immediately).await), ErrorKind::TaskRunning);
 
-        let done = fixture.settled(caller, "echo", json!({})).await;
+        let done = fixture.settled(caller.clone(), "echo", json!({})).await;
         let late = follow_up(caller, &done.id, "go");
         assert_eq!(kind(fixture.service.send(late, Wait::Immediately).await), ErrorKind::TaskEnded);
     }
@@ -259,10 +262,10 @@ mod follow_ups {
         let limits = TaskLimits::default().max_history(2);
         let fixture = Fixture::with(ServiceConfig::default().limits(limits), Durability::Process);
         let caller = caller();
-        let request = SendRequest::new(caller, SendInput::FromMessage).skill("ask").message(user_text("hello"));
+        let request = SendRequest::new(caller.clone(), SendInput::FromMessage).skill("ask").message(user_text("hello"));
         let waiting = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
         assert_eq!(waiting.state, TaskState::InputRequired);
-        let refused = fixture.service.send(follow_up(caller, &waiting.id, "go"), Wait::Immediately).await;
+        let refused = fixture.service.send(follow_up(caller.clone(), &waiting.id, "go"), Wait::Immediately).await;
         assert_eq!(kind(refused), ErrorKind::TooLarge);
         let still = fixture.service.get(&caller, &waiting.id, None).await.expect("get");
         assert_eq!(still.state, TaskState::InputRequired);
@@ -276,7 +279,7 @@ mod subscribe {
     async fn a_subscription_has_the_snapshot_then_live_updates_until_the_end() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.holding(caller).await;
+        let task = fixture.holding(caller.clone()).await;
         let updates = fixture.service.subscribe(&caller, &task.id, SubscribeFrom::Snapshot).await.expect("subscribed");
         let snapshot = updates.snapshot.expect("a snapshot");
         assert_eq!((snapshot.id.clone(), snapshot.state), (task.id.clone(), TaskState::Working));
@@ -292,7 +295,7 @@ mod subscribe {
     async fn a_subscription_replays_the_log_from_a_point() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.settled(caller, "echo", json!({"a": 1})).await;
+        let task = fixture.settled(caller.clone(), "echo", json!({"a": 1})).await;
         let whole = fixture.service.subscribe(&caller, &task.id, SubscribeFrom::Start).await.expect("subscribed");
         assert!(whole.snapshot.is_none());
         let whole = collect(whole.events).await;
@@ -310,7 +313,7 @@ mod subscribe {
     async fn a_subscription_is_refused_for_an_ended_task_and_another_owners() {
         let fixture = Fixture::new();
         let caller = caller();
-        let done = fixture.settled(caller, "echo", json!({})).await;
+        let done = fixture.settled(caller.clone(), "echo", json!({})).await;
         let ended = fixture.service.subscribe(&caller, &done.id, SubscribeFrom::Snapshot).await;
         assert_eq!(kind(ended), ErrorKind::TaskEnded);
         let running = fixture.holding(caller).await;
@@ -323,12 +326,12 @@ mod subscribe {
         let fixture = Fixture::with(ServiceConfig::default().streaming(false), Durability::Process);
         let caller = caller();
         assert_eq!(kind(fixture.service.ensure_streaming()), ErrorKind::StreamingOff);
-        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo");
+        let request = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill("echo");
         assert_eq!(kind(fixture.service.send_streaming(request).await), ErrorKind::StreamingOff);
         let page = fixture.service.list(&caller, &ListQuery::default()).await.expect("listed");
         assert!(page.tasks.is_empty(), "a refused streaming send starts no task");
         // A blocking send still works; its task cannot be subscribed to.
-        let running = fixture.holding(caller).await;
+        let running = fixture.holding(caller.clone()).await;
         let subscribed = fixture.service.subscribe(&caller, &running.id, SubscribeFrom::Start).await;
         assert_eq!(kind(subscribed), ErrorKind::StreamingOff);
     }
@@ -343,9 +346,9 @@ mod list {
         let (mine, theirs) = (caller(), caller());
         let mut ids = Vec::new();
         for n in 0..3 {
-            ids.push(fixture.settled(mine, "count", json!({"n": n})).await.id);
+            ids.push(fixture.settled(mine.clone(), "count", json!({"n": n})).await.id);
         }
-        let other = fixture.settled(theirs, "echo", json!({})).await.id;
+        let other = fixture.settled(theirs.clone(), "echo", json!({})).await.id;
 
         let page = fixture.service.list(&mine, &ListQuery::default()).await.expect("list");
         assert_eq!(page.total, 3);
@@ -373,7 +376,7 @@ mod list {
         let fixture = Fixture::new();
         let caller = caller();
         for n in 0..5 {
-            fixture.settled(caller, "count", json!({"n": n})).await;
+            fixture.settled(caller.clone(), "count", json!({"n": n})).await;
         }
         let mut query = ListQuery { limit: 2, ..ListQuery::default() };
         let mut seen = Vec::new();
@@ -403,7 +406,7 @@ mod list {
         let fixture = Fixture::with(ServiceConfig::default().lists(lists), Durability::Process);
         let caller = caller();
         for n in 0..2 {
-            fixture.settled(caller, "count", json!({"n": n})).await;
+            fixture.settled(caller.clone(), "count", json!({"n": n})).await;
         }
         let page = fixture.service.list_shaped(&caller, &ListQuery::default(), ListShape::default()).await;
         let page = page.expect("list");
@@ -416,13 +419,13 @@ mod list {
     async fn anonymous_callers_list_only_when_the_service_allows_it() {
         let fixture = Fixture::new();
         let anonymous = Caller::anonymous(AccessToken::generate().owner());
-        fixture.settled(anonymous, "echo", json!({})).await;
+        fixture.settled(anonymous.clone(), "echo", json!({})).await;
         let refused = fixture.service.list(&anonymous, &ListQuery::default()).await;
         assert_eq!(kind(refused), ErrorKind::AnonymousNotAllowed);
 
         let config = ServiceConfig::default().anonymous(accord_engine::task::AnonymousAccess::ListShared);
         let fixture = Fixture::with(config, Durability::Process);
-        fixture.settled(anonymous, "echo", json!({})).await;
+        fixture.settled(anonymous.clone(), "echo", json!({})).await;
         assert_eq!(fixture.service.list(&anonymous, &ListQuery::default()).await.expect("list").total, 1);
     }
 }
@@ -434,7 +437,7 @@ mod cancel {
     async fn a_running_task_is_cancelled_and_stays_so() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.holding(caller).await;
+        let task = fixture.holding(caller.clone()).await;
         let cancelled = fixture.service.cancel(&caller, &task.id).await.expect("cancelled");
         assert_eq!(cancelled.state, TaskState::Canceled);
         // The handler's own end, which the cancellation let it reach, does not overwrite it.
@@ -448,9 +451,9 @@ mod cancel {
     async fn an_ended_task_or_another_owners_is_not_cancelled() {
         let fixture = Fixture::new();
         let caller = caller();
-        let done = fixture.settled(caller, "echo", json!({})).await;
+        let done = fixture.settled(caller.clone(), "echo", json!({})).await;
         assert_eq!(kind(fixture.service.cancel(&caller, &done.id).await), ErrorKind::NotCancelable);
-        let running = fixture.holding(caller).await;
+        let running = fixture.holding(caller.clone()).await;
         let stranger = fixture.service.cancel(&super::caller(), &running.id).await;
         assert_eq!(kind(stranger), ErrorKind::TaskNotFound);
         let still = fixture.service.get(&caller, &running.id, None).await.expect("get");
@@ -563,7 +566,7 @@ mod paid {
         let fixture = durable();
         let caller = caller();
         let mut payment = TestPayment::paying();
-        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        let started = fixture.service.send_paid(paid_request(caller.clone()), &mut payment).await.expect("paid start");
         let PaidStart::Started { task, receipt } = started else { panic!("not started: {started:?}") };
         assert_eq!(receipt.as_deref(), Some("receipt-1"));
         assert_eq!(payment.steps, ["accept", "verify", "settle"]);
@@ -577,7 +580,7 @@ mod paid {
         let fixture = durable();
         let caller = caller();
         let mut payment = TestPayment { credential: false, ..TestPayment::paying() };
-        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        let started = fixture.service.send_paid(paid_request(caller.clone()), &mut payment).await.expect("paid start");
         assert!(matches!(started, PaidStart::ChallengeNeeded), "{started:?}");
         assert_eq!(payment.steps, ["accept"]);
         assert!(tasks_of(&fixture, &caller).await.is_empty());
@@ -588,7 +591,7 @@ mod paid {
         let fixture = durable();
         let caller = caller();
         let mut payment = TestPayment { accepts: false, ..TestPayment::paying() };
-        let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+        let started = fixture.service.send_paid(paid_request(caller.clone()), &mut payment).await.expect("paid start");
         assert!(matches!(started, PaidStart::Refused("not on this rail")), "{started:?}");
         assert!(tasks_of(&fixture, &caller).await.is_empty());
     }
@@ -602,7 +605,8 @@ mod paid {
             let fixture = durable();
             let caller = caller();
             let mut payment = TestPayment { verifies, settles, ..TestPayment::paying() };
-            let started = fixture.service.send_paid(paid_request(caller), &mut payment).await.expect("paid start");
+            let started =
+                fixture.service.send_paid(paid_request(caller.clone()), &mut payment).await.expect("paid start");
             assert!(matches!(started, PaidStart::Refused(_)), "{started:?}");
             assert_eq!(payment.steps, steps);
             let tasks = tasks_of(&fixture, &caller).await;
@@ -639,7 +643,7 @@ mod paid {
         let fixture = durable();
         let caller = caller();
         let mut payment = TestPayment::paying();
-        let free = SendRequest::new(caller, SendInput::Candidates(vec![json!({"n": 1})])).skill("count");
+        let free = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({"n": 1})])).skill("count");
         let started = fixture.service.send_paid(free, &mut payment).await.expect("free start");
         let PaidStart::Started { task, receipt } = started else { panic!("not started: {started:?}") };
         assert!(receipt.is_none());
@@ -656,19 +660,19 @@ mod paid {
         let caller = caller();
         let request = Some(Message::agent_text("pay 5"));
         let mut asking = TestPayment { credential: false, request: request.clone(), ..TestPayment::paying() };
-        let started = fixture.service.send_paid(paid_request(caller), &mut asking).await.expect("paid start");
+        let started = fixture.service.send_paid(paid_request(caller.clone()), &mut asking).await.expect("paid start");
         let PaidStart::AwaitingPayment { task } = started else { panic!("not awaiting: {started:?}") };
         assert_eq!(task.state, TaskState::InputRequired);
         assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("pay 5"));
 
         // A follow-up without a credential leaves it waiting.
         let mut still_asking = TestPayment { credential: false, request, ..TestPayment::paying() };
-        let again = fixture.service.send_paid(follow_up(caller, &task.id, "here"), &mut still_asking).await;
+        let again = fixture.service.send_paid(follow_up(caller.clone(), &task.id, "here"), &mut still_asking).await;
         assert!(matches!(again.expect("paid follow-up"), PaidStart::AwaitingPayment { .. }));
         assert_eq!(still_asking.steps, ["payment_for", "accept"]);
 
         let mut paying = TestPayment::paying();
-        let paid = fixture.service.send_paid(follow_up(caller, &task.id, "paid"), &mut paying).await;
+        let paid = fixture.service.send_paid(follow_up(caller.clone(), &task.id, "paid"), &mut paying).await;
         let PaidStart::Started { task: running, receipt } = paid.expect("paid follow-up") else {
             panic!("not started")
         };
@@ -685,7 +689,7 @@ mod paid {
         let caller = caller();
         let mut asking =
             TestPayment { credential: false, request: Some(Message::agent_text("pay")), ..TestPayment::paying() };
-        let started = fixture.service.send_paid(paid_request(caller), &mut asking).await.expect("paid start");
+        let started = fixture.service.send_paid(paid_request(caller.clone()), &mut asking).await.expect("paid start");
         let PaidStart::AwaitingPayment { task } = started else { panic!("not awaiting: {started:?}") };
 
         let mut bad = TestPayment { verifies: false, ..TestPayment::paying() };
@@ -716,7 +720,7 @@ mod push {
     async fn push_configs_are_set_read_listed_and_deleted() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.holding(caller).await;
+        let task = fixture.holding(caller.clone()).await;
         let service = &fixture.service;
 
         let kept = service.set_push_config(&caller, &task.id, config(""), DeliverFrom::Now).await.expect("set");
@@ -733,7 +737,8 @@ mod push {
         assert_eq!(service.push_config(&caller, &task.id, &kept.id).await.expect("get").url, kept.url);
 
         service.delete_push_config(&caller, &task.id, "b").await.expect("deleted");
-        assert_eq!(kind(service.push_config(&caller, &task.id, "b").await), ErrorKind::TaskNotFound);
+        let gone = service.push_config(&caller, &task.id, "b").await.expect_err("deleted");
+        assert_eq!((gone.kind(), gone.message()), (ErrorKind::PushConfigNotFound, "the task has no push config \"b\""));
         service.delete_push_config(&caller, &task.id, "b").await.expect("deleting again succeeds");
         assert_eq!(service.push_configs(&caller, &task.id).await.expect("list").len(), 1);
     }
@@ -742,7 +747,7 @@ mod push {
     async fn another_owners_task_has_no_push_configs() {
         let fixture = Fixture::new();
         let (owner, stranger) = (caller(), caller());
-        let task = fixture.holding(owner).await;
+        let task = fixture.holding(owner.clone()).await;
         let service = &fixture.service;
         service.set_push_config(&owner, &task.id, config("a"), DeliverFrom::Now).await.expect("set");
 
@@ -763,7 +768,7 @@ mod push {
     async fn push_configs_are_bounded_in_number_and_size() {
         let fixture = Fixture::new();
         let caller = caller();
-        let task = fixture.holding(caller).await;
+        let task = fixture.holding(caller.clone()).await;
         let service = &fixture.service;
 
         let mut url_less = config("u");
@@ -789,14 +794,15 @@ mod push {
     async fn a_send_registers_its_webhook_with_the_new_task() {
         let fixture = Fixture::new();
         let caller = caller();
-        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo").push(config("w"));
+        let request =
+            SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill("echo").push(config("w"));
         let task = fixture.service.send(request, Wait::Settled(SETTLE)).await.expect("sent");
         let configs = fixture.service.push_configs(&caller, &task.id).await.expect("list");
         assert_eq!(configs.into_iter().map(|c| c.url).collect::<Vec<_>>(), ["https://hooks.example/w"]);
 
         let mut bad = config("x");
         bad.url.clear();
-        let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("echo").push(bad);
+        let request = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill("echo").push(bad);
         assert_eq!(kind(fixture.service.send(request, Wait::Immediately).await), ErrorKind::InvalidRequest);
         assert_eq!(
             fixture.service.list(&caller, &ListQuery::default()).await.expect("list").total,
@@ -958,7 +964,7 @@ mod inline {
     async fn a_fast_handler_has_its_task_written_once_already_ended() {
         let bench = Bench::new(Duration::from_secs(1));
         let caller = caller();
-        let task = bench.send(caller, "echo", Wait::Settled(SETTLE)).await.expect("sent");
+        let task = bench.send(caller.clone(), "echo", Wait::Settled(SETTLE)).await.expect("sent");
         assert_eq!(task.state, TaskState::Completed);
         assert_eq!(task.result.as_ref().map(|result| &result.output), Some(&json!({"say": "echo"})));
         let creates = bench.writes.creates();
@@ -996,7 +1002,7 @@ mod inline {
     async fn what_a_fast_handler_emits_is_stored_in_order_with_its_end() {
         let bench = Bench::new(Duration::from_secs(1));
         let caller = caller();
-        let task = bench.send(caller, "report", Wait::Settled(SETTLE)).await.expect("sent");
+        let task = bench.send(caller.clone(), "report", Wait::Settled(SETTLE)).await.expect("sent");
         assert_eq!(task.state, TaskState::Completed);
         assert_eq!(task.artifacts, vec![text_artifact("draft", "the draft")]);
         let log = bench.log(&task, &caller).await;
@@ -1019,7 +1025,7 @@ mod inline {
     async fn a_handler_still_running_when_the_window_passes_is_stored_working_and_runs_on() {
         let bench = Arc::new(Bench::new(Duration::from_millis(20)));
         let caller = caller();
-        let sending = bench.lingering(caller);
+        let sending = bench.lingering(caller.clone());
         let stored = bench.listed(&caller, TaskState::Working).await;
         assert_eq!(bench.writes.appends(), 0);
         bench.release.notify_one();
@@ -1034,7 +1040,7 @@ mod inline {
     async fn a_task_whose_caller_goes_away_during_the_window_is_stored_and_runs_on() {
         let bench = Arc::new(Bench::new(Duration::from_secs(60)));
         let caller = caller();
-        let sending = bench.lingering(caller);
+        let sending = bench.lingering(caller.clone());
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(bench.writes.creates().is_empty(), "still within its window");
         sending.abort();
@@ -1050,14 +1056,15 @@ mod inline {
     async fn the_owners_share_counts_what_is_stored_unfinished() {
         let bench = Bench::new(Duration::from_millis(20));
         let caller = caller();
-        let held = bench.send(caller, "linger", Wait::Immediately).await.expect("the one place of the share");
+        let held = bench.send(caller.clone(), "linger", Wait::Immediately).await.expect("the one place of the share");
         assert_eq!(held.state, TaskState::Working);
 
-        let ended = bench.send(caller, "echo", Wait::Settled(SETTLE)).await.expect("an ended task takes no place");
+        let ended =
+            bench.send(caller.clone(), "echo", Wait::Settled(SETTLE)).await.expect("an ended task takes no place");
         assert_eq!(ended.state, TaskState::Completed);
-        let waiting = bench.send(caller, "ask", Wait::Settled(SETTLE)).await;
+        let waiting = bench.send(caller.clone(), "ask", Wait::Settled(SETTLE)).await;
         assert_eq!(kind(waiting), ErrorKind::OwnerShareExhausted, "a task waiting for its caller takes a place");
-        let running = bench.send(caller, "linger", Wait::Settled(SETTLE)).await;
+        let running = bench.send(caller.clone(), "linger", Wait::Settled(SETTLE)).await;
         assert_eq!(kind(running), ErrorKind::OwnerShareExhausted, "so does one still running");
         assert_eq!(bench.writes.refused_creates.load(Ordering::SeqCst), 2);
         tokio::time::timeout(SETTLE, async {
@@ -1073,5 +1080,242 @@ mod inline {
         let mut expected = vec![(held.id, TaskState::Working), (ended.id, TaskState::Completed)];
         expected.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         assert_eq!(stored, expected, "nothing refused was stored");
+    }
+}
+
+/// A skill's scope, held by the service for every way a task runs it (a new task, blocking or
+/// not, streamed or not; a follow-up) and by the agent for direct runs.
+mod scopes {
+    use super::*;
+    use accord_engine::RunError;
+    use accord_engine::task::Scopes;
+
+    const SCOPE: &str = "tasks:ask";
+
+    /// The fixture's agent with `ask` and `echo` scoped, as a server gives them their scopes.
+    fn scoped() -> TaskService {
+        let agent = agent(Arc::new(Notify::new()))
+            .with_skill_scope("ask", SCOPE)
+            .and_then(|agent| agent.with_skill_scope("echo", SCOPE))
+            .expect("both are skills");
+        let runtime = TaskRuntime::new(agent, Arc::new(MemoryStore::default()), RuntimeConfig::default());
+        TaskService::new(runtime, ServiceConfig::default())
+    }
+
+    fn granted(owner: &AccessToken) -> Caller {
+        Caller::owner(owner.owner()).with_scopes(Scopes::new([SCOPE, "other:scope"]))
+    }
+
+    async fn listed(service: &TaskService, caller: &Caller) -> usize {
+        service.list(caller, &ListQuery::default()).await.expect("a list").tasks.len()
+    }
+
+    fn ask(caller: Caller) -> SendRequest {
+        SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("ask")
+    }
+
+    #[tokio::test]
+    async fn a_new_task_needs_the_scope_and_nothing_is_stored_without_it() {
+        let service = scoped();
+        let token = AccessToken::generate();
+        let bare = Caller::owner(token.owner());
+        for wait in [Wait::Settled(SETTLE), Wait::Immediately] {
+            let refused = service.send(ask(bare.clone()), wait).await;
+            let error = refused.expect_err("refused without the scope");
+            assert_eq!(error.kind(), ErrorKind::ScopeRequired);
+            assert_eq!(error.message(), "scope 'tasks:ask' required for skill 'ask'");
+        }
+        assert_eq!(kind(service.send_streaming(ask(bare.clone())).await), ErrorKind::ScopeRequired);
+        // Refused before its input is looked at: an invalid input is not reported to such a caller.
+        let invalid = SendRequest::new(bare.clone(), SendInput::Candidates(vec![json!(5)])).skill("echo");
+        assert_eq!(kind(service.send(invalid, Wait::Immediately).await), ErrorKind::ScopeRequired);
+        assert_eq!(listed(&service, &bare).await, 0, "nothing was stored");
+        // An anonymous caller never holds a scope, whatever it is given.
+        let anonymous = Caller::anonymous(token.owner()).with_scopes(Scopes::new([SCOPE]));
+        assert!(!anonymous.has_scope(SCOPE));
+        assert_eq!(kind(service.send(ask(anonymous), Wait::Immediately).await), ErrorKind::ScopeRequired);
+        let task = service.send(ask(granted(&token)), Wait::Settled(SETTLE)).await.expect("served with the scope");
+        assert_eq!(task.state, TaskState::InputRequired);
+        let echoed = SendRequest::new(granted(&token), SendInput::Candidates(vec![json!({"a": 1})])).skill("echo");
+        let streamed = service.send_streaming(echoed).await.expect("a stream with the scope");
+        assert!(streamed.snapshot.is_some());
+        // A skill without a scope is open to everyone.
+        let counted = SendRequest::new(bare, SendInput::Candidates(vec![json!({"n": 1})])).skill("count");
+        assert_eq!(service.send(counted, Wait::Settled(SETTLE)).await.expect("open").state, TaskState::Completed);
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_needs_the_scope_too_and_the_waiting_task_is_left_as_it_was() {
+        let service = scoped();
+        let token = AccessToken::generate();
+        let task = service.send(ask(granted(&token)), Wait::Settled(SETTLE)).await.expect("started");
+        assert_eq!(task.state, TaskState::InputRequired);
+        // The same owner, presenting fewer scopes now (a narrower token of the same subject).
+        let narrower = Caller::owner(token.owner());
+        let refused = service.send(follow_up(narrower.clone(), &task.id, "go"), Wait::Settled(SETTLE)).await;
+        let error = refused.expect_err("refused without the scope");
+        assert_eq!(error.kind(), ErrorKind::ScopeRequired);
+        assert_eq!(error.task_id(), Some(&task.id));
+        let unchanged = service.get(&narrower, &task.id, None).await.expect("still readable by its owner");
+        assert_eq!((unchanged.state, unchanged.history.len()), (TaskState::InputRequired, task.history.len()));
+        let done = service.send(follow_up(granted(&token), &task.id, "go"), Wait::Settled(SETTLE)).await;
+        assert_eq!(done.expect("served with the scope").state, TaskState::Completed);
+    }
+
+    #[tokio::test]
+    async fn direct_runs_need_the_scope() {
+        let service = scoped();
+        let agent = service.agent();
+        let token = AccessToken::generate();
+        let bare = Caller::owner(token.owner());
+        let expected = RunError::ScopeRequired { key: "echo".into(), scope: SCOPE.into() };
+        assert_eq!(agent.invocable("echo", &bare).map(|_| ()), Err(expected.clone()));
+        // A skill that cannot stream says so first.
+        assert!(matches!(agent.streamable("ask", &bare), Err(RunError::NotStreamable { .. })));
+        assert!(agent.invocable("echo", &granted(&token)).is_ok());
+        assert_eq!(agent.skill("echo").expect("echo").scope(), Some(SCOPE));
+        assert_eq!(agent.skill("count").expect("count").scope(), None);
+    }
+
+    #[test]
+    fn a_scope_is_set_on_a_skill_the_agent_has_and_an_empty_one_removes_it() {
+        let agent = agent(Arc::new(Notify::new()));
+        let error = agent.with_skill_scope("nosuch", SCOPE).expect_err("no such skill");
+        assert!(error.to_string().contains("\"nosuch\""), "{error}");
+        let scoped = agent.with_skill_scope("echo", SCOPE).expect("echo");
+        assert_eq!(scoped.skill("echo").expect("echo").scope(), Some(SCOPE));
+        assert_eq!(agent.skill("echo").expect("echo").scope(), None, "the agent it was made from is unchanged");
+        let open = scoped.with_skill_scope("echo", "").expect("echo");
+        assert_eq!(open.skill("echo").expect("echo").scope(), None);
+        let built = Agent::builder("built")
+            .skill(Skill::builder("s").scope(SCOPE).invoke(|_run: Run| async { Ok(Completion::new(json!(1)).into()) }))
+            .build()
+            .expect("agent");
+        assert_eq!(built.skill("s").expect("s").scope(), Some(SCOPE));
+    }
+}
+
+/// What a handler emits while it runs reaches the task's log: text deltas as the chunks of one
+/// streamed artifact, progress as `working` status updates with their message, coalesced.
+mod progress {
+    use super::*;
+    use accord_engine::RunEvent;
+    use accord_engine::task::STREAM_ARTIFACT_ID;
+
+    /// `chatty` says progress, streams three deltas a little apart, then completes.
+    fn service(interval: Duration) -> TaskService {
+        let chatty = Skill::builder("chatty").invoke(|run: Run| async move {
+            for step in 1..=3 {
+                let message = Some(Message::agent_text(format!("step {step} of 3")));
+                run.emit(RunEvent::Status { state: TaskState::Working, message }).await;
+                run.emit(RunEvent::Delta { delta: format!("part {step}. "), mime: None, is_final: step == 3 }).await;
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+            Ok(Completion::new(json!("done")).into())
+        });
+        let burst = Skill::builder("burst").invoke(|run: Run| async move {
+            for n in 0..500 {
+                run.emit(RunEvent::Delta { delta: format!("{n} "), mime: None, is_final: false }).await;
+                run.emit(RunEvent::Status {
+                    state: TaskState::Working,
+                    message: Some(Message::agent_text(format!("{n}"))),
+                })
+                .await;
+            }
+            Ok(Completion::new(json!("burst")).into())
+        });
+        let agent = Agent::builder("progress").skill(chatty).skill(burst).build().expect("agent");
+        let config = RuntimeConfig::default().progress_interval(interval);
+        TaskService::new(TaskRuntime::new(agent, Arc::new(MemoryStore::default()), config), ServiceConfig::default())
+    }
+
+    fn chunks(events: &[TaskEvent]) -> Vec<(String, String, bool, bool)> {
+        events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                TaskEventKind::Artifact { artifact, append, last_chunk } => {
+                    let text: String = artifact
+                        .parts
+                        .iter()
+                        .map(|part| match part {
+                            Part::Text(text) => text.as_str(),
+                            _ => "",
+                        })
+                        .collect();
+                    Some((artifact.artifact_id.clone(), text, *append, *last_chunk))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn progress_messages(events: &[TaskEvent]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                TaskEventKind::Status { state: TaskState::Working, message: Some(message) } => Some(message.text()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn deltas_are_chunks_of_one_streamed_artifact_and_progress_is_working_updates_before_the_end() {
+        let service = service(Duration::from_millis(10));
+        let caller = caller();
+        let streamed = SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill("chatty");
+        let updates = service.send_streaming(streamed).await.expect("a stream");
+        let events = collect(updates.events).await;
+        let chunks = chunks(&events);
+        assert_eq!(chunks.len(), 3, "one chunk a delta, as they came apart: {chunks:?}");
+        assert_eq!(
+            chunks,
+            [
+                (STREAM_ARTIFACT_ID.to_owned(), "part 1. ".to_owned(), false, false),
+                (STREAM_ARTIFACT_ID.to_owned(), "part 2. ".to_owned(), true, false),
+                (STREAM_ARTIFACT_ID.to_owned(), "part 3. ".to_owned(), true, true),
+            ]
+        );
+        assert_eq!(progress_messages(&events), ["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
+        let ended = events.iter().position(|event| event.kind.state().is_some_and(TaskState::is_terminal));
+        let last_chunk = events.iter().rposition(|event| matches!(event.kind, TaskEventKind::Artifact { .. }));
+        assert!(last_chunk < ended, "the chunks come before the end: {last_chunk:?} {ended:?}");
+        // The task holds the artifact whole, once.
+        let task = service.get(&caller, &events[0].task_id, None).await.expect("the task");
+        assert_eq!(task.state, TaskState::Completed);
+        let streams: Vec<_> = task.artifacts.iter().filter(|a| a.artifact_id == STREAM_ARTIFACT_ID).collect();
+        assert_eq!(streams.len(), 1);
+        let whole: String = streams[0]
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => text.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(whole, "part 1. part 2. part 3. ");
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_progress_is_coalesced_and_loses_no_text() {
+        let service = service(Duration::from_millis(100));
+        let caller = caller();
+        let task = service
+            .send(
+                SendRequest::new(caller.clone(), SendInput::Candidates(vec![json!({})])).skill("burst"),
+                Wait::Settled(SETTLE),
+            )
+            .await
+            .expect("sent");
+        assert_eq!(task.state, TaskState::Completed);
+        let log = collect(service.subscribe(&caller, &task.id, SubscribeFrom::Start).await.expect("log").events).await;
+        let chunks = chunks(&log);
+        let text: String = chunks.iter().map(|(_, text, _, _)| text.as_str()).collect();
+        let expected: String = (0..500).map(|n| format!("{n} ")).collect();
+        assert_eq!(text, expected, "every delta's text, in order");
+        assert!(chunks.len() < 50, "1,000 emissions make few writes: {} chunks", chunks.len());
+        let updates = progress_messages(&log);
+        assert!(!updates.is_empty() && updates.len() < 50, "{} progress updates", updates.len());
+        assert_eq!(updates.last().map(String::as_str), Some("499"), "the latest update is kept");
     }
 }

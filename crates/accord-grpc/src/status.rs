@@ -43,6 +43,7 @@ pub fn to_status(error: &A2aError, mapping: ErrorMapping) -> tonic::Status {
 /// | code | kind |
 /// |---|---|
 /// | `UNAUTHENTICATED` | [`A2aErrorKind::Unauthenticated`] |
+/// | `PERMISSION_DENIED` | [`A2aErrorKind::PermissionDenied`] |
 /// | `RESOURCE_EXHAUSTED` | [`A2aErrorKind::RateLimited`] (the generic "slow down") |
 /// | `UNAVAILABLE` | [`A2aErrorKind::Unavailable`] |
 /// | `INVALID_ARGUMENT` | [`A2aErrorKind::InvalidParams`] |
@@ -80,6 +81,7 @@ pub fn from_status(status: &tonic::Status) -> A2aError {
 fn kind_from_code(code: Code) -> A2aErrorKind {
     match code {
         Code::Unauthenticated => A2aErrorKind::Unauthenticated,
+        Code::PermissionDenied => A2aErrorKind::PermissionDenied,
         Code::ResourceExhausted => A2aErrorKind::RateLimited,
         Code::Unavailable => A2aErrorKind::Unavailable,
         Code::InvalidArgument => A2aErrorKind::InvalidParams,

@@ -64,6 +64,11 @@ impl Principal {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|granted| granted == scope)
     }
+
+    /// The scopes as the task service holds them.
+    pub fn grants(&self) -> accord_engine::task::Scopes {
+        accord_engine::task::Scopes::new(&self.scopes)
+    }
 }
 
 /// Bearer tokens and the principals they stand for. Only the SHA-256 of each token is kept.
@@ -191,8 +196,32 @@ pub(crate) fn owner_of(principal: Option<&Principal>) -> OwnerHash {
 /// owner ([`owner_of`]) when the address is unknown.
 pub(crate) fn caller_of(extensions: &http::Extensions) -> accord_engine::task::Caller {
     match extensions.get::<Principal>() {
-        Some(principal) => accord_engine::task::Caller::owner(principal.owner),
+        Some(principal) => accord_engine::task::Caller::owner(principal.owner).with_scopes(principal.grants()),
         None => accord_engine::task::Caller::anonymous(anonymous_owner(ClientAddress::of(extensions))),
+    }
+}
+
+/// The caller of a request ([`caller_of`]), as an extractor for the handlers that read no other
+/// part of the request's extensions.
+pub(crate) struct RequestCaller(pub(crate) accord_engine::task::Caller);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RequestCaller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(caller_of(&parts.extensions)))
+    }
+}
+
+/// The scopes the request's principal holds (none for an anonymous request), as an extractor
+/// for the handlers whose owner comes from elsewhere (the Lucid task routes' access token).
+pub(crate) struct RequestScopes(pub(crate) accord_engine::task::Scopes);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RequestScopes {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(parts.extensions.get::<Principal>().map(Principal::grants).unwrap_or_default()))
     }
 }
 
@@ -550,10 +579,10 @@ where
                             target: AUDIT_TARGET,
                             event = "auth.rejected",
                             scheme = "none",
-                            reason = "missing_credentials",
+                            reason = MISSING_CREDENTIALS,
                             path = request.uri().path(),
                         );
-                        request.extensions_mut().insert(Unauthenticated::new("none", "missing_credentials"));
+                        request.extensions_mut().insert(Unauthenticated::new("none", MISSING_CREDENTIALS));
                         request.extensions_mut().insert(Challenges(config.challenges(false)));
                     }
                     Ok(None) => {}
@@ -576,6 +605,9 @@ where
     }
 }
 
+/// The reason of a request that presents no credential where one is required.
+const MISSING_CREDENTIALS: &str = "missing_credentials";
+
 /// The `WWW-Authenticate` values a refusal carries.
 #[derive(Clone, Debug)]
 struct Challenges(Vec<HeaderValue>);
@@ -584,8 +616,13 @@ struct Challenges(Vec<HeaderValue>);
 /// `WWW-Authenticate` challenges; `None` for any other request. The face's admission middleware
 /// renders it (`limits::admit`): the one place such a request is refused.
 pub(crate) fn refusal_of(request: &axum::extract::Request) -> Option<Refusal> {
-    request.extensions().get::<Unauthenticated>()?;
+    let unauthenticated = request.extensions().get::<Unauthenticated>()?;
     let challenges =
         request.extensions().get::<Challenges>().map(|challenges| challenges.0.clone()).unwrap_or_default();
-    Some(Refusal::new(RefusalKind::Unauthenticated, "the presented credentials are not valid").challenges(challenges))
+    let message = if unauthenticated.reason == MISSING_CREDENTIALS {
+        "this agent requires credentials, and the request presents none"
+    } else {
+        "the presented credentials are not valid"
+    };
+    Some(Refusal::new(RefusalKind::Unauthenticated, message).challenges(challenges))
 }

@@ -79,6 +79,9 @@ impl From<RunError> for LucidError {
                 headers: Vec::new(),
             },
             RunError::InvalidInput { issues } => Self::with_issues(StatusCode::BAD_REQUEST, "invalid_input", &issues),
+            error @ RunError::ScopeRequired { .. } => {
+                Self::new(StatusCode::FORBIDDEN, "scope_required", error.to_string())
+            }
             RunError::InvalidOutput { issues } => {
                 tracing::warn!(issues = issues.len(), "skill output does not match its schema");
                 Self::with_issues(StatusCode::INTERNAL_SERVER_ERROR, "invalid_output", &issues)

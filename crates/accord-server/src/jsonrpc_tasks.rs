@@ -1,5 +1,5 @@
 //! The JSON-RPC tasks face: `tasks/send`, `tasks/get`, `tasks/cancel` and `tasks/sendSubscribe`
-//! over JSON-RPC 2.0, with per-skill scopes.
+//! over JSON-RPC 2.0, with per-skill scopes (the engine's: a skill's scope holds on every face).
 //!
 //! Usable two ways: [`TasksEndpoint`] wraps any [`TasksHandler`] into a router you mount on any
 //! path; [`EngineTasks`] is the handler that runs the agent's skills as engine tasks (what
@@ -8,14 +8,15 @@
 //! Requests are checked in this order, each failure answered with its HTTP status and JSON-RPC
 //! code: method not POST (405, `Allow: POST`, -32600); content type not JSON (415, -32600); body
 //! over the cap (400, -32700, the rest is not read); unparsable JSON (400, -32700); not a JSON-RPC
-//! 2.0 envelope (400, -32600); unknown method (200, -32601); invalid params (200, -32602); scope not
-//! granted (200, -32001); then the handler (200, with its result, or its error code, or -32603).
+//! 2.0 envelope (400, -32600); unknown method (200, -32601); invalid params (200, -32602); then the
+//! handler (200, with its result, or its error code, or -32603). [`EngineTasks`] answers a skill
+//! whose scope the caller does not hold ([`accord_engine::Skill::permits`]) with -32001 before
+//! it looks at the input.
 //! The response `id` echoes the request's, or is `null` when it could not be read. A JSON array is
 //! a batch, which this face does not serve: it is refused as not an envelope (400, -32600, "batch
 //! requests are not supported", `id: null`). The envelope is read and written by
 //! [`accord_types::jsonrpc`], leniently: any id is echoed, and params are judged by the method.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -148,41 +149,24 @@ pub trait TasksHandler: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct TasksEndpoint {
     handler: Arc<dyn TasksHandler>,
-    scopes: Arc<HashMap<String, String>>,
     max_bytes: usize,
 }
 
 impl std::fmt::Debug for TasksEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TasksEndpoint")
-            .field("scopes", &self.scopes)
-            .field("max_bytes", &self.max_bytes)
-            .finish_non_exhaustive()
+        f.debug_struct("TasksEndpoint").field("max_bytes", &self.max_bytes).finish_non_exhaustive()
     }
 }
 
 impl TasksEndpoint {
-    /// An endpoint for `handler`, with no scopes and a 1 MiB body cap.
+    /// An endpoint for `handler`, with a 1 MiB body cap.
     pub fn new(handler: impl TasksHandler) -> Self {
         Self::from_arc(Arc::new(handler))
     }
 
     /// An endpoint for a shared handler.
     pub fn from_arc(handler: Arc<dyn TasksHandler>) -> Self {
-        Self { handler, scopes: Arc::new(HashMap::new()), max_bytes: 1024 * 1024 }
-    }
-
-    /// Requires `scope` for sending tasks to `skill`. The map is looked up by the skill's own key
-    /// only: no key is special.
-    pub fn scope(mut self, skill: impl Into<String>, scope: impl Into<String>) -> Self {
-        Arc::make_mut(&mut self.scopes).insert(skill.into(), scope.into());
-        self
-    }
-
-    /// Sets all scopes at once.
-    pub fn scopes(mut self, scopes: HashMap<String, String>) -> Self {
-        self.scopes = Arc::new(scopes);
-        self
+        Self { handler, max_bytes: 1024 * 1024 }
     }
 
     /// The body cap in bytes.
@@ -282,15 +266,6 @@ impl TasksEndpoint {
                 return rpc_response(StatusCode::OK, Some(id), Err(error));
             }
         };
-        if let Call::Send(task) | Call::SendSubscribe(task) = &call
-            && let Some(scope) = self.scopes.get(task.skill.as_str())
-            && !context.principal.as_ref().is_some_and(|principal| principal.has_scope(scope))
-        {
-            tracing::warn!(target: "accord::audit", event = "a2a.tasks.scope_denied", method = %method, skill = %task.skill, scope = %scope, subject = %subject);
-            let error =
-                RpcError::new(RpcError::SCOPE_REQUIRED, format!("scope '{scope}' required for skill '{}'", task.skill));
-            return rpc_response(StatusCode::OK, Some(id), Err(error));
-        }
         let result = match call {
             Call::Send(task) => self.handler.send(task, context).await,
             Call::Get(task_id) => self.handler.get(task_id, context).await,
@@ -430,7 +405,7 @@ impl EngineTasks {
     }
 
     fn caller(context: &RpcContext) -> Caller {
-        context.caller
+        context.caller.clone()
     }
 
     fn request(task: TaskSpec, context: &RpcContext) -> SendRequest {
@@ -443,6 +418,7 @@ impl EngineTasks {
 fn failure_error(error: Error) -> RpcError {
     match error.kind() {
         ErrorKind::TaskNotFound => RpcError::new(RpcError::TASK_NOT_FOUND, "task not found"),
+        ErrorKind::ScopeRequired => RpcError::new(RpcError::SCOPE_REQUIRED, error.message()),
         ErrorKind::NotCancelable | ErrorKind::CancelConflict => {
             RpcError::new(RpcError::TASK_NOT_CANCELABLE, "task is not cancelable")
         }
@@ -535,9 +511,11 @@ impl TasksHandler for EngineTasks {
             let event = item.map_err(failure_error)?;
             let mut update = TaskUpdate::new(event.task_id.as_str(), event.sequence, "other");
             match &event.kind {
-                TaskEventKind::Status { state, .. } => {
+                TaskEventKind::Status { state, message } => {
                     update.event = "status".into();
                     update.status = Some(state_name(*state));
+                    // A progress update's words (and a waiting task's question).
+                    update.message = message.as_ref().and_then(|message| serde_json::to_value(message).ok());
                 }
                 TaskEventKind::Result { result } => {
                     update.event = "result".into();

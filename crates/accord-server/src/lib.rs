@@ -142,15 +142,15 @@ pub struct ServerConfig {
 /// Where and how the JSON-RPC tasks face is mounted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonRpcTasksConfig {
-    /// The path, relative to the agent's base path (default `/a2a/tasks`).
+    /// The path, relative to the agent's base path (default `/a2a/tasks`). A skill's scope is
+    /// the agent's ([`accord_engine::SkillBuilder::scope`],
+    /// [`accord_engine::Agent::with_skill_scope`]), held on every face.
     pub path: String,
-    /// Scopes required per skill key.
-    pub scopes: std::collections::HashMap<String, String>,
 }
 
 impl Default for JsonRpcTasksConfig {
     fn default() -> Self {
-        Self { path: JSONRPC_TASKS_PATH.into(), scopes: std::collections::HashMap::new() }
+        Self { path: JSONRPC_TASKS_PATH.into() }
     }
 }
 
@@ -634,7 +634,6 @@ impl Faces {
             (Some(service), Some(jsonrpc)) => openapi::Routes::new()
                 .endpoint(
                     jsonrpc_tasks::TasksEndpoint::new(jsonrpc_tasks::EngineTasks::new(service.clone()))
-                        .scopes(jsonrpc.scopes.clone())
                         .max_bytes(config.body_limit)
                         .router(),
                     openapi::describe::jsonrpc_tasks(),

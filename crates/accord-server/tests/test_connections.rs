@@ -56,6 +56,9 @@ fn app(probes: Arc<Probes>) -> Router {
                 }
             }),
         )
+        // Answers before reading any of its body, as a face refuses one whose declared length is
+        // over its cap.
+        .route("/refuse", post(|| async { (http::StatusCode::PAYLOAD_TOO_LARGE, "too large") }))
         .route(
             "/upload",
             post(|body: Body| async move {
@@ -321,7 +324,12 @@ async fn a_request_body_that_stops_arriving_is_cut_after_the_body_timeout() {
         .write_all(b"POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n0123456789")
         .await
         .expect("write");
-    assert!(closed_by_server(&mut socket).await, "a stalled body must not hold its connection");
+    // The handler's answer to its broken body still goes out, saying that the connection closes.
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(EVENTUALLY, socket.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "a stalled body must not hold its connection");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.contains("unreadable") && answer.contains("\r\nconnection: close\r\n"), "{answer}");
 
     let mut prompt = TcpStream::connect(server.addr).await.expect("connect");
     prompt.write_all(b"POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc").await.expect("write");
@@ -473,4 +481,67 @@ async fn unusable_limits_are_refused() {
     let limits = ConnectionLimits { max_connections: 0, ..ConnectionLimits::default() };
     let error = Server::new(listener, Router::new()).limits(limits).await.expect_err("refused");
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+/// A request head for `/upload` declaring a body of `length` bytes.
+fn upload_head(length: usize) -> String {
+    format!("POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: {length}\r\n\r\n")
+}
+
+#[tokio::test]
+async fn an_answer_given_before_its_body_was_read_says_the_connection_closes_and_a_read_body_keeps_it_open() {
+    let server = start(ConnectionLimits::default()).await;
+    // Read to its end: the connection stays open for the next request, and says nothing of closing.
+    let mut kept = TcpStream::connect(server.addr).await.expect("connect");
+    kept.write_all(format!("{}abc", upload_head(3)).as_bytes()).await.expect("write");
+    let read = read_response(&mut kept).await;
+    assert!(read.contains("3 bytes") && !read.to_ascii_lowercase().contains("connection: close"), "{read}");
+    assert!(request(&mut kept, "/health").await.starts_with("HTTP/1.1 200"), "the connection carries another request");
+
+    // Answered before the body is read, so the connection cannot find the next request — and the
+    // answer says so, for a keep-alive client to open another.
+    let mut refused = TcpStream::connect(server.addr).await.expect("connect");
+    let head = format!("POST /refuse HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n0123456789", 2 << 20);
+    refused.write_all(head.as_bytes()).await.expect("write");
+    let answer = read_response(&mut refused).await;
+    assert!(answer.starts_with("HTTP/1.1 413") && answer.contains("too large"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{answer}");
+    refused.shutdown().await.expect("shutdown");
+    assert!(closed_by_server(&mut refused).await, "the server closes after the answer");
+}
+
+#[tokio::test]
+async fn the_close_after_an_unread_body_lingers_so_that_a_client_still_sending_reads_its_answer() {
+    let server = start(ConnectionLimits::default()).await;
+    let socket = TcpStream::connect(server.addr).await.expect("connect");
+    let (mut reader, mut writer) = socket.into_split();
+    // The client sends its whole body, as a client that does not wait for an early answer does:
+    // 16 MiB, more than the socket buffers hold, so the server must read (and drop) it for the
+    // writes to go through.
+    let body = vec![b'x'; 16 << 20];
+    let sent = tokio::spawn(async move {
+        writer.write_all(upload_head(body.len()).as_bytes()).await?;
+        writer.write_all(&body).await?;
+        writer.shutdown().await
+    });
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(EVENTUALLY, reader.read_to_end(&mut answer)).await.expect("the server closes");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    assert!(read.is_ok(), "the connection ended cleanly, not reset: {read:?} after {answer}");
+    assert!(answer.contains("unreadable") && answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    let sent = tokio::time::timeout(EVENTUALLY, sent).await.expect("the body goes through").expect("join");
+    assert!(sent.is_ok(), "the server read what the client still sent: {sent:?}");
+}
+
+#[tokio::test]
+async fn a_request_head_over_the_buffer_gets_431_saying_the_connection_closes() {
+    let server = start(ConnectionLimits { max_buffer: 16 * 1024, ..ConnectionLimits::default() }).await;
+    let mut socket = TcpStream::connect(server.addr).await.expect("connect");
+    let head = format!("GET /health HTTP/1.1\r\nHost: test\r\nX-Big: {}\r\n\r\n", "x".repeat(32 * 1024));
+    socket.write_all(head.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(EVENTUALLY, socket.read_to_end(&mut answer)).await.expect("closed").expect("read");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 431"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
 }

@@ -24,6 +24,7 @@ fn agent() -> Agent {
         )
         .skill(
             Skill::builder("secret")
+                .scope("demo:secret")
                 .invoke(|_run: Run| async move { Ok(Outcome::Completed(Completion::new(json!({"secret": 42})))) }),
         )
         .skill(Skill::builder("wait").invoke(|run: Run| async move {
@@ -75,11 +76,8 @@ struct Fixture {
 async fn fixture() -> Fixture {
     let agent = agent();
     let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
-    let jsonrpc = JsonRpcTasksConfig {
-        scopes: [("secret".to_owned(), "demo:secret".to_owned())].into(),
-        ..JsonRpcTasksConfig::default()
-    };
-    let custom = TasksEndpoint::new(Custom).scope("summarize", "a2a:summarize").max_bytes(256).router();
+    let jsonrpc = JsonRpcTasksConfig::default();
+    let custom = TasksEndpoint::new(Custom).max_bytes(256).router();
     let app = agent
         .router_with(ServerConfig::default().tasks(runtime).jsonrpc_tasks(Some(jsonrpc)))
         .nest("/custom/rpc", custom)
@@ -205,7 +203,7 @@ async fn hostile_skills_and_task_ids_are_invalid_params() {
 }
 
 #[tokio::test]
-async fn scopes_gate_skills_by_their_own_key() {
+async fn the_engine_gates_scoped_skills_by_their_own_key() {
     let f = fixture().await;
     let denied = json!({"code": -32001, "message": "scope 'demo:secret' required for skill 'secret'"});
     let send = json!({"task": {"skill": "secret"}});
@@ -233,8 +231,9 @@ async fn scopes_gate_skills_by_their_own_key() {
             assert_eq!(body["result"]["skill"], skill);
         }
     }
-    let gated = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "summarize"}}), Some(ALICE)).await;
-    assert_eq!(gated["error"]["code"], -32001);
+    // A handler of one's own decides for itself: the skill's scope is the engine's.
+    let custom = rpc(&f, "/custom/rpc", "tasks/send", json!({"task": {"skill": "secret"}}), None).await;
+    assert_eq!(custom["result"]["skill"], "secret");
 }
 
 #[tokio::test]

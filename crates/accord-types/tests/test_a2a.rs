@@ -765,7 +765,17 @@ fn error_catalogue_matches_the_specification_table() {
             assert_eq!((kind.grpc_status(mapping), kind.http_status(mapping)), (grpc, http));
         }
     }
-    assert_eq!(A2aErrorKind::ALL.len(), 19);
+    let denied = A2aErrorKind::PermissionDenied;
+    assert_eq!((denied.code(), denied.reason()), (-32095, Some("PERMISSION_DENIED")));
+    assert_eq!(
+        (A2aErrorKind::from_code(-32095), A2aErrorKind::from_reason("PERMISSION_DENIED")),
+        (Some(denied), Some(denied))
+    );
+    assert!(!denied.is_a2a_error() && !denied.is_retryable());
+    for mapping in [ErrorMapping::V1_0_0, ErrorMapping::V1_0_1] {
+        assert_eq!((denied.grpc_status(mapping), denied.http_status(mapping)), (GrpcCode::PermissionDenied, 403));
+    }
+    assert_eq!(A2aErrorKind::ALL.len(), 20);
     assert_eq!(GrpcCode::from_name("FAILED_PRECONDITION").map(GrpcCode::number), Some(9));
 }
 

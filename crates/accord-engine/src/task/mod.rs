@@ -11,6 +11,7 @@ pub use crate::model::{
 };
 
 mod memory;
+mod progress;
 pub mod push;
 mod runtime;
 pub mod service;
@@ -18,17 +19,18 @@ mod store;
 pub mod token;
 
 pub use memory::{MemoryStore, MemoryStoreConfig};
+pub use progress::{MAX_PROGRESS_UPDATES, STREAM_ARTIFACT_ID};
 pub use push::{
     DeliverFrom, MAX_PUSH_CONFIGS_PER_TASK, PushAuthentication, PushConfig, PushDelivery, PushKey, PushPut, PushSettle,
     StoredPushConfig,
 };
 pub use runtime::{
-    DEFAULT_INLINE_WINDOW, DEFAULT_MAX_ACTIVE_PER_OWNER, PreparedExecution, Reservation, RuntimeConfig,
-    TaskEventStream, TaskFailure, TaskRuntime,
+    DEFAULT_INLINE_WINDOW, DEFAULT_MAX_ACTIVE_PER_OWNER, DEFAULT_PROGRESS_INTERVAL, PreparedExecution, Reservation,
+    RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime,
 };
 pub use service::{
-    AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, SendInput, SendRequest,
-    ServiceConfig, SettleFailure, SubscribeFrom, TaskEvents, TaskLimits, TaskService, TaskUpdates, Wait,
+    AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, Scopes, SendInput,
+    SendRequest, ServiceConfig, SettleFailure, SubscribeFrom, TaskEvents, TaskLimits, TaskService, TaskUpdates, Wait,
 };
 pub use store::{
     CreateLimits, DEFAULT_REREAD, Durability, ListCursor, ListQuery, PageStart, StoreError, StoredTask, TaskPage,

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::progress::Progress;
 use super::store::{
     CreateLimits, Durability, ListQuery, StoreError, StoredTask, TaskPage, TaskStore, TaskWakeups, apply_event,
 };
@@ -27,7 +28,7 @@ use crate::error::{Error, ErrorKind, RunError};
 use crate::model::{
     ExecutionLease, LeasePhase, Millis, Task, TaskEvent, TaskEventKind, TaskId, TaskPayload, TaskResult, now_ms,
 };
-use crate::run::{EndStatus, EventSink, Message, RunEvent, RunFrame, TaskState};
+use crate::run::{EndStatus, EventSink, Message, RunFrame, TaskState};
 use crate::skill::{SkillError, ValidInput};
 
 /// The states in which a task still runs (or waits).
@@ -71,7 +72,16 @@ pub struct RuntimeConfig {
     /// starts). A handler that ends within it has its task written once, already ended; one that
     /// runs longer has its task stored `working` when the window passes, and runs on as any other.
     pub inline_window: Duration,
+    /// The least time between two writes of a run's progress alone — its text deltas and its
+    /// `working` progress updates (default 100 ms; see [`super::progress`]): what arrives in
+    /// between is written together, the deltas as one chunk, the updates as the latest. A
+    /// message or an artifact of the handler's own is written at once, with the progress before
+    /// it. Zero writes progress as soon as the previous write is done.
+    pub progress_interval: Duration,
 }
+
+/// The default of [`RuntimeConfig::progress_interval`].
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The default of [`RuntimeConfig::max_active_per_owner`].
 pub const DEFAULT_MAX_ACTIVE_PER_OWNER: usize = 100;
@@ -90,6 +100,7 @@ impl Default for RuntimeConfig {
             max_active_per_owner: Some(DEFAULT_MAX_ACTIVE_PER_OWNER),
             max_artifact_bytes: 16 << 20,
             inline_window: DEFAULT_INLINE_WINDOW,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
         }
     }
 }
@@ -122,6 +133,12 @@ impl RuntimeConfig {
     /// Sets [`RuntimeConfig::max_active_per_owner`] (`Some(0)` is raised to 1).
     pub fn max_active_per_owner(mut self, limit: Option<usize>) -> Self {
         self.max_active_per_owner = limit.map(|limit| limit.max(1));
+        self
+    }
+
+    /// Sets [`RuntimeConfig::progress_interval`].
+    pub fn progress_interval(mut self, interval: Duration) -> Self {
+        self.progress_interval = interval;
         self
     }
 
@@ -562,10 +579,11 @@ impl TaskRuntime {
         let Some(ended) = ended else { return self.store_running(record, then, started).await };
         // Ended within the window: what it emitted, then its end, in the one write that creates it.
         let mut events = then;
-        let mut emitted = Vec::new();
+        let mut progress = Progress::default();
         while let Ok(frame) = started.frames.try_recv() {
-            emitted.extend(stored_event(frame));
+            progress.push(frame);
         }
+        let mut emitted = progress.take();
         let fitted = within_budget(&mut emitted, &started.budget);
         events.append(&mut emitted);
         if fitted {
@@ -1337,9 +1355,10 @@ async fn record(inner: &RuntimeInner, id: &TaskId, events: Vec<TaskEventKind>, w
     }
 }
 
-/// Stores what a handler emits that belongs to the task record: messages and artifacts. Text,
-/// deltas, assets and control signals are transient and not persisted. What the handler emitted
-/// while the previous write was in flight is stored in one write.
+/// Stores what a handler emits as its task's log says ([`super::progress`]): messages,
+/// artifacts, text deltas as chunks of a streamed artifact, files, progress updates; control
+/// signals stay on the direct stream. What the handler emitted while the previous write was in
+/// flight is stored in one write, and progress alone waits for the progress interval.
 async fn forward_events(
     inner: &RuntimeInner,
     id: &TaskId,
@@ -1348,7 +1367,9 @@ async fn forward_events(
     budget: &ArtifactBudget,
 ) {
     let worker = inner.config.worker_id.clone();
-    let mut batch = Vec::new();
+    let interval = inner.config.progress_interval;
+    let mut progress = Progress::default();
+    let mut last_progress: Option<tokio::time::Instant> = None;
     loop {
         let frame = tokio::select! {
             frame = frames.recv() => frame,
@@ -1359,10 +1380,33 @@ async fn forward_events(
             }
         };
         let Some(frame) = frame else { break };
-        batch.extend(stored_event(frame));
+        progress.push(frame);
         while let Ok(frame) = frames.try_recv() {
-            batch.extend(stored_event(frame));
+            progress.push(frame);
         }
+        // Progress alone waits for its interval, taking in what comes meanwhile; anything else,
+        // the end of the run or the drain writes at once.
+        if let Some(since) = last_progress
+            && progress.only_progress()
+        {
+            let due = tokio::time::sleep_until(since + interval);
+            tokio::pin!(due);
+            while progress.only_progress() {
+                tokio::select! {
+                    biased;
+                    frame = frames.recv() => match frame {
+                        Some(frame) => progress.push(frame),
+                        None => break,
+                    },
+                    () = &mut due => break,
+                    () = drain.cancelled() => break,
+                }
+            }
+        }
+        if progress.only_progress() && !progress.is_empty() {
+            last_progress = Some(tokio::time::Instant::now());
+        }
+        let mut batch = progress.take();
         if !within_budget(&mut batch, budget) {
             if !batch.is_empty() {
                 record(inner, id, batch, &worker).await;
@@ -1388,17 +1432,6 @@ fn within_budget(batch: &mut Vec<TaskEventKind>, budget: &ArtifactBudget) -> boo
             false
         }
         None => true,
-    }
-}
-
-/// The log entry a handler's frame becomes, if it is kept.
-fn stored_event(frame: RunFrame) -> Option<TaskEventKind> {
-    match frame.event {
-        RunEvent::Message(message) => Some(TaskEventKind::Message { message }),
-        RunEvent::Artifact { artifact, append, last_chunk } => {
-            Some(TaskEventKind::Artifact { artifact, append, last_chunk })
-        }
-        _ => None,
     }
 }
 

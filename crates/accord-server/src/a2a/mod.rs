@@ -240,7 +240,7 @@ impl A2aCore {
         if wait != Wait::Immediately {
             send = send.awaited();
         }
-        let caller = send.caller;
+        let caller = send.caller.clone();
         let task = self.start(send, resource).await?;
         let task = self.service.wait_for(&caller, task, wait).await.map_err(a2a_error)?;
         if let Some(reply) = direct_reply(&task) {
@@ -264,7 +264,7 @@ impl A2aCore {
     ) -> Result<A2aStream, A2aError> {
         self.ensure_streaming()?;
         let send = self.send_request(request, caller)?;
-        let caller = send.caller;
+        let caller = send.caller.clone();
         let task = self.start(send, resource).await?;
         let updates = self.service.follow(&caller, task).await.map_err(a2a_error)?;
         Ok(project(updates, String::new(), None))
@@ -421,6 +421,9 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
     let id = error.task_id().map(ToString::to_string).unwrap_or_default();
     match error.kind() {
         ErrorKind::TaskNotFound => A2aError::task_not_found(&id),
+        // The specification has no error of its own for it: the task's not-found error, saying
+        // which config is missing.
+        ErrorKind::PushConfigNotFound => A2aError::task_not_found(&id).with_message(error.message()),
         ErrorKind::NotCancelable | ErrorKind::CancelConflict => {
             A2aError::new(A2aErrorKind::TaskNotCancelable).with_message(error.message())
         }
@@ -436,6 +439,7 @@ pub(crate) fn a2a_error(error: Error) -> A2aError {
         | ErrorKind::InvalidRequest
         | ErrorKind::TooLarge => invalid_params(error.message()),
         ErrorKind::AnonymousNotAllowed => A2aError::new(A2aErrorKind::InvalidRequest).with_message(error.message()),
+        ErrorKind::ScopeRequired => A2aError::new(A2aErrorKind::PermissionDenied).with_message(error.message()),
         ErrorKind::CapacityExhausted => errors::retryable(
             A2aError::new(A2aErrorKind::TaskCapacityExhausted).with_message(error.message()),
             crate::CAPACITY_RETRY_AFTER_SECS,

@@ -157,6 +157,8 @@ pub(crate) struct CardBuilder {
     extended_skills: Option<Vec<AgentSkill>>,
     /// `WWW-Authenticate` challenges for an anonymous request of the extended card.
     challenges: Vec<HeaderValue>,
+    /// The scope of each scoped skill, by skill id.
+    scopes: BTreeMap<String, String>,
 }
 
 impl CardBuilder {
@@ -215,6 +217,23 @@ impl CardBuilder {
                 let security = requirements.iter().map(v03_card::security_requirement).collect();
                 self.template.extra.insert("security".into(), Value::Array(security));
             }
+            // A scoped skill requires its scope of any one scheme.
+            for skill in &mut self.template.skills {
+                let Some(scope) = self.scopes.get(&skill.id) else { continue };
+                let requirements: Vec<SecurityRequirement> = schemes
+                    .iter()
+                    .map(|(name, _)| SecurityRequirement {
+                        schemes: BTreeMap::from([((*name).to_owned(), StringList { list: vec![scope.clone()] })]),
+                    })
+                    .collect();
+                if let Ok(value) = serde_json::to_value(&requirements) {
+                    skill.extra.insert("securityRequirements".into(), value);
+                }
+                if v03 {
+                    let security = requirements.iter().map(v03_card::security_requirement).collect();
+                    skill.extra.insert("security".into(), Value::Array(security));
+                }
+            }
         }
         if a2a && let Some(skills) = &auth.extended_skills {
             if let Some(capabilities) = self.template.capabilities.as_mut() {
@@ -256,7 +275,17 @@ impl CardBuilder {
         let mut card = self.build(base_url);
         for skill in skills {
             match card.skills.iter_mut().find(|public| public.id == skill.id) {
-                Some(public) => *public = skill.clone(),
+                Some(public) => {
+                    // The entry replaces the public one's words, not its requirements: a scoped
+                    // skill shows its scope on both cards.
+                    let mut extended = skill.clone();
+                    for member in ["securityRequirements", "security"] {
+                        if let Some(requirements) = public.extra.get(member) {
+                            extended.extra.entry(member).or_insert_with(|| requirements.clone());
+                        }
+                    }
+                    *public = extended;
+                }
                 None => card.skills.push(skill.clone()),
             }
         }
@@ -332,6 +361,10 @@ impl CardBuilder {
             built_at: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
             extended_skills: None,
             challenges: Vec::new(),
+            scopes: skills
+                .iter()
+                .filter_map(|skill| Some((skill.key().to_owned(), skill.scope()?.to_owned())))
+                .collect(),
         }
     }
 
@@ -385,6 +418,9 @@ fn skill_extension(agent: &Agent) -> Option<AgentExtension> {
             if let Some(pricing) = pricing(skill) {
                 details.insert("pricing".into(), Value::Object(pricing));
             }
+            if let Some(scope) = skill.scope() {
+                details.insert("scope".into(), Value::String(scope.to_owned()));
+            }
             (skill.key().to_owned(), Value::Object(details))
         })
         .collect();
@@ -392,7 +428,10 @@ fn skill_extension(agent: &Agent) -> Option<AgentExtension> {
     params.insert("skills".into(), Value::Object(skills));
     Some(AgentExtension {
         uri: Some(SKILL_EXTENSION.into()),
-        description: Some("JSON Schemas of each skill's input and output, and the prices of priced skills".into()),
+        description: Some(
+            "JSON Schemas of each skill's input and output, the prices of priced skills and the scopes of scoped skills"
+                .into(),
+        ),
         // Informational: nothing for a client to activate, so never required.
         required: None,
         params: Some(params),

@@ -42,10 +42,11 @@ pub(crate) async fn invoke(
     axum::extract::State(state): State,
     Path(key): Path<String>,
     OriginalUri(uri): OriginalUri,
+    crate::auth::RequestCaller(caller): crate::auth::RequestCaller,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
-    let skill = state.agent.invocable(&key)?;
+    let skill = state.agent.invocable(&key, &caller)?;
     let checked = super::read_input(&state, skill, &headers, body).await?;
     let idempotency_key = idempotency_key(&headers)?;
 

@@ -33,13 +33,14 @@ pub(crate) async fn stream(
     axum::extract::State(state): State,
     Path(key): Path<String>,
     OriginalUri(uri): OriginalUri,
+    crate::auth::RequestCaller(caller): crate::auth::RequestCaller,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
     if !state.config.streaming {
         return Err(accord_engine::RunError::NotStreamable { key }.into());
     }
-    let skill = state.agent.streamable(&key)?;
+    let skill = state.agent.streamable(&key, &caller)?;
     let checked = super::read_input(&state, skill, &headers, body).await?;
     let resource = format!("{}{}", crate::card::origin(&headers, &uri), uri.path());
     let idempotency_key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).map(str::trim);

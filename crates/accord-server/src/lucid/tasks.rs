@@ -72,6 +72,7 @@ pub(crate) fn lucid_error(error: Error) -> LucidError {
     let id = error.task_id().map(ToString::to_string).unwrap_or_default();
     match error.kind() {
         ErrorKind::UnknownSkill => LucidError::new(StatusCode::NOT_FOUND, "skill_not_found", error.message()),
+        ErrorKind::ScopeRequired => LucidError::new(StatusCode::FORBIDDEN, "scope_required", error.message()),
         ErrorKind::NotInvocable => LucidError::new(StatusCode::NOT_IMPLEMENTED, "not_implemented", error.message()),
         ErrorKind::InvalidInput => LucidError::with_issues(StatusCode::BAD_REQUEST, "invalid_input", error.issues()),
         ErrorKind::NoSkill | ErrorKind::InvalidRequest => {
@@ -217,6 +218,7 @@ fn message_input(content: &TaskMessageContent) -> Value {
 pub(crate) async fn create(
     axum::extract::State(state): State,
     OriginalUri(uri): OriginalUri,
+    crate::auth::RequestScopes(scopes): crate::auth::RequestScopes,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, LucidError> {
@@ -230,8 +232,9 @@ pub(crate) async fn create(
     let supplied = supplied_token(&headers)?;
     let token_supplied = supplied.is_some();
     let token = supplied.unwrap_or_else(AccessToken::generate);
+    // The token owns the task; the request's principal, if any, says which skills it may run.
     let send = SendRequest::new(
-        Caller::owner(token.owner()),
+        Caller::owner(token.owner()).with_scopes(scopes),
         SendInput::Candidates(vec![message_input(&request.message.content)]),
     )
     .skill(request.skill_id)

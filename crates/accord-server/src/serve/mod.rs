@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
@@ -573,20 +573,39 @@ async fn handle(request: Request<Incoming>, shared: &Shared, watch: &Watch) -> R
             "The server is handling as many requests as it allows; retry shortly",
         )
         .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return busy.into_response().map(|body| Body::new(GuardedBody::new(body, open)));
+        let mut busy = busy.into_response();
+        if request.version() <= Version::HTTP_11 && !http_body::Body::is_end_stream(request.body()) {
+            watch.body_started();
+            if watch.closes_after_answer() {
+                busy.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+        }
+        return busy.map(|body| Body::new(GuardedBody::new(body, open)));
     };
+    // One HTTP/1.x request at a time shares the connection's watch; an HTTP/2 stream's body is
+    // its own, and leaving it unread costs the connection nothing.
+    let http1 = request.version() <= Version::HTTP_11;
     let request = request.map(|body| {
         if http_body::Body::is_end_stream(&body) {
             Body::new(body)
         } else {
+            if http1 {
+                watch.body_started();
+            }
             Body::new(DeadlineBody::new(body, shared.limits.body_timeout, watch.clone()))
         }
     });
-    let response = match shared.router.clone().oneshot(request).await {
+    let mut response = match shared.router.clone().oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     };
     drop(permit);
+    // A request answered before its body was read to the end (a body over the cap, one that broke
+    // off or ran late) leaves the connection unable to find the next request: the answer says
+    // that it closes, and the close lingers (`WatchedIo`) so that the client reads it.
+    if http1 && watch.closes_after_answer() {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let end = StreamEnd::of(response.headers().get(header::CONTENT_TYPE));
     response.map(|body| {
         let body = match end {

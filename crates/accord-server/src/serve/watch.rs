@@ -60,8 +60,13 @@ struct State {
     head_started: Option<Instant>,
     /// Since when a write has been waiting for the peer to read.
     write_blocked_since: Option<Instant>,
-    /// Set by a request body that outlived `body_timeout`.
-    body_expired: bool,
+    /// When a request body outlived `body_timeout`, if one did.
+    body_expired: Option<Instant>,
+    /// Whether an HTTP/1.1 request's body is still unread (some of it may still be on the way).
+    body_pending: bool,
+    /// Whether the connection, once its answer is sent, drains what the client still sends
+    /// before it closes ([`WatchedIo`]'s lingering close).
+    linger: bool,
     /// Whether the client has sent a byte since the connection was accepted.
     ever_read: bool,
     /// Whether this connection is counted in [`IdleCount`] (idle: no request open, no head begun).
@@ -115,7 +120,9 @@ impl Watch {
                 idle_since: now,
                 head_started: None,
                 write_blocked_since: None,
-                body_expired: false,
+                body_expired: None,
+                body_pending: false,
+                linger: false,
                 ever_read: false,
                 counted_idle: true,
             }),
@@ -159,7 +166,11 @@ impl Watch {
     /// The first limit this connection oversteps at `now`, if any.
     pub(super) fn overstep(&self, limits: &ConnectionLimits, now: Instant) -> Option<Overstep> {
         let state = self.state();
-        if state.body_expired {
+        // The request whose body ran late is answered first (its answer says the connection
+        // closes); the grace bounds a handler that does not answer.
+        if let Some(expired) = state.body_expired
+            && (state.open_requests == 0 || now.duration_since(expired) >= BODY_EXPIRED_GRACE)
+        {
             return Some(Overstep::Body);
         }
         if let Some(since) = state.write_blocked_since
@@ -186,7 +197,7 @@ impl Watch {
     /// Only a write that starts to wait can overstep a limit then.
     pub(super) fn is_quiet(&self) -> bool {
         let state = self.state();
-        state.open_requests > 0 && state.write_blocked_since.is_none() && !state.body_expired
+        state.open_requests > 0 && state.write_blocked_since.is_none() && state.body_expired.is_none()
     }
 
     /// A request head has been parsed: the request is open until the returned guard drops.
@@ -218,7 +229,31 @@ impl Watch {
     }
 
     fn body_expired(&self) {
-        self.state().body_expired = true;
+        self.state().body_expired.get_or_insert_with(Instant::now);
+    }
+
+    /// An HTTP/1.1 request with a body has arrived: its body is unread until [`DeadlineBody`]
+    /// reaches its end.
+    pub(super) fn body_started(&self) {
+        self.state().body_pending = true;
+    }
+
+    fn body_finished(&self) {
+        self.state().body_pending = false;
+    }
+
+    /// Whether the last HTTP/1.1 request's body was left unread (refused before it was read, or
+    /// broken off): the connection cannot carry another request, and closes after the answer —
+    /// lingering, as the client may still be sending.
+    pub(super) fn closes_after_answer(&self) -> bool {
+        let mut state = self.state();
+        let closes = state.body_pending || state.body_expired.is_some();
+        state.linger |= closes;
+        closes
+    }
+
+    fn take_linger(&self) -> bool {
+        std::mem::take(&mut self.state().linger)
     }
 }
 
@@ -237,16 +272,40 @@ impl Drop for OpenRequest {
     }
 }
 
+/// How long a request may go on once its body ran past `body_timeout` before the connection is
+/// closed under it (its handler is expected to answer the broken body at once).
+const BODY_EXPIRED_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a lingering close reads what the client still sends, at most.
+pub(super) const LINGER_TIME: Duration = Duration::from_secs(2);
+
+/// How many bytes a lingering close reads and drops, at most.
+pub(super) const LINGER_BYTES: usize = 64 << 20;
+
 /// The connection's socket, reporting reads and blocked writes to its [`Watch`].
+///
+/// Its shutdown lingers when the connection closes with a request body unread
+/// ([`Watch::closes_after_answer`]): it sends its FIN, then reads and drops what the client still
+/// sends — until the client closes, [`LINGER_TIME`] passes or [`LINGER_BYTES`] arrive — before it
+/// lets the socket close. Closing a socket with unread bytes makes the kernel send a reset, which
+/// can destroy the answer before the client has read it.
 #[derive(Debug)]
 pub(super) struct WatchedIo<T> {
     inner: T,
     watch: Watch,
+    shut: bool,
+    linger: Option<Linger>,
+}
+
+#[derive(Debug)]
+struct Linger {
+    deadline: Pin<Box<Sleep>>,
+    left: usize,
 }
 
 impl<T> WatchedIo<T> {
     pub(super) fn new(inner: T, watch: Watch) -> Self {
-        Self { inner, watch }
+        Self { inner, watch, shut: false, linger: None }
     }
 }
 
@@ -261,7 +320,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for WatchedIo<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.watch.write_blocked(result.is_pending());
@@ -287,7 +346,29 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let this = &mut *self;
+        if !this.shut {
+            std::task::ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
+            this.shut = true;
+            if this.watch.take_linger() {
+                this.linger = Some(Linger { deadline: Box::pin(tokio::time::sleep(LINGER_TIME)), left: LINGER_BYTES });
+            }
+        }
+        let Some(linger) = &mut this.linger else { return Poll::Ready(Ok(())) };
+        let mut scratch = [0u8; 4096];
+        while linger.left > 0 && linger.deadline.as_mut().poll(cx).is_pending() {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => {
+                    linger.left = linger.left.saturating_sub(buf.filled().len());
+                }
+                // The client closed, or the socket failed: nothing more to wait for.
+                Poll::Ready(_) => break,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        this.linger = None;
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -316,6 +397,9 @@ where
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if frame.is_none() || this.inner.is_end_stream() {
+                this.watch.body_finished();
+            }
             return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
         if this.deadline.as_mut().poll(cx).is_ready() {

@@ -198,6 +198,12 @@ pub enum A2aErrorKind {
     /// of JSON-RPC's implementation-defined server-error range that A2A leaves free, with the
     /// `ErrorInfo` reason `UNAUTHENTICATED`, gRPC `UNAUTHENTICATED` and HTTP 401 on every binding.
     Unauthenticated,
+    /// -32095: the caller may not do this — it lacks the scope a skill requires. Not in the
+    /// specification, which names the category (authorization: HTTP 403, gRPC
+    /// `PERMISSION_DENIED`, §3.3.2) but no JSON-RPC code; Accord takes one from the far end of the
+    /// implementation-defined range, like the resource errors below, with the `ErrorInfo` reason
+    /// `PERMISSION_DENIED`. Not retryable without other credentials.
+    PermissionDenied,
     /// -32099: the agent's task store holds as many unfinished tasks as it may; retry later
     /// (`Retry-After`). Like the two below, not in the specification, which has no error for an
     /// exhausted resource: Accord takes codes from the far end of the implementation-defined
@@ -217,7 +223,7 @@ pub enum A2aErrorKind {
 
 impl A2aErrorKind {
     /// Every kind: the A2A errors by code, then the JSON-RPC standard errors.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 20] = [
         Self::TaskNotFound,
         Self::TaskNotCancelable,
         Self::PushNotificationNotSupported,
@@ -233,6 +239,7 @@ impl A2aErrorKind {
         Self::InvalidParams,
         Self::Internal,
         Self::Unauthenticated,
+        Self::PermissionDenied,
         Self::TaskCapacityExhausted,
         Self::OwnerShareExhausted,
         Self::RateLimited,
@@ -257,6 +264,7 @@ impl A2aErrorKind {
             Self::InvalidParams => -32602,
             Self::Internal => -32603,
             Self::Unauthenticated => -32000,
+            Self::PermissionDenied => -32095,
             Self::TaskCapacityExhausted => -32099,
             Self::OwnerShareExhausted => -32098,
             Self::RateLimited => -32097,
@@ -287,6 +295,7 @@ impl A2aErrorKind {
             Self::InvalidParams => "InvalidParamsError",
             Self::Internal => "InternalError",
             Self::Unauthenticated => "UnauthenticatedError",
+            Self::PermissionDenied => "PermissionDeniedError",
             Self::TaskCapacityExhausted => "TaskCapacityExhaustedError",
             Self::OwnerShareExhausted => "OwnerShareExhaustedError",
             Self::RateLimited => "RateLimitedError",
@@ -313,6 +322,7 @@ impl A2aErrorKind {
             Self::InvalidParams => "Invalid parameters",
             Self::Internal => "Internal error",
             Self::Unauthenticated => "Authentication required",
+            Self::PermissionDenied => "The caller may not do this",
             Self::TaskCapacityExhausted => "The agent cannot take more tasks now; retry later",
             Self::OwnerShareExhausted => "This caller has as many unfinished tasks as it may; retry when one ends",
             Self::RateLimited => "Too many requests; retry later",
@@ -346,6 +356,7 @@ impl A2aErrorKind {
             Self::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
             Self::VersionNotSupported => "VERSION_NOT_SUPPORTED",
             Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::PermissionDenied => "PERMISSION_DENIED",
             Self::TaskCapacityExhausted => "TASK_CAPACITY_EXHAUSTED",
             Self::OwnerShareExhausted => "OWNER_SHARE_EXHAUSTED",
             Self::RateLimited => "RATE_LIMITED",
@@ -383,6 +394,7 @@ impl A2aErrorKind {
             }
             (Self::InvalidAgentResponse | Self::Internal, _) => GrpcCode::Internal,
             (Self::Unauthenticated, _) => GrpcCode::Unauthenticated,
+            (Self::PermissionDenied, _) => GrpcCode::PermissionDenied,
             (Self::TaskCapacityExhausted | Self::OwnerShareExhausted | Self::RateLimited, _) => {
                 GrpcCode::ResourceExhausted
             }
@@ -400,6 +412,7 @@ impl A2aErrorKind {
             (Self::TaskNotFound | Self::MethodNotFound, _) => 404,
             (Self::InvalidAgentResponse | Self::Internal, _) => 500,
             (Self::Unauthenticated, _) => 401,
+            (Self::PermissionDenied, _) => 403,
             (Self::TaskCapacityExhausted | Self::Unavailable, _) => 503,
             (Self::OwnerShareExhausted | Self::RateLimited, _) => 429,
             (

@@ -440,15 +440,22 @@ impl Serve {
 
     /// Serves the agent an agent file describes (`docs/agent-file.md`): its skills wired to their
     /// backends, the tools of its MCP servers as skills (the servers are started or reached and
-    /// asked for their tools first), labelled with its name, each skill's `scope` required on the
-    /// JSON-RPC tasks face. The file's `[serve]` and `[payments]` tables are flags: merge them
+    /// asked for their tools first), labelled with its name, each skill's `scope` required on every
+    /// face and held by every credential of [`AuthArgs`] (the operator's). The file's `[serve]` and `[payments]` tables are flags: merge them
     /// into `args` first with [`agent_file_flags`] (as `accord serve --config` does). A file
     /// whose agent cannot be built is a usage error listing every problem, one per line.
     #[cfg(feature = "backends")]
     pub async fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
         let (agent, tools) = file.build().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
         let mut serve = Self::with_args(agent, args).label(file.name());
-        for (skill, scope) in file.scopes_with_tools(&tools) {
+        let scopes = file.scopes_with_tools(&tools);
+        // The credentials of the flags are the operator's: they hold every scope the file names
+        // (a JWT holds the scopes of its own claims).
+        let mut operator: Vec<String> = scopes.values().cloned().collect();
+        operator.sort();
+        operator.dedup();
+        serve = serve.operator_scopes(operator);
+        for (skill, scope) in scopes {
             serve = serve.skill_scope(skill, scope);
         }
         Ok(serve)
@@ -500,7 +507,10 @@ impl Serve {
         self
     }
 
-    /// Requires `scope` of JSON-RPC tasks callers who run `skill` (the blamejs per-skill scope).
+    /// Requires `scope` of every caller who runs `skill`, on every face (A2A, Lucid, JSON-RPC
+    /// tasks): the agent's skill gets the scope ([`Agent::with_skill_scope`]) when the server
+    /// starts, so it replaces one the skill was built with. A skill the agent lacks stops the
+    /// start with a usage error.
     pub fn skill_scope(mut self, skill: impl Into<String>, scope: impl Into<String>) -> Self {
         self.skill_scopes.insert(skill.into(), scope.into());
         self
@@ -596,6 +606,10 @@ impl Serve {
             stop_on: _,
             logging,
         } = self;
+        let mut agent = agent;
+        for (skill, scope) in &skill_scopes {
+            agent = agent.with_skill_scope(skill, scope).map_err(|error| ServeError::usage(error.to_string()))?;
+        }
         let telemetry = if logging { Some(args.observe.init().map_err(ServeError::usage)?) } else { None };
         let mapping = args.a2a_error_mapping.map_or(error_mapping, ErrorMapping::from);
         let jws_card = args.signed_card.load_jws()?;
@@ -616,10 +630,9 @@ impl Serve {
         })?;
         let durability = task_store.durability();
         let runtime = TaskRuntime::new(agent.clone(), task_store, args.runtime_config());
-        let scopes_note = scopes_note(&skill_scopes);
-        let jsonrpc =
-            JsonRpcTasksConfig { scopes: skill_scopes.into_iter().collect(), ..JsonRpcTasksConfig::default() };
-        let mut config = ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(jsonrpc));
+        let scopes_note = scopes_note(&agent);
+        let mut config =
+            ServerConfig::default().tasks(runtime.clone()).jsonrpc_tasks(Some(JsonRpcTasksConfig::default()));
         // The gRPC listener is bound first, so that the card lists the port it got (`--grpc-port 0`).
         let grpc_listener = match grpc {
             GrpcServe::Port(grpc_port) => Some(bind(&args.host, grpc_port, "--grpc-port").await?),
@@ -696,8 +709,9 @@ impl Serve {
             format!("card: {url}.well-known/agent-card.json"),
         ];
         if served.jsonrpc_tasks {
-            summary.push(format!("JSON-RPC tasks: {url}a2a/tasks{scopes_note}"));
+            summary.push(format!("JSON-RPC tasks: {url}a2a/tasks"));
         }
+        summary.extend(scopes_note);
         if served.a2a {
             let edition = match mapping {
                 ErrorMapping::V1_0_0 => "v1.0.0",
@@ -705,6 +719,11 @@ impl Serve {
             };
             summary.push(format!(
                 "A2A v1.0: {url}a2a/jsonrpc (JSON-RPC), {url}a2a/rest (HTTP+JSON; {edition} error statuses)"
+            ));
+        }
+        if served.a2a_03 {
+            summary.push(format!(
+                "A2A 0.3: {url}a2a/jsonrpc (JSON-RPC, requests without A2A-Version: 1.0), {url}a2a/rest/v1 (HTTP+JSON)"
             ));
         }
         let descriptor_limit = raise_descriptor_limit();
@@ -785,18 +804,24 @@ impl Serve {
 struct Served {
     jsonrpc_tasks: bool,
     a2a: bool,
+    a2a_03: bool,
 }
 
 impl Served {
     fn of(config: &ServerConfig) -> Self {
-        Self { jsonrpc_tasks: config.jsonrpc_tasks.is_some(), a2a: config.a2a.is_some() }
+        Self {
+            jsonrpc_tasks: config.jsonrpc_tasks.is_some(),
+            a2a: config.a2a.as_ref().is_some_and(|a2a| a2a.v10),
+            a2a_03: config.a2a.as_ref().is_some_and(|a2a| a2a.v03),
+        }
     }
 }
 
-/// ` (slow needs scope demo:slow)`, or nothing when no skill needs a scope.
-fn scopes_note(scopes: &BTreeMap<String, String>) -> String {
-    let scoped: Vec<String> = scopes.iter().map(|(skill, scope)| format!("{skill} needs scope {scope}")).collect();
-    if scoped.is_empty() { String::new() } else { format!(" ({})", scoped.join(", ")) }
+/// `scoped skills (every face): slow needs demo:slow`, or nothing when no skill needs a scope.
+fn scopes_note(agent: &Agent) -> Option<String> {
+    let scoped: Vec<String> =
+        agent.skills().iter().filter_map(|skill| Some(format!("{} needs {}", skill.key(), skill.scope()?))).collect();
+    (!scoped.is_empty()).then(|| format!("scoped skills (every face): {}", scoped.join(", ")))
 }
 
 /// Where the gRPC binding is served.

@@ -35,27 +35,65 @@ mod push;
 
 pub use paid::{PaidStart, PaymentFlow, PaymentOutcome, SettleFailure};
 
-/// Who calls: the owner its tasks belong to, and whether it proved who it is.
+/// Who calls: the owner its tasks belong to, whether it proved who it is, and the scopes it was
+/// granted.
 ///
 /// An anonymous caller still owns what it creates (the server's faces give the anonymous callers
 /// of one client address one owner, so the random task id is their capability); what it may do
-/// beyond that is
-/// [`ServiceConfig::anonymous`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// beyond that is [`ServiceConfig::anonymous`]. It holds no scopes, so it runs no skill that
+/// needs one ([`Skill::permits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     owner: OwnerHash,
     anonymous: bool,
+    scopes: Scopes,
+}
+
+/// The scopes a caller was granted. Cheap to clone; empty for anonymous callers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scopes(Option<Arc<[Box<str>]>>);
+
+impl Scopes {
+    /// These scopes (empty ones are dropped).
+    pub fn new<I, S>(scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let scopes: Vec<Box<str>> =
+            scopes.into_iter().filter(|scope| !scope.as_ref().is_empty()).map(|scope| scope.as_ref().into()).collect();
+        if scopes.is_empty() { Self(None) } else { Self(Some(scopes.into())) }
+    }
+
+    /// Whether `scope` is among them.
+    pub fn contains(&self, scope: &str) -> bool {
+        self.0.as_deref().is_some_and(|scopes| scopes.iter().any(|granted| &**granted == scope))
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
 }
 
 impl Caller {
-    /// A caller that holds a token or an authenticated principal standing for `owner`.
+    /// A caller that holds a token or an authenticated principal standing for `owner`, with no
+    /// scopes (see [`Caller::with_scopes`]).
     pub fn owner(owner: OwnerHash) -> Self {
-        Self { owner, anonymous: false }
+        Self { owner, anonymous: false, scopes: Scopes::default() }
     }
 
-    /// An anonymous caller, owning tasks as `owner`.
+    /// An anonymous caller, owning tasks as `owner`. It holds no scopes.
     pub fn anonymous(owner: OwnerHash) -> Self {
-        Self { owner, anonymous: true }
+        Self { owner, anonymous: true, scopes: Scopes::default() }
+    }
+
+    /// The same caller holding `scopes` (an anonymous caller keeps none).
+    pub fn with_scopes(mut self, scopes: Scopes) -> Self {
+        if !self.anonymous {
+            self.scopes = scopes;
+        }
+        self
     }
 
     /// The same caller inside `tenant` (an A2A tenant, say): another owner, so that the tasks of
@@ -75,6 +113,16 @@ impl Caller {
     /// Whether the caller is anonymous.
     pub fn is_anonymous(&self) -> bool {
         self.anonymous
+    }
+
+    /// The scopes the caller holds.
+    pub fn scopes(&self) -> &Scopes {
+        &self.scopes
+    }
+
+    /// Whether the caller holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.contains(scope)
     }
 }
 
@@ -512,6 +560,24 @@ impl TaskService {
         Ok(skill)
     }
 
+    /// The skill a request of `caller` runs ([`TaskService::skill_for`]), if the caller may run it
+    /// ([`Skill::permits`]).
+    fn permitted_skill(&self, caller: &Caller, named: Option<&str>) -> Result<&Arc<Skill>, Error> {
+        let skill = self.skill_for(named)?;
+        skill.permits(caller).map_err(|error| Error::scope_required(&error))?;
+        Ok(skill)
+    }
+
+    /// Refuses a follow-up to `task` by a caller who may not run its skill (the scope asked of
+    /// its first message holds for every later one).
+    fn permits_follow_up(&self, caller: &Caller, task: &Task) -> Result<(), Error> {
+        match self.runtime.agent().skill(&task.skill) {
+            Ok(skill) => skill.permits(caller).map_err(|error| Error::scope_required(&error).about(&task.id)),
+            // A task of a skill the agent no longer has: the run itself reports it.
+            Err(_) => Ok(()),
+        }
+    }
+
     /// The validated input of a new task.
     fn input_for(&self, skill: &Arc<Skill>, request: &SendRequest) -> Result<ValidInput, Error> {
         let candidates = match &request.input {
@@ -597,7 +663,7 @@ impl TaskService {
         self.check_message_size(&request)?;
         let Some(push) = request.push.take() else { return self.start_plain(request).await };
         let push = self.checked_push_config(push)?;
-        let caller = request.caller;
+        let caller = request.caller.clone();
         if let Some(id) = request.task_id.clone() {
             self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
             return self.start_plain(request).await;
@@ -612,7 +678,7 @@ impl TaskService {
         if let Some(id) = request.task_id.clone() {
             return self.follow_up(request, &id).await;
         }
-        let skill = self.skill_for(request.skill.as_deref())?;
+        let skill = self.permitted_skill(&request.caller, request.skill.as_deref())?;
         let valid = self.input_for(skill, &request)?;
         if skill.pricing().task.is_some() {
             return Err(Error::new(
@@ -641,6 +707,7 @@ impl TaskService {
     async fn follow_up(&self, request: SendRequest, id: &TaskId) -> Result<Task, Error> {
         let owner = request.caller.owner;
         let task = self.runtime.get(id, &owner).await?;
+        self.permits_follow_up(&request.caller, &task)?;
         let message = follow_up_message(request, &task)?;
         if is_settled(task.state) && !task.state.is_terminal() {
             self.check_history_room(&task)?;
@@ -650,7 +717,7 @@ impl TaskService {
 
     /// Sends a message: starts a new task or resumes a waiting one, then answers as `wait` says.
     pub async fn send(&self, mut request: SendRequest, wait: Wait) -> Result<Task, Error> {
-        let caller = request.caller;
+        let caller = request.caller.clone();
         request.awaited = matches!(wait, Wait::Settled(_));
         let task = self.start(request).await?;
         self.wait_for(&caller, task, wait).await
@@ -680,7 +747,7 @@ impl TaskService {
     /// or waits for the caller).
     pub async fn send_streaming(&self, request: SendRequest) -> Result<TaskUpdates, Error> {
         self.ensure_streaming()?;
-        let caller = request.caller;
+        let caller = request.caller.clone();
         let task = self.start(request).await?;
         self.follow(&caller, task).await
     }
@@ -950,9 +1017,9 @@ mod tests {
     fn a_tenant_makes_another_owner() {
         let owner = super::super::token::AccessToken::generate().owner();
         let caller = Caller::owner(owner);
-        assert_eq!(caller.within(None), caller);
-        assert_eq!(caller.within(Some("")), caller);
-        assert_ne!(caller.within(Some("a")).owner_hash(), caller.owner_hash());
+        assert_eq!(caller.clone().within(None), caller);
+        assert_eq!(caller.clone().within(Some("")), caller);
+        assert_ne!(caller.clone().within(Some("a")).owner_hash(), caller.owner_hash());
         assert!(!caller.within(Some("a")).is_anonymous());
         assert!(Caller::anonymous(owner).within(Some("a")).is_anonymous());
     }

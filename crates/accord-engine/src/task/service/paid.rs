@@ -177,7 +177,7 @@ impl TaskService {
         self.check_message_size(&request)?;
         let Some(push) = request.push.take() else { return self.send_paid_plain(request, payment).await };
         let push = self.checked_push_config(push)?;
-        let caller = request.caller;
+        let caller = request.caller.clone();
         if let Some(id) = request.task_id.clone() {
             self.set_push_config(&caller, &id, push, DeliverFrom::Now).await?;
             return self.send_paid_plain(request, payment).await;
@@ -210,7 +210,7 @@ impl TaskService {
             let task = self.start(request).await?;
             return Ok(PaidStart::Started { task, receipt: None });
         }
-        let skill = Arc::clone(self.skill_for(request.skill.as_deref())?);
+        let skill = Arc::clone(self.permitted_skill(&request.caller, request.skill.as_deref())?);
         let valid = self.input_for(&skill, &request)?;
         let Some(amount) = skill.pricing().task.clone() else {
             let task = self.start_new(request, valid).await?;
@@ -262,6 +262,7 @@ impl TaskService {
     ) -> Result<PaidStart<P::Receipt, P::Refusal>, Error> {
         let id = task.id.clone();
         let owner = request.caller.owner;
+        self.permits_follow_up(&request.caller, &task)?;
         let message = follow_up_message(request, &task)?;
         self.check_history_room(&task)?;
         let skill = Arc::clone(self.skill_for(Some(&task.skill))?);
@@ -450,8 +451,9 @@ mod tests {
 
             // An ordinary follow-up never runs it for free.
             let follow_up = Message::new(Role::User, vec![Part::Text("go".into())]);
-            let request =
-                SendRequest::new(caller, SendInput::FromMessage).message(follow_up.clone()).follow_up(task.id.clone());
+            let request = SendRequest::new(caller.clone(), SendInput::FromMessage)
+                .message(follow_up.clone())
+                .follow_up(task.id.clone());
             let refused = service.send(request, Wait::Immediately).await.expect_err("refused");
             assert_eq!(refused.kind(), ErrorKind::PaymentRequired);
             assert_eq!(runtime.get(&task.id, &owner).await.expect("task").state, TaskState::InputRequired);

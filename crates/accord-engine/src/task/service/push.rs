@@ -39,7 +39,7 @@ impl TaskService {
     }
 
     fn push_not_found(id: &TaskId, config_id: &str) -> Error {
-        Error::new(ErrorKind::TaskNotFound, format!("the task has no push config \"{config_id}\"")).about(id)
+        Error::new(ErrorKind::PushConfigNotFound, format!("the task has no push config \"{config_id}\"")).about(id)
     }
 
     fn open_push(&self, stored: &StoredPushConfig) -> Result<PushConfig, Error> {
@@ -79,7 +79,7 @@ impl TaskService {
         stored.iter().map(|config| self.open_push(config)).collect()
     }
 
-    /// One of the caller's task's webhooks ([`ErrorKind::TaskNotFound`] when the task has none
+    /// One of the caller's task's webhooks ([`ErrorKind::PushConfigNotFound`] when the task has none
     /// with this id).
     pub async fn push_config(&self, caller: &Caller, id: &TaskId, config_id: &str) -> Result<PushConfig, Error> {
         let configs = self.push_configs(caller, id).await?;
