@@ -7,7 +7,8 @@
 //!
 //! - [`HttpBackend`]: POSTs the input JSON to an endpoint; a JSON answer, or an NDJSON or
 //!   server-sent-event stream of deltas ending in an output.
-//! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON on stdout.
+//! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON (or one JSON
+//!   document over several lines) on stdout.
 //! - [`McpServer`]: the tools of an MCP server (stdio or streamable HTTP, through `rmcp`), each a
 //!   skill ([`McpTool`]).
 //! - [`AgentFile`]: the TOML file (`docs/agent-file.md`) that describes an agent and wires each
