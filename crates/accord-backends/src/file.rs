@@ -17,7 +17,7 @@ use toml::{Table, Value};
 use url::Url;
 
 use crate::command::{CommandBackend, CommandConfig};
-use crate::http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+use crate::http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 use crate::mcp::{McpServer, McpTransport};
 use crate::secret::Secret;
 
@@ -877,7 +877,10 @@ impl Reader<'_> {
         let http = fields.get("http");
         let command = fields.get("command");
         let backend = match (http, command) {
-            (Some(http), None) => self.http(http, &fields.key("http")).map(Backend::Http),
+            (Some(http), None) => {
+                let schema = input_schema.as_ref().and_then(Option::as_ref);
+                self.skill_http(http, &fields.key("http"), schema).map(Backend::Http)
+            }
             (None, Some(command)) => self.command(command, &fields.key("command")).map(Backend::Command),
             (None, None) => {
                 self.error(path, "no backend: give `http = { url = ... }` or `command = [...]`");
@@ -1006,6 +1009,16 @@ impl Reader<'_> {
     }
 
     fn http(&mut self, value: &Value, path: &str) -> Option<HttpConfig> {
+        self.http_endpoint(value, path, None)
+    }
+
+    /// A `[[skill]]`'s `http`: beside what every HTTP endpoint takes, a `method` and a URL whose
+    /// path may hold `{name}` variables, each a property of the input schema when there is one.
+    fn skill_http(&mut self, value: &Value, path: &str, input_schema: Option<&Json>) -> Option<HttpConfig> {
+        self.http_endpoint(value, path, Some(SkillHttp { input_schema }))
+    }
+
+    fn http_endpoint(&mut self, value: &Value, path: &str, skill: Option<SkillHttp<'_>>) -> Option<HttpConfig> {
         let Value::Table(table) = value else {
             self.error(path, format!("expected a table such as {{ url = \"http://...\" }}, found {}", kind(value)));
             return None;
@@ -1016,7 +1029,50 @@ impl Reader<'_> {
         if url.is_none() && !table.contains_key("url") {
             self.error(fields.key("url"), "missing");
         }
-        let url = url.and_then(|url| self.url(&url, &fields.key("url")));
+        let url_key = fields.key("url");
+        let (url, template) = match (&skill, url) {
+            // A skill's URL may be a path template; it is checked as a URL like any other.
+            (Some(skill), Some(text)) => match HttpConfig::from_template(&text) {
+                Ok(template) => {
+                    // The URL's checks, on the URL with its variables standing as letters.
+                    let url = self.url(&template_free(&text), &url_key);
+                    for name in template.path_variables() {
+                        if let Some(schema) = skill.input_schema
+                            && !schema.get("properties").and_then(Json::as_object).is_some_and(|p| p.contains_key(name))
+                        {
+                            self.error(
+                                &url_key,
+                                format!("the path variable `{{{name}}}` is not a property of the skill's input schema"),
+                            );
+                        }
+                    }
+                    (url, Some(template))
+                }
+                Err(error) => {
+                    self.error(&url_key, error.to_string());
+                    (None, None)
+                }
+            },
+            (None, Some(text)) => (self.url(&text, &url_key), None),
+            (_, None) => (None, None),
+        };
+        let method = match &skill {
+            Some(_) => match fields.get("method") {
+                None => HttpMethod::Post,
+                Some(Value::String(name)) => HttpMethod::from_name(name).unwrap_or_else(|| {
+                    self.error(fields.key("method"), "expected GET, POST, PUT, PATCH or DELETE");
+                    HttpMethod::Post
+                }),
+                Some(other) => {
+                    self.error(
+                        fields.key("method"),
+                        format!("expected a string such as \"GET\", found {}", kind(other)),
+                    );
+                    HttpMethod::Post
+                }
+            },
+            None => HttpMethod::Post,
+        };
         let mut headers = Vec::new();
         if let Some(table) = self.table(&mut fields, "headers") {
             for (name, value) in table {
@@ -1046,7 +1102,13 @@ impl Reader<'_> {
         if self.errors.len() > before {
             return None;
         }
-        let mut config = HttpConfig::new(url?).concurrency(concurrency);
+        let url = url?;
+        let mut config = match template {
+            Some(template) => template,
+            None => HttpConfig::new(url),
+        }
+        .method(method)
+        .concurrency(concurrency);
         for (name, value) in headers {
             config = config.header(name, value);
         }
@@ -1175,6 +1237,17 @@ impl Reader<'_> {
         }
         found
     }
+}
+
+/// What a `[[skill]]`'s `http` knows beyond an endpoint's keys.
+struct SkillHttp<'s> {
+    /// The input schema, when the file gives one.
+    input_schema: Option<&'s Json>,
+}
+
+/// A template URL with each `{name}` as plain letters, for the checks of a URL.
+fn template_free(text: &str) -> String {
+    text.replace(['{', '}'], "")
 }
 
 /// A name a variable of a child's environment may have.

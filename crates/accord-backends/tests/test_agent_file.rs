@@ -273,7 +273,7 @@ command = { argv = ["./not-here.sh"] }
         "shop.toml: skill[10].tags: expected an array of strings, found a string",
         "shop.toml: skill[10].http.timeout: expected a number of seconds, found a string",
         "shop.toml: skill[10].http.concurrency: expected a positive integer",
-        "shop.toml: skill[10].http.retries: unknown key (known here: url, headers, timeout, concurrency, max_answer_bytes)",
+        "shop.toml: skill[10].http.retries: unknown key (known here: url, method, headers, timeout, concurrency, max_answer_bytes)",
         "shop.toml: skill[11].output_schema_file: cannot read",
         "shop.toml: skill[11].command.argv[0]:",
     ];
@@ -326,4 +326,82 @@ fn a_doubled_dollar_keeps_a_literal_reference() {
     let text = "[agent]\nname = \"x\"\ndescription = \"costs $${PRICE}\"\n[[skill]]\nid = \"a\"\ncommand = [\"sh\"]\n";
     let file = parse(text, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.description(), Some("costs ${PRICE}"));
+}
+
+#[test]
+fn http_methods_and_path_templates_are_checked_at_load() {
+    let text = r#"
+[agent]
+name = "rest"
+
+[[skill]]
+id = "get"
+input_schema = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+http = { url = "http://127.0.0.1:3000/items/{id}", method = "GET" }
+
+[[skill]]
+id = "no-schema"
+http = { url = "http://127.0.0.1:3000/items/{id}/parts/{part}", method = "delete" }
+
+[[skill]]
+id = "not-in-schema"
+input_schema = { type = "object", properties = { sku = { type = "string" } } }
+http = { url = "http://127.0.0.1:3000/items/{id}", method = "PUT" }
+
+[[skill]]
+id = "bad-method"
+http = { url = "http://127.0.0.1:3000/items", method = "HEAD" }
+
+[[skill]]
+id = "method-type"
+http = { url = "http://127.0.0.1:3000/items", method = 1 }
+
+[[skill]]
+id = "in-host"
+http = { url = "http://{host}.example/items" }
+
+[[skill]]
+id = "in-query"
+http = { url = "http://127.0.0.1:3000/items?id={id}" }
+
+[[skill]]
+id = "unclosed"
+http = { url = "http://127.0.0.1:3000/items/{id" }
+
+[[skill]]
+id = "bad-name"
+http = { url = "http://127.0.0.1:3000/items/{the id}" }
+
+[[skill]]
+id = "twice"
+http = { url = "http://127.0.0.1:3000/{id}/{id}" }
+"#;
+    let errors = parse(text, Path::new("."), &env(&[])).expect_err("bad templates");
+    let expected = [
+        "shop.toml: skill[2].http.url: the path variable `{id}` is not a property of the skill's input schema",
+        "shop.toml: skill[3].http.method: expected GET, POST, PUT, PATCH or DELETE",
+        "shop.toml: skill[4].http.method: expected a string such as \"GET\", found an integer",
+        "shop.toml: skill[5].http.url: the variable `{host}` may stand only in the URL's path",
+        "shop.toml: skill[6].http.url: the variable `{id}` may stand only in the URL's path",
+        "shop.toml: skill[7].http.url: a `{` without its `}` (a path variable is written `{name}`)",
+        "shop.toml: skill[8].http.url: `{the id}` is not a path variable (a name is 1 to 64 characters of [A-Za-z0-9_-])",
+        "shop.toml: skill[9].http.url: the path variable `{id}` appears twice",
+    ];
+    assert_eq!(errors.to_string(), expected.join("\n"));
+
+    // The good ones, alone, load with their methods and variables.
+    let good = text.split("[[skill]]\nid = \"not-in-schema\"").next().expect("head");
+    let file = parse(good, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    for (skill, method, variables) in [
+        (0, accord_backends::HttpMethod::Get, vec!["id"]),
+        (1, accord_backends::HttpMethod::Delete, vec!["id", "part"]),
+    ] {
+        match file.skills()[skill].backend() {
+            Backend::Http(config) => {
+                assert_eq!(config.http_method(), method);
+                assert_eq!(config.path_variables(), variables);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -96,6 +96,12 @@ fn backend(load: Arc<Load>) -> Router {
             post(|| async { (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": "no such item"}}))) }),
         )
         .route(
+            "/invalid",
+            post(|| async {
+                (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"error": {"message": "size XXL is not made"}})))
+            }),
+        )
+        .route(
             "/boom",
             post(|| async {
                 (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "stack trace with internal detail"})))
@@ -318,10 +324,10 @@ async fn an_input_required_answer_pauses_the_task_and_the_follow_up_brings_the_h
 #[tokio::test]
 async fn a_4xx_rejects_the_run_and_a_5xx_fails_it() {
     let port = serve(backend(Arc::default())).await.port();
-    let (_, agent) = agent(port, &[("missing", "/missing", ""), ("boom", "/boom", "")]);
-    match invoke(&agent, "missing", json!({})).await {
+    let (_, agent) = agent(port, &[("invalid", "/invalid", ""), ("boom", "/boom", "")]);
+    match invoke(&agent, "invalid", json!({})).await {
         Err(RunError::Incomplete { status: EndStatus::Rejected, message }) => {
-            assert_eq!(message.map(|m| m.text()).as_deref(), Some("no such item"));
+            assert_eq!(message.map(|m| m.text()).as_deref(), Some("size XXL is not made"));
         }
         other => panic!("expected a rejected run, got {other:?}"),
     }
@@ -334,11 +340,236 @@ async fn a_4xx_rejects_the_run_and_a_5xx_fails_it() {
     // As tasks: rejected and failed.
     let service = service(agent);
     let caller = Caller::owner(AccessToken::generate().owner());
-    for (skill, state) in [("missing", TaskState::Rejected), ("boom", TaskState::Failed)] {
+    for (skill, state) in [("invalid", TaskState::Rejected), ("boom", TaskState::Failed)] {
         let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill(skill);
         let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
         assert_eq!(task.state, state, "{task:?}");
     }
+}
+
+#[tokio::test]
+async fn a_404_from_a_fixed_url_is_the_files_mistake_not_the_callers() {
+    let port = serve(backend(Arc::default())).await.port();
+    // `/missing` answers 404 with a reason; `/nowhere` is no route at all.
+    let (_, agent) = agent(port, &[("missing", "/missing", ""), ("nowhere", "/nowhere?key=${SHOP_TOKEN}", "")]);
+    for (skill, path) in [("missing", "/missing"), ("nowhere", "/nowhere")] {
+        let error = failure(invoke(&agent, skill, json!({})).await);
+        assert_eq!(error.code, "backend_misconfigured", "{error}");
+        assert_eq!(
+            error.message,
+            format!(
+                "the backend has no endpoint POST {path} (HTTP 404 Not Found): the agent file's URL or method is wrong"
+            )
+        );
+        assert!(!error.message.contains(TOKEN));
+    }
+    // A task fails (the agent's fault), it is not rejected (the caller's).
+    let service = service(agent);
+    let caller = Caller::owner(AccessToken::generate().owner());
+    let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("nowhere");
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+    assert_eq!(task.state, TaskState::Failed, "{task:?}");
+}
+
+/// A small REST service, as json-server serves one: `/items` (GET with filters, POST) and
+/// `/items/{id}` (GET, PUT, DELETE; no POST). Each answer says how the request arrived.
+fn rest() -> Router {
+    use axum::extract::{OriginalUri, Path, RawQuery, State};
+    use axum::routing::get;
+    type Items = Arc<std::sync::Mutex<std::collections::BTreeMap<String, Value>>>;
+    let items: Items = Arc::default();
+    items.lock().expect("items").insert("1".into(), json!({"id": "1", "title": "lamp"}));
+    items.lock().expect("items").insert("a/b c".into(), json!({"id": "a/b c", "title": "odd"}));
+    let one = |items: &Items, id: &str| items.lock().expect("items").get(id).cloned();
+    Router::new()
+        .route(
+            "/items",
+            get(|headers: HeaderMap, RawQuery(query): RawQuery| async move {
+                axum::Json(json!({"query": query, "content_type": seen_headers(&headers)["content-type"]}))
+            }),
+        )
+        .route(
+            "/items/{id}",
+            get(move |State(items): State<Items>, Path(id): Path<String>, OriginalUri(uri): OriginalUri| async move {
+                match one(&items, &id) {
+                    Some(item) => axum::Json(json!({"item": item, "uri": uri.to_string()})).into_response(),
+                    None => (StatusCode::NOT_FOUND, axum::Json(json!({}))).into_response(),
+                }
+            })
+            .put(|State(items): State<Items>, Path(id): Path<String>, body: axum::Json<Value>| async move {
+                let mut item = body.0;
+                item["id"] = json!(id);
+                items.lock().expect("items").insert(id, item.clone());
+                axum::Json(item)
+            })
+            .delete(
+                |State(items): State<Items>, Path(id): Path<String>, RawQuery(query): RawQuery| async move {
+                    match items.lock().expect("items").remove(&id) {
+                        Some(item) => axum::Json(json!({"deleted": item, "query": query})).into_response(),
+                        None => (StatusCode::NOT_FOUND, "").into_response(),
+                    }
+                },
+            ),
+        )
+        .with_state(items)
+}
+
+fn rejection(result: Result<Value, RunError>) -> String {
+    match result {
+        Err(RunError::Incomplete { status: EndStatus::Rejected, message }) => {
+            message.map(|m| m.text()).unwrap_or_default()
+        }
+        other => panic!("expected a rejected run, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn get_fills_the_path_template_and_sends_the_rest_as_the_query() {
+    let port = serve(rest()).await.port();
+    let (file, agent) = agent(
+        port,
+        &[("item", "/items/{id}", ", method = \"GET\""), ("search", "/items?fixed=1", ", method = \"get\"")],
+    );
+    match file.skills()[0].backend() {
+        accord_backends::Backend::Http(config) => {
+            assert_eq!(config.endpoint(), format!("http://127.0.0.1:{port}/items/{{id}}"));
+            assert_eq!(config.path_variables(), ["id"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let output = invoke(&agent, "item", json!({"id": "1"})).await.expect("item");
+    assert_eq!(output, json!({"item": {"id": "1", "title": "lamp"}, "uri": "/items/1"}));
+    // A number fills it as its text; `/` and a space stay inside the one segment.
+    assert_eq!(invoke(&agent, "item", json!({"id": 1})).await.expect("item")["item"]["title"], "lamp");
+    let output = invoke(&agent, "item", json!({"id": "a/b c"})).await.expect("item");
+    assert_eq!(output["uri"], "/items/a%2Fb%20c");
+    assert_eq!(output["item"]["title"], "odd");
+
+    // The query: scalars as text, arrays as repeated keys, objects as JSON, null left out; the
+    // URL's own query kept first. No body, so no content type.
+    let output = invoke(
+        &agent,
+        "search",
+        json!({"tag": ["home", "red"], "limit": 2, "sold": false, "where": {"a": 1}, "none": null, "q": "a&b"}),
+    )
+    .await
+    .expect("search");
+    assert_eq!(output["query"], "fixed=1&limit=2&q=a%26b&sold=false&tag=home&tag=red&where=%7B%22a%22%3A1%7D");
+    assert_eq!(output["content_type"], Value::Null);
+}
+
+#[tokio::test]
+async fn put_and_delete_fill_the_path_and_a_missing_resource_is_the_callers() {
+    let port = serve(rest()).await.port();
+    let (_, agent) = agent(
+        port,
+        &[
+            ("put", "/items/{id}", ", method = \"PUT\""),
+            ("delete", "/items/{id}", ", method = \"DELETE\""),
+            ("get", "/items/{id}", ", method = \"GET\""),
+            ("post-one", "/items/{id}", ""),
+        ],
+    );
+    // PUT: the fields the path did not take are the JSON body.
+    let output = invoke(&agent, "put", json!({"id": "7", "title": "vase", "tags": ["x"]})).await.expect("put");
+    assert_eq!(output, json!({"id": "7", "title": "vase", "tags": ["x"]}));
+    assert_eq!(invoke(&agent, "get", json!({"id": "7"})).await.expect("get")["item"]["title"], "vase");
+    // DELETE: the rest is the query.
+    let output = invoke(&agent, "delete", json!({"id": "7", "reason": "sold"})).await.expect("delete");
+    assert_eq!(output, json!({"deleted": {"id": "7", "title": "vase", "tags": ["x"]}, "query": "reason=sold"}));
+    // Gone now: a 404 on a templated URL is the caller's, rejected, naming the resource.
+    assert_eq!(
+        rejection(invoke(&agent, "get", json!({"id": "7"})).await),
+        "no such resource: /items/7 (HTTP 404 Not Found)"
+    );
+    assert_eq!(
+        rejection(invoke(&agent, "delete", json!({"id": "7"})).await),
+        "no such resource: /items/7 (HTTP 404 Not Found)"
+    );
+    // A method the resource does not take is the file's mistake, templated or not.
+    let error = failure(invoke(&agent, "post-one", json!({"id": "1"})).await);
+    assert_eq!(error.code, "backend_misconfigured", "{error}");
+    assert!(error.message.contains("POST /items/1 (HTTP 405 Method Not Allowed)"), "{error}");
+}
+
+#[tokio::test]
+async fn an_input_that_cannot_fill_the_path_is_rejected_before_any_request() {
+    let port = serve(rest()).await.port();
+    let (_, agent) = agent(port, &[("get", "/items/{id}", ", method = \"GET\"")]);
+    for (input, reason) in [
+        (json!({}), "the input has no `id`, which the URL's path needs"),
+        (json!({"id": null}), "the input has no `id`, which the URL's path needs"),
+        (json!({"id": {"n": 1}}), "`id` must be a string, a number or a boolean to stand in the URL's path"),
+        (json!({"id": [1]}), "`id` must be a string, a number or a boolean to stand in the URL's path"),
+        (json!({"id": ".."}), "`id` must not be empty, `.` or `..` (it stands in the URL's path)"),
+        (json!({"id": ""}), "`id` must not be empty, `.` or `..` (it stands in the URL's path)"),
+    ] {
+        assert_eq!(rejection(invoke(&agent, "get", input.clone()).await), reason, "{input}");
+    }
+}
+
+/// json-server (npm), when `ACCORD_JSON_SERVER` names its program (`…/node_modules/.bin/json-server`):
+/// an existing REST service behind skills, unchanged.
+#[tokio::test]
+async fn json_server_behind_get_put_delete_and_post_skills() {
+    let Ok(program) = std::env::var("ACCORD_JSON_SERVER") else {
+        eprintln!("skipped: set ACCORD_JSON_SERVER to json-server's program (npm install json-server@0.17.4)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("db.json"),
+        r#"{"items": [{"id": 1, "title": "lamp", "tag": "home"}, {"id": 2, "title": "mug", "tag": "kitchen"}]}"#,
+    )
+    .expect("db");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address").port()
+    };
+    let mut server = tokio::process::Command::new(&program)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--quiet", "db.json"])
+        .current_dir(dir.path())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("json-server starts");
+    let started = std::time::Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "json-server did not listen");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, agent) = agent(
+        port,
+        &[
+            ("get", "/items/{id}", ", method = \"GET\""),
+            ("find", "/items", ", method = \"GET\""),
+            ("create", "/items", ""),
+            ("replace", "/items/{id}", ", method = \"PUT\""),
+            ("remove", "/items/{id}", ", method = \"DELETE\""),
+            ("typo", "/itemz/{id}", ", method = \"GET\""),
+            ("wrong", "/nothing", ", method = \"GET\""),
+        ],
+    );
+    assert_eq!(
+        invoke(&agent, "get", json!({"id": 1})).await.expect("get"),
+        json!({"id": 1, "title": "lamp", "tag": "home"})
+    );
+    let found = invoke(&agent, "find", json!({"tag": ["kitchen", "none"]})).await.expect("find");
+    assert_eq!(found, json!([{"id": 2, "title": "mug", "tag": "kitchen"}]));
+    let created = invoke(&agent, "create", json!({"title": "vase"})).await.expect("create");
+    assert_eq!(created["title"], "vase");
+    let id = created["id"].clone();
+    let replaced = invoke(&agent, "replace", json!({"id": id, "title": "big vase"})).await.expect("put");
+    assert_eq!(replaced, json!({"id": id, "title": "big vase"}));
+    invoke(&agent, "remove", json!({"id": id})).await.expect("delete");
+    assert_eq!(
+        rejection(invoke(&agent, "get", json!({"id": id})).await),
+        format!("no such resource: /items/{id} (HTTP 404 Not Found)")
+    );
+    // json-server answers an unknown route 404: fixed, the file's mistake; templated, the caller's
+    // (a server cannot tell a wrong collection from a missing item).
+    assert_eq!(failure(invoke(&agent, "wrong", json!({})).await).code, "backend_misconfigured");
+    assert!(rejection(invoke(&agent, "typo", json!({"id": 1})).await).contains("/itemz/1"));
+    let _ = server.kill().await;
 }
 
 #[tokio::test]
