@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::Secret;
-use crate::contract::{self, Lines, MAX_REASON_CHARS, bounded, failure, invalid_answer};
+use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, bounded, failure, invalid_answer};
 use crate::http::seconds;
 
 /// The longest stderr line logged; the rest of a longer line is dropped.
@@ -235,8 +235,9 @@ impl Inner {
         let last_stderr = Arc::new(Mutex::new(String::new()));
         let logger = tokio::spawn(log_stderr(stderr, run.skill().to_owned(), Arc::clone(&last_stderr)));
 
+        let mut files = Files::new(&run);
         let stop = {
-            let conversation = self.converse(&run, &mut child, stdout);
+            let conversation = self.converse(&run, &mut child, stdout, &mut files);
             tokio::select! {
                 stop = conversation => stop,
                 () = run.cancelled() => Stop::Cancelled,
@@ -270,7 +271,7 @@ impl Inner {
             }
             Stop::Exited(_, _, Some(error)) => Err(error),
             Stop::Exited(_, None, None) => Err(invalid_answer("the command printed no answer")),
-            Stop::Exited(_, Some(answer), None) => contract::outcome_of_answer(answer),
+            Stop::Exited(_, Some(answer), None) => contract::outcome_of_answer(answer, &mut files),
         }
     }
 
@@ -309,12 +310,13 @@ impl Inner {
         })
     }
 
-    /// Reads the child's stdout to its end, forwarding event lines, then waits for the child.
+    /// Reads the child's stdout to its end, forwarding event lines (deltas, files), then waits
+    /// for the child.
     ///
     /// stdout is NDJSON until a line is the start of a JSON value that the line does not finish
     /// (`{` alone, as `jq` prints): from that line on, the rest of stdout is one JSON document,
     /// parsed at its end, and is the answer. A line that is not JSON at all fails at once.
-    async fn converse(&self, run: &Run, child: &mut Child, mut stdout: ChildStdout) -> Stop {
+    async fn converse(&self, run: &Run, child: &mut Child, mut stdout: ChildStdout, files: &mut Files) -> Stop {
         let mut lines = Lines::new(self.config.max_output_bytes);
         let mut answer: Option<(usize, Value)> = None;
         let mut broken: Option<SkillError> = None;
@@ -362,13 +364,13 @@ impl Inner {
                         continue;
                     }
                 };
-                if let Some(event) = contract::delta_of(&value) {
+                if let Some(event) = contract::command_event(&value, files) {
                     match (event, &answer) {
                         (Ok(event), None) => run.emit(event).await,
                         (Err(error), _) => broken = Some(error),
                         (Ok(_), Some((at, _))) => {
                             broken = Some(invalid_answer(format!(
-                                "stdout line {at} is not a delta event, yet more lines follow it"
+                                "stdout line {at} is not a delta or file event, yet more lines follow it"
                             )));
                         }
                     }
@@ -376,7 +378,7 @@ impl Inner {
                 }
                 if let Some((at, _)) = &answer {
                     broken = Some(invalid_answer(format!(
-                        "stdout line {at} is not a delta event, yet more lines follow it"
+                        "stdout line {at} is not a delta or file event, yet more lines follow it"
                     )));
                     continue;
                 }

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::contract::{self, Lines, MAX_REASON_CHARS, SseEvents, StreamEvent, bounded, failure, invalid_answer};
+use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, SseEvents, StreamEvent, bounded, failure, invalid_answer};
 use crate::{BackendError, Secret};
 
 /// Headers Accord sets on every request; a configuration may not set them.
@@ -544,7 +544,7 @@ impl Inner {
                     let body = self.read(run, &mut response, self.config.max_answer_bytes, deadline).await?;
                     let answer: Value = serde_json::from_slice(&body)
                         .map_err(|_| invalid_answer("the backend's answer is not JSON"))?;
-                    contract::outcome_of_answer(answer)
+                    contract::outcome_of_answer(answer, &mut Files::new(run))
                 }
                 framing => self.stream(run, response, framing).await,
             };
@@ -583,6 +583,7 @@ impl Inner {
     async fn stream(&self, run: &Run, mut response: Response, framing: Framing) -> Result<Outcome, SkillError> {
         let mut lines = Lines::new(self.config.max_answer_bytes);
         let mut sse = SseEvents::default();
+        let mut files = Files::new(run);
         loop {
             let chunk = match tokio::time::timeout(self.config.timeout, response.chunk()).await {
                 Err(_) => return Err(self.timed_out(run)),
@@ -601,14 +602,14 @@ impl Inner {
                     }
                 };
                 if let Some(data) = data
-                    && let Some(end) = Self::event(run, &data).await
+                    && let Some(end) = Self::event(run, &data, &mut files).await
                 {
                     return end;
                 }
             }
             if done {
                 if let Some(data) = sse.finish()
-                    && let Some(end) = Self::event(run, &data).await
+                    && let Some(end) = Self::event(run, &data, &mut files).await
                 {
                     return end;
                 }
@@ -618,11 +619,11 @@ impl Inner {
     }
 
     /// Handles one event's data: `Some` when it ends the run.
-    async fn event(run: &Run, data: &str) -> Option<Result<Outcome, SkillError>> {
+    async fn event(run: &Run, data: &str, files: &mut Files) -> Option<Result<Outcome, SkillError>> {
         let Ok(value) = serde_json::from_str::<Value>(data) else {
             return Some(Err(invalid_answer("an event of the backend's stream is not JSON")));
         };
-        match contract::stream_event(value) {
+        match contract::stream_event(value, files) {
             StreamEvent::Progress(event) => {
                 run.emit(event).await;
                 None

@@ -117,7 +117,7 @@ async fn answers_that_break_the_contract_fail_and_rejections_reject() {
     assert_eq!((error.code.as_str(), error.message.as_str()), ("backend_invalid_answer", "stdout line 1 is not JSON"));
     assert_eq!(failure(invoke(&agent, "silent", json!({})).await).message, "the command printed no answer");
     let error = failure(invoke(&agent, "early", json!({})).await);
-    assert!(error.message.contains("line 1 is not a delta event"), "{error}");
+    assert!(error.message.contains("line 1 is not a delta or file event"), "{error}");
     match invoke(&agent, "reject", json!({})).await {
         Err(RunError::Incomplete { status: EndStatus::Rejected, message }) => {
             assert_eq!(message.map(|m| m.text()).as_deref(), Some("that item is not sold here"));
@@ -376,4 +376,61 @@ async fn a_multi_line_stdout_that_is_not_json_fails_saying_so() {
     let error = failure(invoke(&agent, "two", json!({})).await);
     assert!(error.message.starts_with("stdout is not JSON: line 1 starts"), "{error}");
     assert!(error.message.ends_with("at stdout line 4, column 1"), "{error}");
+}
+
+#[tokio::test]
+async fn file_lines_and_an_answer_with_files_give_file_artifacts() {
+    let dir = tempfile::tempdir().expect("dir");
+    write(
+        dir.path(),
+        "files.py",
+        "import base64, json\n\
+         print(json.dumps({'delta': 'rendering'}))\n\
+         print(json.dumps({'file': {'name': 'page1.txt', 'mime': 'text/plain', 'bytes_base64': base64.b64encode(b'one').decode()}}))\n\
+         print(json.dumps({'output': {'pages': 2}, 'files': [{'name': 'all.pdf', 'mime': 'application/pdf', 'uri': 'https://files.example/all.pdf'}]}, indent=2))\n",
+    );
+    write(dir.path(), "bad.sh", "echo '{\"file\": {\"name\": \"x\", \"bytes_base64\": \"%%%\"}}'\necho '{}'\n");
+    let agent = agent(
+        dir.path(),
+        "[[skill]]\nid = \"files\"\ncommand = [\"python3\", \"files.py\"]\n[[skill]]\nid = \"bad\"\ncommand = [\"sh\", \"bad.sh\"]\n",
+    );
+    let valid = agent.skill("files").expect("skill").validate_input(json!({})).expect("valid");
+    let frames: Vec<RunEvent> = agent.stream(valid).expect("stream").map(|frame| frame.event).collect().await;
+    let streamed: Vec<&Part> = frames
+        .iter()
+        .filter_map(|event| match event {
+            RunEvent::Artifact { artifact, .. } => Some(&artifact.parts[0]),
+            _ => None,
+        })
+        .collect();
+    let page = Part::File {
+        name: Some("page1.txt".into()),
+        mime: Some("text/plain".into()),
+        bytes_base64: Some("b25l".into()),
+        uri: None,
+    };
+    assert_eq!(streamed, [&page]);
+    match frames.last() {
+        Some(RunEvent::End(end)) => {
+            let completion = end.completion.as_ref().expect("completion");
+            assert_eq!(completion.output, json!({"pages": 2}));
+            assert_eq!(completion.artifacts.len(), 1);
+            assert_eq!(completion.artifacts[0].artifact_id, "file-2");
+            assert_eq!(
+                completion.artifacts[0].parts,
+                [Part::File {
+                    name: Some("all.pdf".into()),
+                    mime: Some("application/pdf".into()),
+                    bytes_base64: None,
+                    uri: Some("https://files.example/all.pdf".into()),
+                }]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let error = failure(invoke(&agent, "bad", json!({})).await);
+    assert_eq!(
+        (error.code.as_str(), error.message.as_str()),
+        ("backend_invalid_answer", "`file` has a `bytes_base64` that is not base64 (standard alphabet, padded)")
+    );
 }

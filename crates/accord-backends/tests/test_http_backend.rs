@@ -126,6 +126,33 @@ fn backend(load: Arc<Load>) -> Router {
                 ([(header::CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(first.chain(stall)))
             }),
         )
+        .route(
+            "/report",
+            post(|| async {
+                axum::Json(json!({
+                    "output": {"pages": 1},
+                    "files": [
+                        {"name": "report.txt", "mime": "text/plain", "bytes_base64": "aGVsbG8="},
+                        {"name": "big.pdf", "mime": "application/pdf", "uri": "https://files.example/big.pdf"},
+                    ],
+                }))
+            }),
+        )
+        .route(
+            "/report-stream",
+            post(|| async {
+                ndjson(vec![
+                    "{\"delta\": \"drawing\"}\n".into(),
+                    "{\"file\": {\"name\": \"chart.png\", \"mime\": \"image/png\", \"bytes_base64\": \"iVBORw==\"}}\n".into(),
+                    "{\"output\": {\"charts\": 1}, \"files\": [{\"name\": \"data.csv\", \"mime\": \"text/csv\", \"bytes_base64\": \"YSxi\"}]}\n".into(),
+                ])
+            }),
+        )
+        .route(
+            "/bad-file",
+            post(|| async { axum::Json(json!({"output": 1, "files": [{"name": "x.pdf", "mimeType": "application/pdf", "bytes": "eA=="}]})) }),
+        )
+        .route("/bad-file-stream", post(|| async { ndjson(vec!["{\"file\": {\"name\": \"x\"}}\n".into()]) }))
         .route("/garbage", post(|| async { ([(header::CONTENT_TYPE, "text/html")], "<html>oops</html>") }))
         .route(
             "/unterminated",
@@ -709,4 +736,70 @@ async fn a_configured_secret_never_shows_in_errors_or_debug_output() {
     let errors = AgentFile::parse_with_env(text, "x.toml", ".", &|_| Some(TOKEN.to_owned())).expect_err("bad header");
     assert!(!errors.to_string().contains(TOKEN) && !format!("{errors:?}").contains(TOKEN), "{errors}");
     assert!(errors.to_string().contains("skill[0].http.headers.X"), "{errors}");
+}
+
+fn file(name: &str, mime: &str, bytes: Option<&str>, uri: Option<&str>) -> Part {
+    Part::File {
+        name: Some(name.into()),
+        mime: Some(mime.into()),
+        bytes_base64: bytes.map(str::to_owned),
+        uri: uri.map(str::to_owned),
+    }
+}
+
+#[tokio::test]
+async fn an_answer_with_files_gives_file_artifacts() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("report", "/report", ""), ("report-stream", "/report-stream", "")]);
+    let valid = agent.skill("report").expect("skill").validate_input(json!({})).expect("valid");
+    let completion = agent.invoke(valid).await.expect("report").completion;
+    assert_eq!(completion.output, json!({"pages": 1}));
+    let parts: Vec<&Part> = completion.artifacts.iter().flat_map(|artifact| &artifact.parts).collect();
+    assert_eq!(
+        parts,
+        [
+            &file("report.txt", "text/plain", Some("aGVsbG8="), None),
+            &file("big.pdf", "application/pdf", None, Some("https://files.example/big.pdf")),
+        ]
+    );
+
+    // A stream's `file` event is an artifact as it comes; the end's files follow.
+    let (events, end) = streamed(&agent, "report-stream").await;
+    let streamed_files: Vec<&Part> = events
+        .iter()
+        .filter_map(|event| match event {
+            RunEvent::Artifact { artifact, .. } => Some(&artifact.parts[0]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed_files, [&file("chart.png", "image/png", Some("iVBORw=="), None)]);
+    let completion = end.completion.expect("completion");
+    assert_eq!(completion.output, json!({"charts": 1}));
+    assert_eq!(completion.artifacts[0].parts, [file("data.csv", "text/csv", Some("YSxi"), None)]);
+
+    // As a task: the files are the task's artifacts (what the A2A faces show as file parts),
+    // each its own, numbered.
+    let service = service(agent);
+    let caller = Caller::owner(AccessToken::generate().owner());
+    let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("report-stream");
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+    assert_eq!(task.state, TaskState::Completed, "{task:?}");
+    let artifacts: Vec<(&str, Option<&str>)> =
+        task.artifacts.iter().map(|a| (a.artifact_id.as_str(), a.name.as_deref())).collect();
+    assert_eq!(artifacts, [("file-1", Some("chart.png")), ("file-2", Some("data.csv"))]);
+}
+
+#[tokio::test]
+async fn a_malformed_file_fails_the_run_saying_what_is_wrong() {
+    let port = serve(backend(Arc::default())).await.port();
+    let (_, agent) = agent(port, &[("bad-file", "/bad-file", ""), ("bad-file-stream", "/bad-file-stream", "")]);
+    let error = failure(invoke(&agent, "bad-file", json!({})).await);
+    assert_eq!(error.code, "backend_invalid_answer");
+    assert!(error.message.starts_with("`files[0]` has an unknown key `"), "{error}");
+    assert!(error.message.ends_with("(a file has `name`, `mime`, and `bytes_base64` or `uri`)"), "{error}");
+    let error = failure(invoke(&agent, "bad-file-stream", json!({})).await);
+    assert_eq!(
+        (error.code.as_str(), error.message.as_str()),
+        ("backend_invalid_answer", "`file` has neither `bytes_base64` nor `uri`: give one")
+    );
 }
