@@ -259,7 +259,7 @@ command = { argv = ["./not-here.sh"] }
     let expected = [
         "shop.toml: skill[8].http.url: environment variable UNSET_PORT is not set",
         "shop.toml: agnet: unknown key (known here: agent, skill, mcp, serve, payments)",
-        "shop.toml: agent.colour: unknown key (known here: name, description, version, provider, documentation_url, icon_url, cancel_grace)",
+        "shop.toml: agent.colour: unknown key (known here: name, description, version, provider, documentation_url, icon_url, cancel_grace, default_skill)",
         "shop.toml: skill[0].id: missing",
         "shop.toml: skill[0]: no backend: give `http = { url = ... }` or `command = [...]`",
         "shop.toml: skill[1]: two backends: give either `http` or `command`, not both",
@@ -296,36 +296,73 @@ fn syntax_errors_name_the_line_and_column() {
 }
 
 #[test]
-fn a_file_needs_an_agent_and_a_skill() {
-    let errors = parse("", Path::new("."), &env(&[])).expect_err("empty");
-    assert_eq!(errors.to_string(), "shop.toml: agent: missing: the file needs an [agent] table with a `name`");
-    let errors = parse("[agent]\nname = \" \"\n", Path::new("."), &env(&[])).expect_err("no skill");
+fn the_default_skill_is_the_one_named_else_the_first() {
+    let dir = tempfile::tempdir().expect("dir");
+    let skills = "[[skill]]\nid = \"quote\"\nhttp = { url = \"http://127.0.0.1:1/q\" }\n\
+                  [[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    let named = format!("[agent]\nname = \"shop\"\ndefault_skill = \"count\"\n{skills}");
+    let file = parse(&named, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill(), Some("count"));
+    assert!(file.default_skill_is_configured());
+    assert_eq!(file.default_skill_with_tools(&["t.add".into()]).as_deref(), Some("count"));
+
+    // Not named: the first of several, the only one of one.
+    let several = format!("[agent]\nname = \"shop\"\n{skills}");
+    let file = parse(&several, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((file.default_skill(), file.default_skill_is_configured()), (Some("quote"), false));
+    let one = "[agent]\nname = \"shop\"\n[[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    assert_eq!(parse(one, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}")).default_skill(), Some("count"));
+}
+
+#[test]
+fn a_default_skill_that_is_no_skill_of_the_file_is_an_error_listing_the_skills() {
+    let dir = tempfile::tempdir().expect("dir");
+    let skills = "[[skill]]\nid = \"quote\"\nhttp = { url = \"http://127.0.0.1:1/q\" }\n\
+                  [[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    let text = format!("[agent]\nname = \"shop\"\ndefault_skill = \"echo\"\n{skills}");
+    let errors = parse(&text, dir.path(), &env(&[])).expect_err("unknown default");
     assert_eq!(
         errors.to_string(),
-        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]] or [[mcp]]"
+        "shop.toml: agent.default_skill: \"echo\" is not a skill of this file (its skills: quote, count)"
     );
+    // A skill with another problem is still a skill of the file: only that problem is reported.
+    let text = format!(
+        "[agent]\nname = \"shop\"\ndefault_skill = \"count\"\n{}",
+        skills.replace("command = [\"sh\"]", "command = [\"no-such-program-for-accord\"]")
+    );
+    let errors = parse(&text, dir.path(), &env(&[])).expect_err("bad program");
+    assert_eq!(errors.errors().len(), 1, "{errors}");
+    assert_eq!(errors.errors()[0].key, "skill[1].command[0]");
+    for (value, reason) in [("3", "expected a string, found an integer"), ("\" \"", "must not be empty")] {
+        let text = format!("[agent]\nname = \"shop\"\ndefault_skill = {value}\n{skills}");
+        let errors = parse(&text, dir.path(), &env(&[])).expect_err("bad default");
+        assert_eq!(errors.to_string(), format!("shop.toml: agent.default_skill: {reason}"));
+    }
 }
 
-#[test]
-fn a_program_given_as_a_path_must_be_executable() {
-    let dir = tempfile::tempdir().expect("dir");
-    std::fs::write(dir.path().join("plain.sh"), "echo {}\n").expect("write");
-    set_mode(&dir.path().join("plain.sh"), 0o644);
-    let text = "[agent]\nname = \"x\"\n[[skill]]\nid = \"a\"\ncommand = [\"./plain.sh\"]\n";
-    let errors = parse(text, dir.path(), &env(&[])).expect_err("not executable");
-    let report = errors.to_string();
-    assert!(
-        report.starts_with("shop.toml: skill[0].command[0]: ")
-            && report.ends_with("plain.sh is not an executable file"),
-        "{report}"
-    );
-}
+#[tokio::test]
+async fn a_default_skill_may_name_a_tool_which_build_checks() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_tools.py");
+    let mcp = format!("[[mcp]]\nprefix = \"t.\"\ncommand = [\"python3\", {:?}]\n", server.display().to_string());
+    // Without a `[[skill]]` nor `default_skill`, the first tool.
+    let file = parse(&format!("[agent]\nname = \"tools\"\n{mcp}"), Path::new("."), &env(&[])).expect("file");
+    assert_eq!(file.default_skill(), None);
+    let (_, tools) = file.build().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill_with_tools(&tools).as_deref(), Some("t.add"));
 
-#[test]
-fn a_doubled_dollar_keeps_a_literal_reference() {
-    let text = "[agent]\nname = \"x\"\ndescription = \"costs $${PRICE}\"\n[[skill]]\nid = \"a\"\ncommand = [\"sh\"]\n";
-    let file = parse(text, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(file.description(), Some("costs ${PRICE}"));
+    let named = format!("[agent]\nname = \"tools\"\ndefault_skill = \"t.echo\"\n{mcp}");
+    let file = parse(&named, Path::new("."), &env(&[])).expect("a tool's key loads");
+    let (agent, tools) = file.build().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill_with_tools(&tools).as_deref(), Some("t.echo"));
+    assert!(agent.skill("t.echo").is_ok());
+
+    let wrong = format!("[agent]\nname = \"tools\"\ndefault_skill = \"t.nope\"\n{mcp}");
+    let file = parse(&wrong, Path::new("."), &env(&[])).expect("checked when built");
+    let errors = file.build().await.expect_err("no such tool");
+    assert_eq!(
+        errors.to_string(),
+        "shop.toml: agent.default_skill: \"t.nope\" is not a skill of this agent (its skills: t.add, t.echo, t.slow, t.fail)"
+    );
 }
 
 #[test]
@@ -404,4 +441,37 @@ http = { url = "http://127.0.0.1:3000/{id}/{id}" }
             other => panic!("{other:?}"),
         }
     }
+}
+
+#[test]
+fn a_file_needs_an_agent_and_a_skill() {
+    let errors = parse("", Path::new("."), &env(&[])).expect_err("empty");
+    assert_eq!(errors.to_string(), "shop.toml: agent: missing: the file needs an [agent] table with a `name`");
+    let errors = parse("[agent]\nname = \" \"\n", Path::new("."), &env(&[])).expect_err("no skill");
+    assert_eq!(
+        errors.to_string(),
+        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]] or [[mcp]]"
+    );
+}
+
+#[test]
+fn a_program_given_as_a_path_must_be_executable() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("plain.sh"), "echo {}\n").expect("write");
+    set_mode(&dir.path().join("plain.sh"), 0o644);
+    let text = "[agent]\nname = \"x\"\n[[skill]]\nid = \"a\"\ncommand = [\"./plain.sh\"]\n";
+    let errors = parse(text, dir.path(), &env(&[])).expect_err("not executable");
+    let report = errors.to_string();
+    assert!(
+        report.starts_with("shop.toml: skill[0].command[0]: ")
+            && report.ends_with("plain.sh is not an executable file"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_doubled_dollar_keeps_a_literal_reference() {
+    let text = "[agent]\nname = \"x\"\ndescription = \"costs $${PRICE}\"\n[[skill]]\nid = \"a\"\ncommand = [\"sh\"]\n";
+    let file = parse(text, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.description(), Some("costs ${PRICE}"));
 }
