@@ -359,6 +359,14 @@ impl Inner {
                         document = Some((number, text));
                         continue;
                     }
+                    // A document begun after the answer line: output beyond the answer.
+                    Err(error) if error.is_eof() => {
+                        let at = answer.as_ref().map_or(number, |(at, _)| *at);
+                        broken = Some(invalid_answer(format!(
+                            "stdout line {at} is not a delta or file event, yet more lines follow it"
+                        )));
+                        continue;
+                    }
                     Err(_) => {
                         broken = Some(invalid_answer(format!("stdout line {number} is not JSON")));
                         continue;

@@ -491,8 +491,11 @@ impl Inner {
         let shown_path = url.path().to_owned();
         let body = if config.method.has_query() {
             if !fields.is_empty() {
+                // By name, whatever order the input's map keeps.
+                let mut sorted: Vec<(&String, &Value)> = fields.iter().collect();
+                sorted.sort_by_key(|(name, _)| *name);
                 let mut pairs = url.query_pairs_mut();
-                for (name, value) in &fields {
+                for (name, value) in sorted {
                     for text in query_values(value) {
                         pairs.append_pair(name, &text);
                     }
@@ -516,7 +519,7 @@ impl Inner {
 
     async fn exchange(&self, run: &Run) -> Result<Outcome, SkillError> {
         let follow_up = contract::envelope(run).is_some();
-        let target = match self.request_for(run) {
+        let mut target = match self.request_for(run) {
             Ok(target) => target,
             Err(reason) => return Ok(Outcome::Rejected(Message::agent_text(bounded(&reason, MAX_REASON_CHARS)))),
         };
@@ -524,7 +527,7 @@ impl Inner {
         let deadline = Instant::now() + timeout;
         let mut headers = self.request_headers(run, follow_up);
         let mut request = self.client.request(self.config.method.reqwest(), target.url.clone());
-        match target.body.clone() {
+        match target.body.take() {
             Some(body) => request = request.body(body),
             // No body, no content type.
             None => {

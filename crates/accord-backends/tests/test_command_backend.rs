@@ -359,11 +359,14 @@ async fn a_multi_line_stdout_that_is_not_json_fails_saying_so() {
     write(dir.path(), "cut.sh", "echo '{\"delta\": \"x\"}'\necho '['\necho '  1,'\n");
     // Two pretty documents: not one document.
     write(dir.path(), "two.sh", "printf '{\\n \"a\": 1\\n}\\n{\\n \"b\": 2\\n}\\n'\n");
+    // An answer line, then a document: output beyond the answer.
+    write(dir.path(), "after.sh", "echo '{\"a\": 1}'\necho '{'\necho '}'\n");
     let agent = agent(
         dir.path(),
         "[[skill]]\nid = \"broken\"\ncommand = [\"sh\", \"broken.sh\"]\n\
          [[skill]]\nid = \"cut\"\ncommand = [\"sh\", \"cut.sh\"]\n\
-         [[skill]]\nid = \"two\"\ncommand = [\"sh\", \"two.sh\"]\n",
+         [[skill]]\nid = \"two\"\ncommand = [\"sh\", \"two.sh\"]\n\
+         [[skill]]\nid = \"after\"\ncommand = [\"sh\", \"after.sh\"]\n",
     );
     let error = failure(invoke(&agent, "broken", json!({})).await);
     assert_eq!(error.code, "backend_invalid_answer");
@@ -376,6 +379,8 @@ async fn a_multi_line_stdout_that_is_not_json_fails_saying_so() {
     let error = failure(invoke(&agent, "two", json!({})).await);
     assert!(error.message.starts_with("stdout is not JSON: line 1 starts"), "{error}");
     assert!(error.message.ends_with("at stdout line 4, column 1"), "{error}");
+    let error = failure(invoke(&agent, "after", json!({})).await);
+    assert_eq!(error.message, "stdout line 1 is not a delta or file event, yet more lines follow it");
 }
 
 #[tokio::test]

@@ -803,3 +803,36 @@ async fn a_malformed_file_fails_the_run_saying_what_is_wrong() {
         ("backend_invalid_answer", "`file` has neither `bytes_base64` nor `uri`: give one")
     );
 }
+
+#[tokio::test]
+async fn a_resumed_task_behind_a_template_gets_the_envelope_of_the_fields_the_path_left() {
+    use axum::extract::Path;
+    use axum::routing::put;
+    let router = Router::new().route(
+        "/orders/{item}",
+        put(|Path(item): Path<String>, body: axum::Json<Value>| async move {
+            let body = body.0;
+            match body.get("history") {
+                None => axum::Json(json!({"input_required": {"message": format!("What size of {item}?")}})),
+                Some(history) => axum::Json(json!({
+                    "item": item,
+                    "input": body["input"],
+                    "size": history.as_array().and_then(|h| h.last()).map(|m| m["parts"][0]["text"].clone()),
+                })),
+            }
+        }),
+    );
+    let port = serve(router).await.port();
+    let (_, agent) = agent(port, &[("order", "/orders/{item}", ", method = \"PUT\"")]);
+    let service = service(agent);
+    let caller = Caller::owner(AccessToken::generate().owner());
+    let first = Message::new(Role::User, vec![Part::Data(json!({"item": "shirt", "colour": "red"}))]);
+    let request = SendRequest::new(caller, SendInput::FromMessage).skill("order").message(first);
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
+    assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("What size of shirt?"));
+    let answer = Message::new(Role::User, vec![Part::Text("XL".into())]);
+    let request = SendRequest::new(caller, SendInput::FromMessage).follow_up(task.id.clone()).message(answer);
+    let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("follow-up");
+    assert_eq!(task.state, TaskState::Completed, "{task:?}");
+    assert_eq!(task.result.expect("result").output, json!({"item": "shirt", "input": {"colour": "red"}, "size": "XL"}));
+}
