@@ -478,17 +478,31 @@ impl Inner {
             _ => Map::new(),
         };
         let mut url = config.url.clone();
+        // `id "7"`: what names the resource to the caller (the caller's own values, never the
+        // file's path, which may hold an expanded secret).
+        let mut named = String::new();
         if let Some(template) = &config.path {
             let mut path = String::new();
             for piece in &template.pieces {
                 match piece {
                     Piece::Literal(text) => path.push_str(text),
-                    Piece::Variable(name) => path.push_str(&path_segment(name, fields.remove(name))?),
+                    Piece::Variable(name) => {
+                        let value = fields.remove(name);
+                        path.push_str(&path_segment(name, value.clone())?);
+                        if !named.is_empty() {
+                            named.push_str(", ");
+                        }
+                        let text = match value {
+                            Some(Value::String(text)) => format!("{:?}", bounded(&text, 128)),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        };
+                        named.push_str(&format!("{name} {text}"));
+                    }
                 }
             }
             url.set_path(&path);
         }
-        let shown_path = url.path().to_owned();
         let body = if config.method.has_query() {
             if !fields.is_empty() {
                 // By name, whatever order the input's map keeps.
@@ -514,7 +528,7 @@ impl Inner {
             };
             Some(serde_json::to_vec(&body).map_err(|_| "the input does not encode".to_owned())?)
         };
-        Ok(Target { url, path: shown_path, body })
+        Ok(Target { url, named, body })
     }
 
     async fn exchange(&self, run: &Run) -> Result<Outcome, SkillError> {
@@ -660,9 +674,8 @@ impl Inner {
                 return Err(failure(
                     "backend_misconfigured",
                     format!(
-                        "the backend has no endpoint {} {} ({}): the agent file's URL or method is wrong",
+                        "the backend has no endpoint for this skill's {} request ({}): the agent file's URL or method is wrong",
                         self.config.method,
-                        target.path,
                         status_text(status)
                     ),
                 ));
@@ -688,11 +701,11 @@ impl Inner {
         let reason = match reason_of(&body, textual) {
             // A templated URL's 404: the resource the caller named does not exist.
             Some(reason) if status == StatusCode::NOT_FOUND => {
-                format!("{reason} (no resource {}: {})", target.path, status_text(status))
+                format!("{reason} (no resource with {}: {})", target.named, status_text(status))
             }
             Some(reason) => reason,
             None if status == StatusCode::NOT_FOUND => {
-                format!("no such resource: {} ({})", target.path, status_text(status))
+                format!("no resource with {} ({})", target.named, status_text(status))
             }
             None => format!("the backend refused the request ({})", status_text(status)),
         };
@@ -729,8 +742,8 @@ impl Inner {
 /// A run's request, made from its input.
 struct Target {
     url: Url,
-    /// The path as sent (variables filled; no query): names the resource in a refusal.
-    path: String,
+    /// The path variables' values (`id "7", part 3`): name the resource in a refusal.
+    named: String,
     /// The JSON body (`None` for `GET` and `DELETE`).
     body: Option<Vec<u8>>,
 }
