@@ -1,7 +1,8 @@
 //! The command backend: a skill whose code is a program. Each run spawns the program directly (no
 //! shell), writes the input JSON (or a resumed task's envelope) to its stdin and closes it, and
-//! reads its stdout as NDJSON: `{"delta": ...}` lines are stream events, the last line is the
-//! answer. The contract is `docs/backends.md`.
+//! reads its stdout as NDJSON — `{"delta": ...}` lines are stream events, the last line is the
+//! answer — or, from a line that starts a JSON value without finishing it, as one JSON document
+//! over several lines (what `jq` prints), which is the answer. The contract is `docs/backends.md`.
 //!
 //! This module owns the child process from spawn to reaping: its environment (cleared, then only
 //! what the configuration gives), its bounded reading of stdout and stderr, and its end — on
@@ -21,7 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::Secret;
-use crate::contract::{self, Lines, MAX_REASON_CHARS, bounded, failure, invalid_answer};
+use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, bounded, failure, invalid_answer};
 use crate::http::seconds;
 
 /// The longest stderr line logged; the rest of a longer line is dropped.
@@ -234,8 +235,9 @@ impl Inner {
         let last_stderr = Arc::new(Mutex::new(String::new()));
         let logger = tokio::spawn(log_stderr(stderr, run.skill().to_owned(), Arc::clone(&last_stderr)));
 
+        let mut files = Files::new(&run);
         let stop = {
-            let conversation = self.converse(&run, &mut child, stdout);
+            let conversation = self.converse(&run, &mut child, stdout, &mut files);
             tokio::select! {
                 stop = conversation => stop,
                 () = run.cancelled() => Stop::Cancelled,
@@ -269,7 +271,7 @@ impl Inner {
             }
             Stop::Exited(_, _, Some(error)) => Err(error),
             Stop::Exited(_, None, None) => Err(invalid_answer("the command printed no answer")),
-            Stop::Exited(_, Some(answer), None) => contract::outcome_of_answer(answer),
+            Stop::Exited(_, Some(answer), None) => contract::outcome_of_answer(answer, &mut files),
         }
     }
 
@@ -308,11 +310,18 @@ impl Inner {
         })
     }
 
-    /// Reads the child's stdout to its end, forwarding delta lines, then waits for the child.
-    async fn converse(&self, run: &Run, child: &mut Child, mut stdout: ChildStdout) -> Stop {
+    /// Reads the child's stdout to its end, forwarding event lines (deltas, files), then waits
+    /// for the child.
+    ///
+    /// stdout is NDJSON until a line is the start of a JSON value that the line does not finish
+    /// (`{` alone, as `jq` prints): from that line on, the rest of stdout is one JSON document,
+    /// parsed at its end, and is the answer. A line that is not JSON at all fails at once.
+    async fn converse(&self, run: &Run, child: &mut Child, mut stdout: ChildStdout, files: &mut Files) -> Stop {
         let mut lines = Lines::new(self.config.max_output_bytes);
         let mut answer: Option<(usize, Value)> = None;
         let mut broken: Option<SkillError> = None;
+        // The first line of a document over several lines, and the document so far.
+        let mut document: Option<(usize, Vec<u8>)> = None;
         let mut number = 0usize;
         let mut buffer = vec![0u8; 8192];
         loop {
@@ -333,20 +342,43 @@ impl Inner {
             };
             for line in complete {
                 number += 1;
+                if let Some((_, text)) = &mut document {
+                    text.extend_from_slice(&line);
+                    text.push(b'\n');
+                    continue;
+                }
                 if broken.is_some() || line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-                    broken = Some(invalid_answer(format!("stdout line {number} is not JSON")));
-                    continue;
+                let value = match serde_json::from_slice::<Value>(&line) {
+                    Ok(value) => value,
+                    // The line starts a value it does not finish: a document over several lines.
+                    Err(error) if error.is_eof() && answer.is_none() => {
+                        let mut text = line;
+                        text.push(b'\n');
+                        document = Some((number, text));
+                        continue;
+                    }
+                    // A document begun after the answer line: output beyond the answer.
+                    Err(error) if error.is_eof() => {
+                        let at = answer.as_ref().map_or(number, |(at, _)| *at);
+                        broken = Some(invalid_answer(format!(
+                            "stdout line {at} is not a delta or file event, yet more lines follow it"
+                        )));
+                        continue;
+                    }
+                    Err(_) => {
+                        broken = Some(invalid_answer(format!("stdout line {number} is not JSON")));
+                        continue;
+                    }
                 };
-                if let Some(delta) = contract::delta_of(&value) {
-                    match (delta, &answer) {
+                if let Some(event) = contract::command_event(&value, files) {
+                    match (event, &answer) {
                         (Ok(event), None) => run.emit(event).await,
                         (Err(error), _) => broken = Some(error),
                         (Ok(_), Some((at, _))) => {
                             broken = Some(invalid_answer(format!(
-                                "stdout line {at} is not a delta event, yet more lines follow it"
+                                "stdout line {at} is not a delta or file event, yet more lines follow it"
                             )));
                         }
                     }
@@ -354,7 +386,7 @@ impl Inner {
                 }
                 if let Some((at, _)) = &answer {
                     broken = Some(invalid_answer(format!(
-                        "stdout line {at} is not a delta event, yet more lines follow it"
+                        "stdout line {at} is not a delta or file event, yet more lines follow it"
                     )));
                     continue;
                 }
@@ -362,6 +394,20 @@ impl Inner {
             }
             if read == 0 {
                 break;
+            }
+        }
+        if let Some((first, text)) = document
+            && broken.is_none()
+        {
+            match serde_json::from_slice::<Value>(&text) {
+                Ok(value) => answer = Some((first, value)),
+                Err(error) => {
+                    broken = Some(invalid_answer(format!(
+                        "stdout is not JSON: line {first} starts a JSON document over several lines, which is invalid at stdout line {}, column {}",
+                        first + error.line().saturating_sub(1),
+                        error.column()
+                    )));
+                }
             }
         }
         match child.wait().await {

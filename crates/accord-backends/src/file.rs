@@ -17,7 +17,7 @@ use toml::{Table, Value};
 use url::Url;
 
 use crate::command::{CommandBackend, CommandConfig};
-use crate::http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+use crate::http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 use crate::mcp::{McpServer, McpTransport};
 use crate::secret::Secret;
 
@@ -148,6 +148,8 @@ pub struct AgentFile {
     version: Option<String>,
     card_fields: Map<String, Json>,
     cancel_grace: Option<Duration>,
+    /// `[agent] default_skill`, as written.
+    default_skill: Option<String>,
     skills: Vec<SkillSpec>,
     mcp: Vec<McpSpec>,
     serve: Option<Table>,
@@ -172,6 +174,7 @@ impl std::fmt::Debug for AgentFile {
         f.debug_struct("AgentFile")
             .field("file", &self.file)
             .field("name", &self.name)
+            .field("default_skill", &self.default_skill)
             .field("skills", &self.skills)
             .field("mcp", &self.mcp)
             .field("serve", &keys(&self.serve))
@@ -236,6 +239,32 @@ impl AgentFile {
     /// The skills, in the order of the file.
     pub fn skills(&self) -> &[SkillSpec] {
         &self.skills
+    }
+
+    /// The skill a message runs when it names none, for the server's default
+    /// (`ServiceConfig::default_skill`, `A2aConfig::default_skill`): `[agent] default_skill` when
+    /// the file sets it, else the first `[[skill]]` (the only one, in a file with one). `None`
+    /// only for a file of `[[mcp]]` servers alone without `default_skill`: then see
+    /// [`AgentFile::default_skill_with_tools`].
+    ///
+    /// `default_skill` is checked when the file loads: it must be the id of one of its
+    /// `[[skill]]`s — or, in a file with `[[mcp]]` servers, may be a tool's skill key, which
+    /// [`AgentFile::build`] checks once it knows the tools.
+    pub fn default_skill(&self) -> Option<&str> {
+        self.default_skill.as_deref().or_else(|| self.skills.first().map(|skill| skill.id.as_str()))
+    }
+
+    /// As [`AgentFile::default_skill`], with the tools of the `[[mcp]]` servers (`tools`: the
+    /// keys [`AgentFile::build`] returned) after the `[[skill]]`s, as the agent orders its skills:
+    /// the configured default, else the first `[[skill]]`, else the first tool.
+    pub fn default_skill_with_tools(&self, tools: &[String]) -> Option<String> {
+        self.default_skill().map(str::to_owned).or_else(|| tools.first().cloned())
+    }
+
+    /// Whether `[agent] default_skill` was written in the file (rather than chosen by the rule
+    /// of [`AgentFile::default_skill`]).
+    pub fn default_skill_is_configured(&self) -> bool {
+        self.default_skill.is_some()
     }
 
     /// The scope each skill that names one requires on the JSON-RPC tasks face, by skill key.
@@ -396,6 +425,9 @@ impl AgentFile {
                 builder = builder.skill(skill);
             }
         }
+        if let Some(error) = self.unknown_default_skill(&tool_keys) {
+            errors.push(error);
+        }
         if !errors.is_empty() {
             return Err(FileErrors::new(&self.file, errors));
         }
@@ -403,6 +435,18 @@ impl AgentFile {
             FileErrors::new(&self.file, vec![FileError { key: "agent".into(), reason: error.to_string() }])
         })?;
         Ok((agent, tool_keys))
+    }
+
+    /// The problem with `[agent] default_skill` once the tools are known: it names no skill of
+    /// the agent. (Without `[[mcp]]` servers, loading the file already checked it.)
+    fn unknown_default_skill(&self, tools: &[String]) -> Option<FileError> {
+        let wanted = self.default_skill.as_deref()?;
+        let mut keys: Vec<&str> = self.skills.iter().map(|skill| skill.id.as_str()).collect();
+        keys.extend(tools.iter().map(String::as_str));
+        (!keys.contains(&wanted)).then(|| FileError {
+            key: "agent.default_skill".into(),
+            reason: unknown_skill_reason(wanted, &keys, "agent"),
+        })
     }
 
     /// Builds the agent, every skill wired to its backend. A file with `[[mcp]]` servers needs
@@ -433,6 +477,12 @@ fn read_text(path: &Path) -> Result<String, String> {
         return Err(format!("{} is larger than {MAX_FILE_BYTES} bytes", path.display()));
     }
     std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))
+}
+
+/// "\"x\" is not a skill of this file (its skills: a, b)".
+fn unknown_skill_reason(wanted: &str, keys: &[&str], of: &str) -> String {
+    let list = if keys.is_empty() { "none".to_owned() } else { keys.join(", ") };
+    format!("{wanted:?} is not a skill of this {of} (its skills: {list})")
 }
 
 /// `base.key`, or `key` at the top.
@@ -749,6 +799,10 @@ impl Reader<'_> {
             }
         }
         let cancel_grace = self.duration(&mut fields, "cancel_grace");
+        let default_skill = self.string(&mut fields, "default_skill");
+        if default_skill.as_deref().is_some_and(|id| id.trim().is_empty()) {
+            self.error("agent.default_skill", "must not be empty");
+        }
         self.finish(fields);
 
         let mut mcp_specs = Vec::new();
@@ -796,6 +850,21 @@ impl Reader<'_> {
             }
         }
 
+        // The default must be a skill of the file. The ids are taken as written, so that a skill
+        // with another problem is not reported twice. A tool's key is known only when the
+        // servers are reached: with `[[mcp]]`, `build` checks what is not a `[[skill]]`.
+        if let Some(wanted) = default_skill.as_deref().filter(|id| !id.trim().is_empty()) {
+            let ids: Vec<&str> = match skills {
+                Some(Value::Array(items)) => {
+                    items.iter().filter_map(|item| item.as_table()?.get("id")?.as_str()).collect()
+                }
+                _ => Vec::new(),
+            };
+            if !ids.contains(&wanted) && mcp.is_none() {
+                self.error("agent.default_skill", unknown_skill_reason(wanted, &ids, "file"));
+            }
+        }
+
         Some(AgentFile {
             file: file.to_owned(),
             base_dir: self.base_dir.clone(),
@@ -804,6 +873,7 @@ impl Reader<'_> {
             version,
             card_fields,
             cancel_grace,
+            default_skill,
             skills: specs,
             mcp: mcp_specs,
             serve,
@@ -877,7 +947,10 @@ impl Reader<'_> {
         let http = fields.get("http");
         let command = fields.get("command");
         let backend = match (http, command) {
-            (Some(http), None) => self.http(http, &fields.key("http")).map(Backend::Http),
+            (Some(http), None) => {
+                let schema = input_schema.as_ref().and_then(Option::as_ref);
+                self.skill_http(http, &fields.key("http"), schema).map(Backend::Http)
+            }
             (None, Some(command)) => self.command(command, &fields.key("command")).map(Backend::Command),
             (None, None) => {
                 self.error(path, "no backend: give `http = { url = ... }` or `command = [...]`");
@@ -1006,6 +1079,16 @@ impl Reader<'_> {
     }
 
     fn http(&mut self, value: &Value, path: &str) -> Option<HttpConfig> {
+        self.http_endpoint(value, path, None)
+    }
+
+    /// A `[[skill]]`'s `http`: beside what every HTTP endpoint takes, a `method` and a URL whose
+    /// path may hold `{name}` variables, each a property of the input schema when there is one.
+    fn skill_http(&mut self, value: &Value, path: &str, input_schema: Option<&Json>) -> Option<HttpConfig> {
+        self.http_endpoint(value, path, Some(SkillHttp { input_schema }))
+    }
+
+    fn http_endpoint(&mut self, value: &Value, path: &str, skill: Option<SkillHttp<'_>>) -> Option<HttpConfig> {
         let Value::Table(table) = value else {
             self.error(path, format!("expected a table such as {{ url = \"http://...\" }}, found {}", kind(value)));
             return None;
@@ -1016,7 +1099,50 @@ impl Reader<'_> {
         if url.is_none() && !table.contains_key("url") {
             self.error(fields.key("url"), "missing");
         }
-        let url = url.and_then(|url| self.url(&url, &fields.key("url")));
+        let url_key = fields.key("url");
+        let (url, template) = match (&skill, url) {
+            // A skill's URL may be a path template; it is checked as a URL like any other.
+            (Some(skill), Some(text)) => match HttpConfig::from_template(&text) {
+                Ok(template) => {
+                    // The URL's checks, on the URL with its variables standing as letters.
+                    let url = self.url(&template_free(&text), &url_key);
+                    for name in template.path_variables() {
+                        if let Some(schema) = skill.input_schema
+                            && !schema.get("properties").and_then(Json::as_object).is_some_and(|p| p.contains_key(name))
+                        {
+                            self.error(
+                                &url_key,
+                                format!("the path variable `{{{name}}}` is not a property of the skill's input schema"),
+                            );
+                        }
+                    }
+                    (url, Some(template))
+                }
+                Err(error) => {
+                    self.error(&url_key, error.to_string());
+                    (None, None)
+                }
+            },
+            (None, Some(text)) => (self.url(&text, &url_key), None),
+            (_, None) => (None, None),
+        };
+        let method = match &skill {
+            Some(_) => match fields.get("method") {
+                None => HttpMethod::Post,
+                Some(Value::String(name)) => HttpMethod::from_name(name).unwrap_or_else(|| {
+                    self.error(fields.key("method"), "expected GET, POST, PUT, PATCH or DELETE");
+                    HttpMethod::Post
+                }),
+                Some(other) => {
+                    self.error(
+                        fields.key("method"),
+                        format!("expected a string such as \"GET\", found {}", kind(other)),
+                    );
+                    HttpMethod::Post
+                }
+            },
+            None => HttpMethod::Post,
+        };
         let mut headers = Vec::new();
         if let Some(table) = self.table(&mut fields, "headers") {
             for (name, value) in table {
@@ -1046,7 +1172,13 @@ impl Reader<'_> {
         if self.errors.len() > before {
             return None;
         }
-        let mut config = HttpConfig::new(url?).concurrency(concurrency);
+        let url = url?;
+        let mut config = match template {
+            Some(template) => template,
+            None => HttpConfig::new(url),
+        }
+        .method(method)
+        .concurrency(concurrency);
         for (name, value) in headers {
             config = config.header(name, value);
         }
@@ -1175,6 +1307,17 @@ impl Reader<'_> {
         }
         found
     }
+}
+
+/// What a `[[skill]]`'s `http` knows beyond an endpoint's keys.
+struct SkillHttp<'s> {
+    /// The input schema, when the file gives one.
+    input_schema: Option<&'s Json>,
+}
+
+/// A template URL with each `{name}` as plain letters, for the checks of a URL.
+fn template_free(text: &str) -> String {
+    text.replace(['{', '}'], "")
 }
 
 /// A name a variable of a child's environment may have.

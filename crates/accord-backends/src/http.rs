@@ -1,5 +1,7 @@
-//! The HTTP backend: a skill whose code is an HTTP endpoint. Each run POSTs the input JSON (or a
-//! resumed task's envelope) to the endpoint; its JSON answer, or its NDJSON / server-sent-event
+//! The HTTP backend: a skill whose code is an HTTP endpoint. Each run sends one request — by
+//! default a POST of the input JSON (or a resumed task's envelope); with a method and a URL path
+//! template, the request an existing REST service expects (`GET /items/{id}?q=…`, `PUT
+//! /items/{id}` with a JSON body) — and its JSON answer, or its NDJSON / server-sent-event
 //! stream, becomes the run's outcome. The contract is `docs/backends.md`.
 //!
 //! This module owns the request, the reading of the answer within its limits, and the mapping of
@@ -13,12 +15,12 @@ use std::time::Duration;
 use accord_engine::{BoxFuture, Handler, Message, Outcome, Run, SkillError};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Response, StatusCode};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::contract::{self, Lines, MAX_REASON_CHARS, SseEvents, StreamEvent, bounded, failure, invalid_answer};
+use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, SseEvents, StreamEvent, bounded, failure, invalid_answer};
 use crate::{BackendError, Secret};
 
 /// Headers Accord sets on every request; a configuration may not set them.
@@ -37,10 +39,113 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "accord-follow-up",
 ];
 
+/// The HTTP method of a backend's request. `GET` and `DELETE` carry the input in the query
+/// string; `POST`, `PUT` and `PATCH` as a JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpMethod {
+    /// `GET`: the input's fields (beyond the path's) as the query string.
+    Get,
+    /// `POST` (the default): the input as the JSON body.
+    #[default]
+    Post,
+    /// `PUT`: the input's fields (beyond the path's) as the JSON body.
+    Put,
+    /// `PATCH`: the input's fields (beyond the path's) as the JSON body.
+    Patch,
+    /// `DELETE`: the input's fields (beyond the path's) as the query string.
+    Delete,
+}
+
+impl HttpMethod {
+    /// The methods, in the order the messages list them.
+    pub const ALL: [HttpMethod; 5] = [Self::Get, Self::Post, Self::Put, Self::Patch, Self::Delete];
+
+    /// `GET`, `POST`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Patch => "PATCH",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// The method named `name` (any case).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|method| method.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether the input travels in the query string rather than a body.
+    fn has_query(self) -> bool {
+        matches!(self, Self::Get | Self::Delete)
+    }
+
+    fn reqwest(self) -> reqwest::Method {
+        match self {
+            Self::Get => reqwest::Method::GET,
+            Self::Post => reqwest::Method::POST,
+            Self::Put => reqwest::Method::PUT,
+            Self::Patch => reqwest::Method::PATCH,
+            Self::Delete => reqwest::Method::DELETE,
+        }
+    }
+}
+
+impl std::fmt::Display for HttpMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One piece of a URL path template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Path text as written (already percent-encoded as the URL parser left it).
+    Literal(String),
+    /// `{name}`: the input's field `name`, percent-encoded as a path segment.
+    Variable(String),
+}
+
+/// A URL path with `{name}` variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PathTemplate {
+    pieces: Vec<Piece>,
+}
+
+impl PathTemplate {
+    fn variables(&self) -> impl Iterator<Item = &str> {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Variable(name) => Some(name.as_str()),
+            Piece::Literal(_) => None,
+        })
+    }
+
+    /// The template as written: `/items/{id}`.
+    fn shown(&self) -> String {
+        self.pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Literal(text) => text.clone(),
+                Piece::Variable(name) => format!("{{{name}}}"),
+            })
+            .collect()
+    }
+}
+
+/// The text that stands for variable `index` while a template URL is parsed: letters and digits
+/// only, so that the parser leaves it as it is.
+fn marker(index: usize) -> String {
+    format!("accordvariable{index}x")
+}
+
 /// How to reach an HTTP backend.
 #[derive(Clone)]
 pub struct HttpConfig {
     url: Url,
+    method: HttpMethod,
+    path: Option<PathTemplate>,
     headers: Vec<(HeaderName, Secret)>,
     timeout: Duration,
     concurrency: Option<usize>,
@@ -59,7 +164,8 @@ impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("HttpConfig")
-            .field("url", &redacted(&self.url))
+            .field("url", &self.endpoint())
+            .field("method", &self.method)
             .field("headers", &headers)
             .field("timeout", &self.timeout)
             .field("concurrency", &self.concurrency)
@@ -91,11 +197,100 @@ impl HttpConfig {
     pub fn new(url: Url) -> Self {
         Self {
             url,
+            method: HttpMethod::Post,
+            path: None,
             headers: Vec::new(),
             timeout: Self::DEFAULT_TIMEOUT,
             concurrency: None,
             max_answer_bytes: Self::DEFAULT_MAX_ANSWER_BYTES,
         }
+    }
+
+    /// A backend at a URL whose path may hold `{name}` variables (`http://shop/items/{id}`), each
+    /// filled at each run from the input's field `name`, percent-encoded as a path segment. A
+    /// name is 1 to 64 characters of `[A-Za-z0-9_-]`; a variable may stand only in the path (not
+    /// the host, the query or the fragment). Without variables it is [`HttpConfig::new`].
+    pub fn from_template(template: &str) -> Result<Self, BackendError> {
+        let mut text = String::with_capacity(template.len());
+        let mut names: Vec<String> = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find(['{', '}']) {
+            if rest[open..].starts_with('}') {
+                return Err(BackendError::new("a `}` without its `{` (a path variable is written `{name}`)"));
+            }
+            text.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                return Err(BackendError::new("a `{` without its `}` (a path variable is written `{name}`)"));
+            };
+            let name = &after[..close];
+            let valid = !name.is_empty()
+                && name.len() <= 64
+                && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+            if !valid {
+                return Err(BackendError::new(format!(
+                    "`{{{}}}` is not a path variable (a name is 1 to 64 characters of [A-Za-z0-9_-])",
+                    bounded(name, 64)
+                )));
+            }
+            if names.iter().any(|known| known == name) {
+                return Err(BackendError::new(format!("the path variable `{{{name}}}` appears twice")));
+            }
+            text.push_str(&marker(names.len()));
+            names.push(name.to_owned());
+            rest = &after[close + 1..];
+        }
+        text.push_str(rest);
+        let url = Url::parse(&text).map_err(|error| BackendError::new(format!("not a valid URL ({error})")))?;
+        if names.is_empty() {
+            return Ok(Self::new(url));
+        }
+        // Each marker must be found in the path, and nowhere else.
+        let path = url.path().to_owned();
+        let outside =
+            [url.host_str().unwrap_or(""), url.username(), url.query().unwrap_or(""), url.fragment().unwrap_or("")];
+        let mut pieces = Vec::new();
+        let mut rest = path.as_str();
+        for (index, name) in names.iter().enumerate() {
+            let marker = marker(index);
+            match rest.find(&marker) {
+                Some(at) if !outside.iter().any(|part| part.contains(&marker)) => {
+                    if at > 0 {
+                        pieces.push(Piece::Literal(rest[..at].to_owned()));
+                    }
+                    pieces.push(Piece::Variable(name.clone()));
+                    rest = &rest[at + marker.len()..];
+                }
+                _ => {
+                    return Err(BackendError::new(format!(
+                        "the variable `{{{name}}}` may stand only in the URL's path"
+                    )));
+                }
+            }
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Literal(rest.to_owned()));
+        }
+        let mut config = Self::new(url);
+        config.path = Some(PathTemplate { pieces });
+        Ok(config)
+    }
+
+    /// The request's method (default `POST`).
+    pub fn method(mut self, method: HttpMethod) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The method the requests use.
+    pub fn http_method(&self) -> HttpMethod {
+        self.method
+    }
+
+    /// The names of the URL path's `{name}` variables, in the order of the path (none for a
+    /// fixed URL).
+    pub fn path_variables(&self) -> Vec<&str> {
+        self.path.as_ref().map(|path| path.variables().collect()).unwrap_or_default()
     }
 
     /// Adds a header sent with every request (its value never prints).
@@ -124,9 +319,20 @@ impl HttpConfig {
         self
     }
 
-    /// The endpoint without credentials, query or fragment (safe to show).
+    /// The endpoint without credentials, query or fragment (safe to show), with its path
+    /// variables as written (`http://shop:3000/items/{id}`).
     pub fn endpoint(&self) -> String {
-        redacted(&self.url)
+        match &self.path {
+            None => redacted(&self.url),
+            Some(path) => {
+                let mut url = self.url.clone();
+                url.set_path("");
+                let base = redacted(&url);
+                let base = base.strip_suffix("?<redacted>").unwrap_or(&base).trim_end_matches('/').to_owned();
+                let query = if self.url.query().is_some() { "?<redacted>" } else { "" };
+                format!("{base}{}{query}", path.shown())
+            }
+        }
     }
 }
 
@@ -254,15 +460,95 @@ impl Inner {
         headers
     }
 
+    /// The request a run sends: its URL (the path's variables filled, the query added) and its
+    /// body. `Err` is the caller's mistake: an input that cannot make the request.
+    fn request_for(&self, run: &Run) -> Result<Target, String> {
+        let config = &self.config;
+        let input = run.input();
+        let needs_fields = config.path.is_some() || config.method.has_query();
+        let mut fields: Map<String, Value> = match input {
+            Value::Object(fields) => fields.clone(),
+            _ if needs_fields => {
+                return Err(format!(
+                    "the input must be a JSON object: its fields fill the request ({} {})",
+                    config.method,
+                    config.endpoint()
+                ));
+            }
+            _ => Map::new(),
+        };
+        let mut url = config.url.clone();
+        // `id "7"`: what names the resource to the caller (the caller's own values, never the
+        // file's path, which may hold an expanded secret).
+        let mut named = String::new();
+        if let Some(template) = &config.path {
+            let mut path = String::new();
+            for piece in &template.pieces {
+                match piece {
+                    Piece::Literal(text) => path.push_str(text),
+                    Piece::Variable(name) => {
+                        let value = fields.remove(name);
+                        path.push_str(&path_segment(name, value.clone())?);
+                        if !named.is_empty() {
+                            named.push_str(", ");
+                        }
+                        let text = match value {
+                            Some(Value::String(text)) => format!("{:?}", bounded(&text, 128)),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        };
+                        named.push_str(&format!("{name} {text}"));
+                    }
+                }
+            }
+            url.set_path(&path);
+        }
+        let body = if config.method.has_query() {
+            if !fields.is_empty() {
+                // By name, whatever order the input's map keeps.
+                let mut sorted: Vec<(&String, &Value)> = fields.iter().collect();
+                sorted.sort_by_key(|(name, _)| *name);
+                let mut pairs = url.query_pairs_mut();
+                for (name, value) in sorted {
+                    for text in query_values(value) {
+                        pairs.append_pair(name, &text);
+                    }
+                }
+            }
+            None
+        } else {
+            // A fixed URL's body is the input as it is; a template's, the fields the path left.
+            let input = if config.path.is_some() { Value::Object(fields) } else { input.clone() };
+            let body = match contract::envelope(run) {
+                Some(Value::Object(mut envelope)) => {
+                    envelope.insert("input".into(), input);
+                    Value::Object(envelope)
+                }
+                _ => input,
+            };
+            Some(serde_json::to_vec(&body).map_err(|_| "the input does not encode".to_owned())?)
+        };
+        Ok(Target { url, named, body })
+    }
+
     async fn exchange(&self, run: &Run) -> Result<Outcome, SkillError> {
-        let envelope = contract::envelope(run);
-        let follow_up = envelope.is_some();
-        let body = envelope.unwrap_or_else(|| run.input().clone());
-        let body = serde_json::to_vec(&body).map_err(|_| SkillError::internal("the input does not encode"))?;
+        let follow_up = contract::envelope(run).is_some();
+        let mut target = match self.request_for(run) {
+            Ok(target) => target,
+            Err(reason) => return Ok(Outcome::Rejected(Message::agent_text(bounded(&reason, MAX_REASON_CHARS)))),
+        };
         let timeout = self.config.timeout;
         let deadline = Instant::now() + timeout;
-        let request =
-            self.client.post(self.config.url.clone()).headers(self.request_headers(run, follow_up)).body(body);
+        let mut headers = self.request_headers(run, follow_up);
+        let mut request = self.client.request(self.config.method.reqwest(), target.url.clone());
+        match target.body.take() {
+            Some(body) => request = request.body(body),
+            // No body, no content type.
+            None => {
+                headers.remove(CONTENT_TYPE);
+            }
+        }
+        let request = request.headers(headers);
         let mut response = match tokio::time::timeout_at(deadline, request.send()).await {
             Err(_) => return Err(self.timed_out(run)),
             Ok(Err(error)) => return Err(self.request_failed(run, error)),
@@ -275,13 +561,13 @@ impl Inner {
                     let body = self.read(run, &mut response, self.config.max_answer_bytes, deadline).await?;
                     let answer: Value = serde_json::from_slice(&body)
                         .map_err(|_| invalid_answer("the backend's answer is not JSON"))?;
-                    contract::outcome_of_answer(answer)
+                    contract::outcome_of_answer(answer, &mut Files::new(run))
                 }
                 framing => self.stream(run, response, framing).await,
             };
         }
         if status.is_client_error() {
-            return self.refusal(run, status, response, deadline).await;
+            return self.refusal(run, status, response, deadline, &target).await;
         }
         tracing::warn!(skill = run.skill(), status = status.as_u16(), "the HTTP backend failed");
         if status.is_redirection() {
@@ -314,6 +600,7 @@ impl Inner {
     async fn stream(&self, run: &Run, mut response: Response, framing: Framing) -> Result<Outcome, SkillError> {
         let mut lines = Lines::new(self.config.max_answer_bytes);
         let mut sse = SseEvents::default();
+        let mut files = Files::new(run);
         loop {
             let chunk = match tokio::time::timeout(self.config.timeout, response.chunk()).await {
                 Err(_) => return Err(self.timed_out(run)),
@@ -332,14 +619,14 @@ impl Inner {
                     }
                 };
                 if let Some(data) = data
-                    && let Some(end) = Self::event(run, &data).await
+                    && let Some(end) = Self::event(run, &data, &mut files).await
                 {
                     return end;
                 }
             }
             if done {
                 if let Some(data) = sse.finish()
-                    && let Some(end) = Self::event(run, &data).await
+                    && let Some(end) = Self::event(run, &data, &mut files).await
                 {
                     return end;
                 }
@@ -349,11 +636,11 @@ impl Inner {
     }
 
     /// Handles one event's data: `Some` when it ends the run.
-    async fn event(run: &Run, data: &str) -> Option<Result<Outcome, SkillError>> {
+    async fn event(run: &Run, data: &str, files: &mut Files) -> Option<Result<Outcome, SkillError>> {
         let Ok(value) = serde_json::from_str::<Value>(data) else {
             return Some(Err(invalid_answer("an event of the backend's stream is not JSON")));
         };
-        match contract::stream_event(value) {
+        match contract::stream_event(value, files) {
             StreamEvent::Progress(event) => {
                 run.emit(event).await;
                 None
@@ -370,8 +657,29 @@ impl Inner {
         status: StatusCode,
         mut response: Response,
         deadline: Instant,
+        target: &Target,
     ) -> Result<Outcome, SkillError> {
+        let templated = self.config.path.is_some();
         match status.as_u16() {
+            // A fixed URL that is not there, or a method the resource does not take: the agent
+            // file names the wrong endpoint, which no caller can fix.
+            404 | 405 if !templated || status == StatusCode::METHOD_NOT_ALLOWED => {
+                tracing::warn!(
+                    skill = run.skill(),
+                    status = status.as_u16(),
+                    method = %self.config.method,
+                    endpoint = %self.config.endpoint(),
+                    "the HTTP backend has no such endpoint: check the skill's URL and method in the agent file"
+                );
+                return Err(failure(
+                    "backend_misconfigured",
+                    format!(
+                        "the backend has no endpoint for this skill's {} request ({}): the agent file's URL or method is wrong",
+                        self.config.method,
+                        status_text(status)
+                    ),
+                ));
+            }
             401 | 403 | 407 => {
                 tracing::warn!(skill = run.skill(), status = status.as_u16(), "the HTTP backend refused Accord");
                 return Err(failure(
@@ -390,8 +698,17 @@ impl Inner {
         let textual = content_type.is_some_and(|value| value.to_ascii_lowercase().starts_with("text/plain"));
         // The reason is read within a small cap: a refusal is a sentence, not a document.
         let body = read_capped(&mut response, 64 << 10, deadline).await.unwrap_or_default();
-        let reason = reason_of(&body, textual)
-            .unwrap_or_else(|| format!("the backend refused the request ({})", status_text(status)));
+        let reason = match reason_of(&body, textual) {
+            // A templated URL's 404: the resource the caller named does not exist.
+            Some(reason) if status == StatusCode::NOT_FOUND => {
+                format!("{reason} (no resource with {}: {})", target.named, status_text(status))
+            }
+            Some(reason) => reason,
+            None if status == StatusCode::NOT_FOUND => {
+                format!("no resource with {} ({})", target.named, status_text(status))
+            }
+            None => format!("the backend refused the request ({})", status_text(status)),
+        };
         Ok(Outcome::Rejected(Message::agent_text(bounded(&reason, MAX_REASON_CHARS))))
     }
 
@@ -419,6 +736,63 @@ impl Inner {
         }
         let message = if connect { "could not connect to the backend" } else { "the request to the backend failed" };
         failure("backend_unavailable", message).retryable(true)
+    }
+}
+
+/// A run's request, made from its input.
+struct Target {
+    url: Url,
+    /// The path variables' values (`id "7", part 3`): name the resource in a refusal.
+    named: String,
+    /// The JSON body (`None` for `GET` and `DELETE`).
+    body: Option<Vec<u8>>,
+}
+
+/// The input's field `name` as a path segment: a string, number or boolean, percent-encoded so
+/// that it stays one segment (`/` is `%2F`). `Err` says why the input cannot fill it.
+fn path_segment(name: &str, value: Option<Value>) -> Result<String, String> {
+    let text = match value {
+        None | Some(Value::Null) => {
+            return Err(format!("the input has no `{name}`, which the URL's path needs"));
+        }
+        Some(Value::String(text)) => text,
+        Some(Value::Number(number)) => number.to_string(),
+        Some(Value::Bool(value)) => value.to_string(),
+        Some(_) => {
+            return Err(format!("`{name}` must be a string, a number or a boolean to stand in the URL's path"));
+        }
+    };
+    // Empty, `.` or `..` would name another resource (the collection, or a parent).
+    if matches!(text.as_str(), "" | "." | "..") {
+        return Err(format!("`{name}` must not be empty, `.` or `..` (it stands in the URL's path)"));
+    }
+    let mut segment = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            segment.push(char::from(byte));
+        } else {
+            segment.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Ok(segment)
+}
+
+/// The query values of one input field: a string as it is, a number or boolean as its JSON
+/// text, `null` none, an array one value per item (each by these rules, an item that is an
+/// array or object as its JSON text), an object its JSON text.
+fn query_values(value: &Value) -> Vec<String> {
+    match value {
+        Value::Null => Vec::new(),
+        Value::String(text) => vec![text.clone()],
+        Value::Number(_) | Value::Bool(_) | Value::Object(_) => vec![value.to_string()],
+        Value::Array(items) => items
+            .iter()
+            .filter(|item| !item.is_null())
+            .map(|item| match item {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
     }
 }
 
@@ -474,11 +848,35 @@ async fn read_capped(response: &mut Response, cap: usize, deadline: Instant) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn urls_show_without_credentials_or_query() {
         let url = Url::parse("https://user:pw@example.com:8443/quote?key=s3cret#x").expect("url");
         assert_eq!(redacted(&url), "https://example.com:8443/quote?<redacted>");
+    }
+
+    #[test]
+    fn templates_show_their_variables_and_never_their_query() {
+        let config = HttpConfig::from_template("http://u:pw@shop:3000/v1/items/{id}/parts/{part}.json?key=s3cret")
+            .expect("template");
+        assert_eq!(config.endpoint(), "http://shop:3000/v1/items/{id}/parts/{part}.json?<redacted>");
+        assert_eq!(config.path_variables(), ["id", "part"]);
+        assert!(!format!("{config:?}").contains("s3cret"));
+        let fixed = HttpConfig::from_template("http://shop/items").expect("fixed");
+        assert!(fixed.path_variables().is_empty());
+    }
+
+    #[test]
+    fn path_values_are_one_segment_and_query_values_follow_their_types() {
+        assert_eq!(path_segment("id", Some(json!("a/b c?é"))).as_deref(), Ok("a%2Fb%20c%3F%C3%A9"));
+        assert_eq!(path_segment("id", Some(json!(12.5))).as_deref(), Ok("12.5"));
+        assert_eq!(path_segment("id", Some(json!(true))).as_deref(), Ok("true"));
+        assert!(path_segment("id", Some(json!(".."))).is_err());
+        assert!(path_segment("id", None).is_err());
+        assert_eq!(query_values(&json!(null)), Vec::<String>::new());
+        assert_eq!(query_values(&json!([1, "a", null, [2], {"b": 3}])), ["1", "a", "[2]", "{\"b\":3}"]);
+        assert_eq!(query_values(&json!({"a": [1]})), ["{\"a\":[1]}"]);
     }
 
     #[test]

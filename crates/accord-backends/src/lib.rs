@@ -5,9 +5,11 @@
 //! refuses the request (an HTTP 4xx, a `{"rejected": …}` answer) rejects the run, which is the
 //! caller's mistake.
 //!
-//! - [`HttpBackend`]: POSTs the input JSON to an endpoint; a JSON answer, or an NDJSON or
+//! - [`HttpBackend`]: sends the input JSON to an endpoint (a POST, or the GET, PUT, PATCH or
+//!   DELETE of a REST resource named by a URL path template); a JSON answer, or an NDJSON or
 //!   server-sent-event stream of deltas ending in an output.
-//! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON on stdout.
+//! - [`CommandBackend`]: spawns a program per run, the input JSON on stdin, NDJSON (or one JSON
+//!   document over several lines) on stdout.
 //! - [`McpServer`]: the tools of an MCP server (stdio or streamable HTTP, through `rmcp`), each a
 //!   skill ([`McpTool`]).
 //! - [`AgentFile`]: the TOML file (`docs/agent-file.md`) that describes an agent and wires each
@@ -32,7 +34,7 @@ mod secret;
 
 pub use command::{CommandBackend, CommandConfig};
 pub use file::{AgentFile, Backend, FileError, FileErrors, McpSpec, SkillSpec};
-pub use http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
+pub use http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 pub use mcp::{DEFAULT_MCP_TIMEOUT, McpServer, McpTool, McpTransport};
 pub use secret::Secret;
 

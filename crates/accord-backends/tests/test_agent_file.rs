@@ -259,7 +259,7 @@ command = { argv = ["./not-here.sh"] }
     let expected = [
         "shop.toml: skill[8].http.url: environment variable UNSET_PORT is not set",
         "shop.toml: agnet: unknown key (known here: agent, skill, mcp, serve, payments)",
-        "shop.toml: agent.colour: unknown key (known here: name, description, version, provider, documentation_url, icon_url, cancel_grace)",
+        "shop.toml: agent.colour: unknown key (known here: name, description, version, provider, documentation_url, icon_url, cancel_grace, default_skill)",
         "shop.toml: skill[0].id: missing",
         "shop.toml: skill[0]: no backend: give `http = { url = ... }` or `command = [...]`",
         "shop.toml: skill[1]: two backends: give either `http` or `command`, not both",
@@ -273,7 +273,7 @@ command = { argv = ["./not-here.sh"] }
         "shop.toml: skill[10].tags: expected an array of strings, found a string",
         "shop.toml: skill[10].http.timeout: expected a number of seconds, found a string",
         "shop.toml: skill[10].http.concurrency: expected a positive integer",
-        "shop.toml: skill[10].http.retries: unknown key (known here: url, headers, timeout, concurrency, max_answer_bytes)",
+        "shop.toml: skill[10].http.retries: unknown key (known here: url, method, headers, timeout, concurrency, max_answer_bytes)",
         "shop.toml: skill[11].output_schema_file: cannot read",
         "shop.toml: skill[11].command.argv[0]:",
     ];
@@ -293,6 +293,154 @@ fn syntax_errors_name_the_line_and_column() {
     let report = errors.to_string();
     assert!(report.starts_with("shop.toml: line 3, column "), "{report}");
     assert!(report.contains("not valid TOML"), "{report}");
+}
+
+#[test]
+fn the_default_skill_is_the_one_named_else_the_first() {
+    let dir = tempfile::tempdir().expect("dir");
+    let skills = "[[skill]]\nid = \"quote\"\nhttp = { url = \"http://127.0.0.1:1/q\" }\n\
+                  [[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    let named = format!("[agent]\nname = \"shop\"\ndefault_skill = \"count\"\n{skills}");
+    let file = parse(&named, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill(), Some("count"));
+    assert!(file.default_skill_is_configured());
+    assert_eq!(file.default_skill_with_tools(&["t.add".into()]).as_deref(), Some("count"));
+
+    // Not named: the first of several, the only one of one.
+    let several = format!("[agent]\nname = \"shop\"\n{skills}");
+    let file = parse(&several, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((file.default_skill(), file.default_skill_is_configured()), (Some("quote"), false));
+    let one = "[agent]\nname = \"shop\"\n[[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    assert_eq!(parse(one, dir.path(), &env(&[])).unwrap_or_else(|e| panic!("{e}")).default_skill(), Some("count"));
+}
+
+#[test]
+fn a_default_skill_that_is_no_skill_of_the_file_is_an_error_listing_the_skills() {
+    let dir = tempfile::tempdir().expect("dir");
+    let skills = "[[skill]]\nid = \"quote\"\nhttp = { url = \"http://127.0.0.1:1/q\" }\n\
+                  [[skill]]\nid = \"count\"\ncommand = [\"sh\"]\n";
+    let text = format!("[agent]\nname = \"shop\"\ndefault_skill = \"echo\"\n{skills}");
+    let errors = parse(&text, dir.path(), &env(&[])).expect_err("unknown default");
+    assert_eq!(
+        errors.to_string(),
+        "shop.toml: agent.default_skill: \"echo\" is not a skill of this file (its skills: quote, count)"
+    );
+    // A skill with another problem is still a skill of the file: only that problem is reported.
+    let text = format!(
+        "[agent]\nname = \"shop\"\ndefault_skill = \"count\"\n{}",
+        skills.replace("command = [\"sh\"]", "command = [\"no-such-program-for-accord\"]")
+    );
+    let errors = parse(&text, dir.path(), &env(&[])).expect_err("bad program");
+    assert_eq!(errors.errors().len(), 1, "{errors}");
+    assert_eq!(errors.errors()[0].key, "skill[1].command[0]");
+    for (value, reason) in [("3", "expected a string, found an integer"), ("\" \"", "must not be empty")] {
+        let text = format!("[agent]\nname = \"shop\"\ndefault_skill = {value}\n{skills}");
+        let errors = parse(&text, dir.path(), &env(&[])).expect_err("bad default");
+        assert_eq!(errors.to_string(), format!("shop.toml: agent.default_skill: {reason}"));
+    }
+}
+
+#[tokio::test]
+async fn a_default_skill_may_name_a_tool_which_build_checks() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_tools.py");
+    let mcp = format!("[[mcp]]\nprefix = \"t.\"\ncommand = [\"python3\", {:?}]\n", server.display().to_string());
+    // Without a `[[skill]]` nor `default_skill`, the first tool.
+    let file = parse(&format!("[agent]\nname = \"tools\"\n{mcp}"), Path::new("."), &env(&[])).expect("file");
+    assert_eq!(file.default_skill(), None);
+    let (_, tools) = file.build().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill_with_tools(&tools).as_deref(), Some("t.add"));
+
+    let named = format!("[agent]\nname = \"tools\"\ndefault_skill = \"t.echo\"\n{mcp}");
+    let file = parse(&named, Path::new("."), &env(&[])).expect("a tool's key loads");
+    let (agent, tools) = file.build().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.default_skill_with_tools(&tools).as_deref(), Some("t.echo"));
+    assert!(agent.skill("t.echo").is_ok());
+
+    let wrong = format!("[agent]\nname = \"tools\"\ndefault_skill = \"t.nope\"\n{mcp}");
+    let file = parse(&wrong, Path::new("."), &env(&[])).expect("checked when built");
+    let errors = file.build().await.expect_err("no such tool");
+    assert_eq!(
+        errors.to_string(),
+        "shop.toml: agent.default_skill: \"t.nope\" is not a skill of this agent (its skills: t.add, t.echo, t.slow, t.fail)"
+    );
+}
+
+#[test]
+fn http_methods_and_path_templates_are_checked_at_load() {
+    let text = r#"
+[agent]
+name = "rest"
+
+[[skill]]
+id = "get"
+input_schema = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+http = { url = "http://127.0.0.1:3000/items/{id}", method = "GET" }
+
+[[skill]]
+id = "no-schema"
+http = { url = "http://127.0.0.1:3000/items/{id}/parts/{part}", method = "delete" }
+
+[[skill]]
+id = "not-in-schema"
+input_schema = { type = "object", properties = { sku = { type = "string" } } }
+http = { url = "http://127.0.0.1:3000/items/{id}", method = "PUT" }
+
+[[skill]]
+id = "bad-method"
+http = { url = "http://127.0.0.1:3000/items", method = "HEAD" }
+
+[[skill]]
+id = "method-type"
+http = { url = "http://127.0.0.1:3000/items", method = 1 }
+
+[[skill]]
+id = "in-host"
+http = { url = "http://{host}.example/items" }
+
+[[skill]]
+id = "in-query"
+http = { url = "http://127.0.0.1:3000/items?id={id}" }
+
+[[skill]]
+id = "unclosed"
+http = { url = "http://127.0.0.1:3000/items/{id" }
+
+[[skill]]
+id = "bad-name"
+http = { url = "http://127.0.0.1:3000/items/{the id}" }
+
+[[skill]]
+id = "twice"
+http = { url = "http://127.0.0.1:3000/{id}/{id}" }
+"#;
+    let errors = parse(text, Path::new("."), &env(&[])).expect_err("bad templates");
+    let expected = [
+        "shop.toml: skill[2].http.url: the path variable `{id}` is not a property of the skill's input schema",
+        "shop.toml: skill[3].http.method: expected GET, POST, PUT, PATCH or DELETE",
+        "shop.toml: skill[4].http.method: expected a string such as \"GET\", found an integer",
+        "shop.toml: skill[5].http.url: the variable `{host}` may stand only in the URL's path",
+        "shop.toml: skill[6].http.url: the variable `{id}` may stand only in the URL's path",
+        "shop.toml: skill[7].http.url: a `{` without its `}` (a path variable is written `{name}`)",
+        "shop.toml: skill[8].http.url: `{the id}` is not a path variable (a name is 1 to 64 characters of [A-Za-z0-9_-])",
+        "shop.toml: skill[9].http.url: the path variable `{id}` appears twice",
+    ];
+    assert_eq!(errors.to_string(), expected.join("\n"));
+
+    // The good ones, alone, load with their methods and variables.
+    let good = text.split("[[skill]]\nid = \"not-in-schema\"").next().expect("head");
+    let file = parse(good, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+    for (skill, method, variables) in [
+        (0, accord_backends::HttpMethod::Get, vec!["id"]),
+        (1, accord_backends::HttpMethod::Delete, vec!["id", "part"]),
+    ] {
+        match file.skills()[skill].backend() {
+            Backend::Http(config) => {
+                assert_eq!(config.http_method(), method);
+                assert_eq!(config.path_variables(), variables);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -117,7 +117,7 @@ async fn answers_that_break_the_contract_fail_and_rejections_reject() {
     assert_eq!((error.code.as_str(), error.message.as_str()), ("backend_invalid_answer", "stdout line 1 is not JSON"));
     assert_eq!(failure(invoke(&agent, "silent", json!({})).await).message, "the command printed no answer");
     let error = failure(invoke(&agent, "early", json!({})).await);
-    assert!(error.message.contains("line 1 is not a delta event"), "{error}");
+    assert!(error.message.contains("line 1 is not a delta or file event"), "{error}");
     match invoke(&agent, "reject", json!({})).await {
         Err(RunError::Incomplete { status: EndStatus::Rejected, message }) => {
             assert_eq!(message.map(|m| m.text()).as_deref(), Some("that item is not sold here"));
@@ -305,4 +305,137 @@ async fn the_concurrency_limit_holds_commands_back() {
         let seen = result.expect("output")["seen"].as_u64().expect("seen");
         assert!((1..=2).contains(&seen), "{seen} commands ran at once");
     }
+}
+
+#[tokio::test]
+async fn plain_jq_works_its_pretty_printed_answer_is_one_document() {
+    // The real jq, without `-c`: it prints `{`, one line per key, `}`.
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = agent(
+        dir.path(),
+        "[[skill]]\nid = \"jq\"\ncommand = [\"jq\", \"{words: (.text | split(\\\" \\\") | length), tags: [.text | split(\\\" \\\")[] | ascii_upcase]}\"]\n",
+    );
+    let output = invoke(&agent, "jq", json!({"text": "one two three"})).await.expect("output");
+    assert_eq!(output, json!({"words": 3, "tags": ["ONE", "TWO", "THREE"]}));
+    // jq's pretty scalars and empty containers are one line: NDJSON of one line, the same answer.
+    let agent = self::agent(dir.path(), "[[skill]]\nid = \"jq\"\ncommand = [\"jq\", \".n\"]\n");
+    assert_eq!(invoke(&agent, "jq", json!({"n": 7})).await.expect("output"), json!(7));
+}
+
+#[tokio::test]
+async fn deltas_may_stream_before_a_pretty_printed_answer() {
+    let dir = tempfile::tempdir().expect("dir");
+    write(
+        dir.path(),
+        "pretty.py",
+        "import json\nprint(json.dumps({'delta': 'working'}))\nprint(json.dumps({'delta': '...'}))\nprint(json.dumps({'said': 'done', 'list': [1, {'a': None}]}, indent=2))\n",
+    );
+    let agent = agent(dir.path(), "[[skill]]\nid = \"pretty\"\ncommand = [\"python3\", \"pretty.py\"]\n");
+    let valid = agent.skill("pretty").expect("skill").validate_input(json!({})).expect("valid");
+    let frames: Vec<RunEvent> = agent.stream(valid).expect("stream").map(|frame| frame.event).collect().await;
+    let deltas: Vec<&str> = frames
+        .iter()
+        .filter_map(|event| match event {
+            RunEvent::Delta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["working", "..."]);
+    match frames.last() {
+        Some(RunEvent::End(end)) => assert_eq!(
+            end.completion.as_ref().map(|c| &c.output),
+            Some(&json!({"said": "done", "list": [1, {"a": null}]}))
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_multi_line_stdout_that_is_not_json_fails_saying_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    // Starts like a document, then is not JSON.
+    write(dir.path(), "broken.sh", "echo '{'\necho '  \"a\": 1,'\necho '  oops'\necho '}'\n");
+    // A document that never ends.
+    write(dir.path(), "cut.sh", "echo '{\"delta\": \"x\"}'\necho '['\necho '  1,'\n");
+    // Two pretty documents: not one document.
+    write(dir.path(), "two.sh", "printf '{\\n \"a\": 1\\n}\\n{\\n \"b\": 2\\n}\\n'\n");
+    // An answer line, then a document: output beyond the answer.
+    write(dir.path(), "after.sh", "echo '{\"a\": 1}'\necho '{'\necho '}'\n");
+    let agent = agent(
+        dir.path(),
+        "[[skill]]\nid = \"broken\"\ncommand = [\"sh\", \"broken.sh\"]\n\
+         [[skill]]\nid = \"cut\"\ncommand = [\"sh\", \"cut.sh\"]\n\
+         [[skill]]\nid = \"two\"\ncommand = [\"sh\", \"two.sh\"]\n\
+         [[skill]]\nid = \"after\"\ncommand = [\"sh\", \"after.sh\"]\n",
+    );
+    let error = failure(invoke(&agent, "broken", json!({})).await);
+    assert_eq!(error.code, "backend_invalid_answer");
+    assert_eq!(
+        error.message,
+        "stdout is not JSON: line 1 starts a JSON document over several lines, which is invalid at stdout line 3, column 3"
+    );
+    let error = failure(invoke(&agent, "cut", json!({})).await);
+    assert!(error.message.starts_with("stdout is not JSON: line 2 starts a JSON document"), "{error}");
+    let error = failure(invoke(&agent, "two", json!({})).await);
+    assert!(error.message.starts_with("stdout is not JSON: line 1 starts"), "{error}");
+    assert!(error.message.ends_with("at stdout line 4, column 1"), "{error}");
+    let error = failure(invoke(&agent, "after", json!({})).await);
+    assert_eq!(error.message, "stdout line 1 is not a delta or file event, yet more lines follow it");
+}
+
+#[tokio::test]
+async fn file_lines_and_an_answer_with_files_give_file_artifacts() {
+    let dir = tempfile::tempdir().expect("dir");
+    write(
+        dir.path(),
+        "files.py",
+        "import base64, json\n\
+         print(json.dumps({'delta': 'rendering'}))\n\
+         print(json.dumps({'file': {'name': 'page1.txt', 'mime': 'text/plain', 'bytes_base64': base64.b64encode(b'one').decode()}}))\n\
+         print(json.dumps({'output': {'pages': 2}, 'files': [{'name': 'all.pdf', 'mime': 'application/pdf', 'uri': 'https://files.example/all.pdf'}]}, indent=2))\n",
+    );
+    write(dir.path(), "bad.sh", "echo '{\"file\": {\"name\": \"x\", \"bytes_base64\": \"%%%\"}}'\necho '{}'\n");
+    let agent = agent(
+        dir.path(),
+        "[[skill]]\nid = \"files\"\ncommand = [\"python3\", \"files.py\"]\n[[skill]]\nid = \"bad\"\ncommand = [\"sh\", \"bad.sh\"]\n",
+    );
+    let valid = agent.skill("files").expect("skill").validate_input(json!({})).expect("valid");
+    let frames: Vec<RunEvent> = agent.stream(valid).expect("stream").map(|frame| frame.event).collect().await;
+    let streamed: Vec<&Part> = frames
+        .iter()
+        .filter_map(|event| match event {
+            RunEvent::Artifact { artifact, .. } => Some(&artifact.parts[0]),
+            _ => None,
+        })
+        .collect();
+    let page = Part::File {
+        name: Some("page1.txt".into()),
+        mime: Some("text/plain".into()),
+        bytes_base64: Some("b25l".into()),
+        uri: None,
+    };
+    assert_eq!(streamed, [&page]);
+    match frames.last() {
+        Some(RunEvent::End(end)) => {
+            let completion = end.completion.as_ref().expect("completion");
+            assert_eq!(completion.output, json!({"pages": 2}));
+            assert_eq!(completion.artifacts.len(), 1);
+            assert_eq!(completion.artifacts[0].artifact_id, "file-2");
+            assert_eq!(
+                completion.artifacts[0].parts,
+                [Part::File {
+                    name: Some("all.pdf".into()),
+                    mime: Some("application/pdf".into()),
+                    bytes_base64: None,
+                    uri: Some("https://files.example/all.pdf".into()),
+                }]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let error = failure(invoke(&agent, "bad", json!({})).await);
+    assert_eq!(
+        (error.code.as_str(), error.message.as_str()),
+        ("backend_invalid_answer", "`file` has a `bytes_base64` that is not base64 (standard alphabet, padded)")
+    );
 }

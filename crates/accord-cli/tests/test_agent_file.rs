@@ -601,3 +601,25 @@ async fn an_mcp_server_s_tools_are_a2a_tasks_and_a_cancel_reaches_the_server() {
     assert!(seen.contains("the task was cancelled"), "the server got notifications/cancelled: {seen:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_that_names_no_skill_runs_the_files_default_skill() {
+    let dir = scratch("default-skill");
+    let file = MINIMAL.replace("description = \"A shop's services behind A2A\"\n", "default_skill = \"count\"\n");
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    std::fs::write(dir.join("count.py"), COUNT_PY).expect("count.py");
+    let served = Served::start(&dir, &["--store", "memory", "--bearer-token", TOKEN], &[("QUOTE_PORT", "9".into())]);
+    assert!(served.lines.iter().any(|line| line == "default skill: count"), "{:?}", served.lines);
+    let unnamed = json!({"messageId": "m-unnamed", "role": "ROLE_USER", "parts": [{"data": {"text": "a b"}}]});
+    let sent = rpc(&served.url, "SendMessage", json!({"message": unnamed}), &[]).await;
+    let task = &sent.expect("a task")["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"], json!({"words": 2}), "the file's default, not its first");
+
+    drop(served);
+    // Without the key, the banner says the first skill is the default.
+    std::fs::write(dir.join("agent.toml"), MINIMAL).expect("agent file");
+    let first = Served::start(&dir, &["--store", "memory"], &[("QUOTE_PORT", "9".into())]);
+    assert!(first.lines.iter().any(|line| line == "default skill: quote (the first)"), "{:?}", first.lines);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -399,6 +399,7 @@ pub struct Serve {
     error_mapping: ErrorMapping,
     operator_scopes: Vec<String>,
     skill_scopes: BTreeMap<String, String>,
+    default_skill: Option<(String, bool)>,
     extended_skills: Option<Vec<AgentSkill>>,
     payments: Option<PaymentsConfig>,
     hooks: Vec<ConfigHook>,
@@ -429,6 +430,7 @@ impl Serve {
             error_mapping: ErrorMapping::V1_0_1,
             operator_scopes: Vec::new(),
             skill_scopes: BTreeMap::new(),
+            default_skill: None,
             extended_skills: None,
             payments: None,
             hooks: Vec::new(),
@@ -457,6 +459,9 @@ impl Serve {
         serve = serve.operator_scopes(operator);
         for (skill, scope) in scopes {
             serve = serve.skill_scope(skill, scope);
+        }
+        if let Some(default) = file.default_skill_with_tools(&tools) {
+            serve.default_skill = Some((default, file.default_skill_is_configured()));
         }
         Ok(serve)
     }
@@ -504,6 +509,13 @@ impl Serve {
         S: Into<String>,
     {
         self.operator_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The skill a message runs when it names none (default: the agent's first skill that can
+    /// run as a task). A skill the agent lacks stops the start with a usage error.
+    pub fn default_skill(mut self, skill: impl Into<String>) -> Self {
+        self.default_skill = Some((skill.into(), true));
         self
     }
 
@@ -599,6 +611,7 @@ impl Serve {
             error_mapping,
             operator_scopes,
             skill_scopes,
+            default_skill,
             extended_skills,
             payments,
             hooks,
@@ -653,6 +666,24 @@ impl Serve {
             .streaming(!args.no_streaming)
             .trusted_proxies(args.auth.trusted_proxies.clone());
         config.task_service = args.budgets.service(config.task_service);
+        let default_note = match &default_skill {
+            Some((key, chosen)) => {
+                agent
+                    .skill(key)
+                    .map_err(|_| ServeError::usage(format!("the default skill {key:?} is not a skill of the agent")))?;
+                config.task_service.default_skill = Some(key.clone());
+                Some(if *chosen {
+                    format!("default skill: {key}")
+                } else {
+                    format!("default skill: {key} (the first)")
+                })
+            }
+            None => agent
+                .skills()
+                .iter()
+                .find(|skill| skill.is_invocable())
+                .map(|skill| format!("default skill: {} (the first)", skill.key())),
+        };
         config.push = args.push.settings().map_err(ServeError::usage)?;
         config.task_service.push_key = args.push.key(durability == Durability::Durable).map_err(ServeError::usage)?;
         // Payments set by the program win over the flags; a priced skill needs one or the other.
@@ -712,6 +743,7 @@ impl Serve {
             summary.push(format!("JSON-RPC tasks: {url}a2a/tasks"));
         }
         summary.extend(scopes_note);
+        summary.extend(default_note);
         if served.a2a {
             let edition = match mapping {
                 ErrorMapping::V1_0_0 => "v1.0.0",
