@@ -31,9 +31,12 @@ mod mcp;
 mod secret;
 
 pub use command::{CommandBackend, CommandConfig};
-pub use file::{AgentFile, Backend, FileError, FileErrors, McpSpec, SkillSpec};
+pub use file::{AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
 pub use http::{HttpBackend, HttpConfig, RESERVED_HEADERS};
-pub use mcp::{DEFAULT_MCP_TIMEOUT, McpServer, McpTool, McpTransport};
+pub use mcp::{
+    BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,
+    MCP_RECONNECT_MAX_DELAY, McpOptions, McpServer, McpTool, McpTransport, ToolHints,
+};
 pub use secret::Secret;
 
 /// A backend that cannot be made from its configuration.
