@@ -484,9 +484,6 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
                     .map_err(|_| format!("mcp server '{name}': the value of header {header} is not valid"))?;
                 config.custom_headers.insert(header, value);
             }
-            // A stream that breaks is not resumed: the call fails at once and the session is
-            // re-initialized instead (the server may be gone).
-            config.retry_config = Arc::new(NoResume);
             let client_http = reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
@@ -517,17 +514,6 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
     let peer = service.peer().clone();
     tokio::spawn(watch_session(service, Arc::downgrade(shared), generation, closed_tx, stopped));
     Ok(Arc::new(Session { peer, client, generation, pid, closed, _stop: stop }))
-}
-
-/// Never resumes a broken event stream: the server may be gone, and the session is
-/// re-initialized instead.
-#[derive(Debug)]
-struct NoResume;
-
-impl rmcp::transport::common::client_side_sse::SseRetryPolicy for NoResume {
-    fn retry(&self, _attempts: usize) -> Option<Duration> {
-        None
-    }
 }
 
 /// Waits for a session's end: the server went away (noted at once), or the session's last

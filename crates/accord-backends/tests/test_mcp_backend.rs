@@ -314,7 +314,17 @@ async fn a_killed_stdio_server_is_restarted_and_calls_succeed_again() {
     }
     assert!(!down.up, "{down:?}");
     assert_eq!(down.last_error.as_deref(), Some("the server process exited"), "{down:?}");
-    // A call now (before the background restart, or after it) succeeds: it restarts the server.
+    // Restarted in the background (after 0.5 s), without waiting for a call.
+    let mut back = server.status();
+    for _ in 0..250 {
+        if back.up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        back = server.status();
+    }
+    assert!(back.up && back.reconnects == 1, "{back:?}");
+    assert_eq!(back.last_error.as_deref(), Some("the server process exited"), "the last error is kept");
     let sum = within(20, "a call after the kill", invoke(agent, "add", json!({"a": 2, "b": 2}))).await;
     assert_eq!(sum.expect("sum after restart"), json!({"sum": 4}));
     let back = server.status();
