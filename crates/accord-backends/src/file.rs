@@ -376,8 +376,24 @@ impl AgentFile {
                     });
                 }
             }
+            let needs_tasks = server.tools_requiring_tasks();
+            let mut left_out = Vec::new();
             for tool in tools {
                 if spec.tools.as_ref().is_some_and(|wanted| !wanted.iter().any(|name| tool.name == name.as_str())) {
+                    continue;
+                }
+                if needs_tasks.iter().any(|name| tool.name == name.as_str()) {
+                    if spec.tools.is_some() {
+                        errors.push(FileError {
+                            key: format!("{path}.tools"),
+                            reason: format!(
+                                "tool {:?} requires MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client (remove it from `tools`)",
+                                tool.name
+                            ),
+                        });
+                    } else {
+                        left_out.push(format!("{:?}", tool.name));
+                    }
                     continue;
                 }
                 let key = format!("{}{}", spec.prefix, tool.name);
@@ -433,6 +449,14 @@ impl AgentFile {
                 }
                 tool_keys.push(key);
                 builder = builder.skill(skill);
+            }
+            if !left_out.is_empty() {
+                tracing::warn!(
+                    "{}: {path}: tools {} of mcp server '{}' are left out: they require MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client",
+                    self.file,
+                    left_out.join(", "),
+                    spec.name
+                );
             }
         }
         if !errors.is_empty() {

@@ -18,7 +18,7 @@
 //!   with the tool's text.
 //! - Cancelling the run sends `notifications/cancelled` for the request and stops waiting.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -30,8 +30,8 @@ use rmcp::model::{
     ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -232,6 +232,8 @@ struct Shared {
     failures: AtomicU64,
     reconnecting: AtomicBool,
     generation: AtomicU64,
+    /// Tools a stdio server listed as requiring MCP tasks.
+    task_tools: Arc<Mutex<BTreeSet<String>>>,
 }
 
 struct Health {
@@ -279,6 +281,7 @@ impl McpServer {
             failures: AtomicU64::new(0),
             reconnecting: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            task_tools: Arc::default(),
         });
         let session = open(&inner).await.map_err(BackendError::new)?;
         *inner.session.lock().await = Some(session);
@@ -327,6 +330,14 @@ impl McpServer {
                 seconds(timeout)
             ))),
         }
+    }
+
+    /// The tools the server listed as requiring MCP task augmentation
+    /// (`execution.taskSupport: "required"`), which Accord cannot call: the MCP SDK it uses
+    /// speaks a later tasks extension, not the 2025-11-25 one. Seen on stdio servers only (over
+    /// HTTP the SDK drops the field before Accord sees it).
+    pub fn tools_requiring_tasks(&self) -> Vec<String> {
+        self.inner.task_tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
     }
 
     /// The handler that runs `tool` on this server.
@@ -452,21 +463,28 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
     let name = shared.options.name.clone();
     let client = Client { routes: Arc::default(), name: Arc::from(name.as_str()) };
     let timeout = shared.options.startup_timeout;
-    let (service, pid) = match &shared.transport {
+    let (service, pid, child) = match &shared.transport {
         McpTransport::Stdio { program, args, cwd, env } => {
             let mut command = tokio::process::Command::new(program);
             command.args(args).env_clear().envs(env.iter().map(|(name, value)| (name, value.expose())));
             if let Some(cwd) = cwd {
                 command.current_dir(cwd);
             }
-            let (child, _stderr) =
-                TokioChildProcess::builder(command)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|error| format!("mcp server '{name}' could not be started: {}", io_cause(&error)))?;
+            command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .kill_on_drop(true);
+            let mut child = command
+                .spawn()
+                .map_err(|error| format!("mcp server '{name}' could not be started: {}", io_cause(&error)))?;
             let pid = child.id();
-            match tokio::time::timeout(timeout, client.clone().serve(child)).await {
-                Ok(Ok(service)) => (service, pid),
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err(format!("mcp server '{name}' could not be started: no pipes to it"));
+            };
+            let stdout = TaskToolTap::new(stdout, shared.task_tools.clone());
+            match tokio::time::timeout(timeout, client.clone().serve((stdout, stdin))).await {
+                Ok(Ok(service)) => (service, pid, Some(child)),
                 Ok(Err(error)) => {
                     return Err(format!("mcp server '{name}' did not initialize: {}", describe_init_error(&error)));
                 }
@@ -492,7 +510,7 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
             let transport = StreamableHttpClientTransport::with_client(client_http, config);
             // The URL is configuration, not a secret; the error names no header value.
             match tokio::time::timeout(timeout, client.clone().serve(transport)).await {
-                Ok(Ok(service)) => (service, None),
+                Ok(Ok(service)) => (service, None, None),
                 Ok(Err(error)) => {
                     return Err(format!(
                         "mcp server '{name}' at {url} did not initialize: {}",
@@ -512,7 +530,7 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
     let (closed_tx, closed) = watch::channel(None);
     let (stop, stopped) = oneshot::channel();
     let peer = service.peer().clone();
-    tokio::spawn(watch_session(service, Arc::downgrade(shared), generation, closed_tx, stopped));
+    tokio::spawn(watch_session(service, child, Arc::downgrade(shared), generation, closed_tx, stopped));
     Ok(Arc::new(Session { peer, client, generation, pid, closed, _stop: stop }))
 }
 
@@ -520,34 +538,129 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
 /// handle was dropped (the session is closed).
 async fn watch_session(
     service: RunningService<RoleClient, Client>,
+    mut child: Option<tokio::process::Child>,
     shared: Weak<Shared>,
     generation: u64,
     closed: watch::Sender<Option<String>>,
     stopped: oneshot::Receiver<()>,
 ) {
     let token = service.cancellation_token();
-    let stdio = matches!(shared.upgrade().map(|shared| shared.transport.clone()), Some(McpTransport::Stdio { .. }));
     let waiting = service.waiting();
     tokio::pin!(waiting);
     tokio::select! {
         _ = &mut waiting => {
-            let cause = if stdio { "the server process exited" } else { "the connection to the server closed" };
-            let _ = closed.send(Some(cause.to_owned()));
+            let cause = match &mut child {
+                Some(child) => exited(child).await,
+                None => "the connection to the server closed".to_owned(),
+            };
+            let _ = closed.send(Some(cause.clone()));
             if let Some(shared) = shared.upgrade() {
                 let mut current = shared.session.lock().await;
                 if current.as_ref().is_some_and(|session| session.generation == generation) {
                     *current = None;
                 }
                 drop(current);
-                shared.went_down(generation, cause);
+                shared.went_down(generation, &cause);
             }
         }
         _ = stopped => {
             token.cancel();
             let _ = closed.send(Some("the session was closed".to_owned()));
             let _ = waiting.await;
+            // Its input is closed: a server has a moment to exit by itself, then it is killed.
+            if let Some(child) = &mut child
+                && tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err()
+            {
+                let _ = child.kill().await;
+            }
         }
     }
+}
+
+/// How a server's process ended, in words (it is killed if it only closed its output).
+async fn exited(child: &mut tokio::process::Child) -> String {
+    let status = match tokio::time::timeout(Duration::from_secs(1), child.wait()).await {
+        Ok(Ok(status)) => status,
+        _ => {
+            let _ = child.kill().await;
+            return "the server closed its output (it was stopped)".to_owned();
+        }
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("the server process exited (killed by signal {signal})");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("the server process exited (exit code {code})"),
+        None => "the server process exited".to_owned(),
+    }
+}
+
+/// A stdio server's output on its way to the MCP SDK, watched for the tools that need MCP tasks
+/// (`execution.taskSupport: "required"` in a `tools/list` answer): the SDK drops that field.
+struct TaskToolTap<R> {
+    inner: R,
+    line: Vec<u8>,
+    found: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// The longest line the tap looks into; a longer one is passed on unread.
+const TAP_MAX_LINE: usize = 16 << 20;
+
+impl<R> TaskToolTap<R> {
+    fn new(inner: R, found: Arc<Mutex<BTreeSet<String>>>) -> Self {
+        Self { inner, line: Vec::new(), found }
+    }
+
+    fn saw(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|byte| *byte == b'\n') {
+            if self.line.len() + chunk.len() <= TAP_MAX_LINE {
+                self.line.extend_from_slice(chunk);
+            } else {
+                self.line.clear();
+            }
+            if chunk.ends_with(b"\n") {
+                let line = std::mem::take(&mut self.line);
+                if line.windows(11).any(|window| window == b"taskSupport")
+                    && let Ok(message) = serde_json::from_slice::<Value>(&line)
+                {
+                    let names = tools_requiring_tasks(&message["result"]);
+                    if !names.is_empty() {
+                        self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(names);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for TaskToolTap<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            let read = buf.filled()[before..].to_vec();
+            self.saw(&read);
+        }
+        polled
+    }
+}
+
+/// The names of the tools of a `tools/list` result that require MCP task augmentation.
+fn tools_requiring_tasks(result: &Value) -> Vec<String> {
+    let Some(tools) = result.get("tools").and_then(Value::as_array) else { return Vec::new() };
+    tools
+        .iter()
+        .filter(|tool| tool["execution"]["taskSupport"] == "required")
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// One tool of an [`McpServer`] as a skill's handler.
@@ -969,6 +1082,24 @@ mod tests {
         assert!(hints.safe_to_repeat());
         let bare: Tool = serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}})).expect("tool");
         assert!(!ToolHints::of(&bare).safe_to_repeat());
+    }
+
+    #[test]
+    fn the_tap_finds_task_tools_in_lines_split_across_reads() {
+        let found = Arc::new(Mutex::new(BTreeSet::new()));
+        let mut tap = TaskToolTap::new((), found.clone());
+        let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": "plain", "inputSchema": {"type": "object"}},
+            {"name": "maybe", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "render", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+        ]}})
+        .to_string();
+        let bytes = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{}}}}\n{answer}\n");
+        for chunk in bytes.as_bytes().chunks(7) {
+            tap.saw(chunk);
+        }
+        assert_eq!(found.lock().expect("lock").iter().collect::<Vec<_>>(), ["render"]);
+        assert!(tap.line.is_empty());
     }
 
     #[test]

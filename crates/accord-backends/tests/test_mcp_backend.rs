@@ -34,7 +34,7 @@ async fn build(mcp: &str, extra: &[(&'static str, String)]) -> Result<(Agent, Ve
 
 fn stdio(options: &str) -> String {
     format!(
-        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\"] }}\n{options}",
+        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\", \"MCP_TASK_TOOL\"] }}\n{options}",
         server().display().to_string()
     )
 }
@@ -313,7 +313,7 @@ async fn a_killed_stdio_server_is_restarted_and_calls_succeed_again() {
         down = server.status();
     }
     assert!(!down.up, "{down:?}");
-    assert_eq!(down.last_error.as_deref(), Some("the server process exited"), "{down:?}");
+    assert_eq!(down.last_error.as_deref(), Some("the server process exited (killed by signal 9)"), "{down:?}");
     // Restarted in the background (after 0.5 s), without waiting for a call.
     let mut back = server.status();
     for _ in 0..250 {
@@ -324,7 +324,7 @@ async fn a_killed_stdio_server_is_restarted_and_calls_succeed_again() {
         back = server.status();
     }
     assert!(back.up && back.reconnects == 1, "{back:?}");
-    assert_eq!(back.last_error.as_deref(), Some("the server process exited"), "the last error is kept");
+    assert_eq!(back.last_error, down.last_error, "the last error is kept");
     let sum = within(20, "a call after the kill", invoke(agent, "add", json!({"a": 2, "b": 2}))).await;
     assert_eq!(sum.expect("sum after restart"), json!({"sum": 4}));
     let back = server.status();
@@ -427,5 +427,20 @@ async fn an_image_from_a_tool_is_a_file_part_beside_its_text() {
             bytes_base64: Some("iVBORw0KGgoAAAANSUhEUg==".into()),
             uri: None,
         }]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_mcp_tasks_is_left_out_of_the_card() {
+    let extra = [("MCP_TASK_TOOL", "1".to_owned())];
+    let (agent, tools) = within(20, "build", build(&stdio(""), &extra)).await.expect("agent");
+    assert_eq!(tools, ["add", "echo", "slow", "fail"]);
+    assert!(agent.skill("render").is_err());
+    // Asked for by name, it is an error that says why.
+    let named = within(20, "build", build(&stdio("tools = [\"add\", \"render\"]\n"), &extra)).await;
+    let named = named.expect_err("a task tool asked for");
+    assert_eq!(
+        named,
+        "mcp-test.toml: mcp[0].tools: tool \"render\" requires MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client (remove it from `tools`)"
     );
 }

@@ -3,7 +3,8 @@ directly, for the tests of the MCP backend.
 
 Tools: `add` (structured content), `echo` (text), `slow` (progress notifications every 0.1 s for
 `seconds`; honours notifications/cancelled), `fail` (isError). With MCP_BAD_TOOL set, a tool
-whose name is not a valid skill key is listed too. A cancellation received is appended to the
+whose name is not a valid skill key is listed too; with MCP_TASK_TOOL, a tool that requires MCP
+tasks (`execution.taskSupport: "required"`). A cancellation received is appended to the
 file MCP_CANCELLED_FILE (when set) as one JSON line.
 """
 import json
@@ -36,6 +37,9 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"seconds": number("how long")}, "required": ["seconds"]}},
     {"name": "fail", "description": "Always fails", "inputSchema": {"type": "object"}},
 ]
+if os.environ.get("MCP_TASK_TOOL"):
+    TOOLS.append({"name": "render", "description": "Needs MCP tasks", "inputSchema": {"type": "object"},
+                  "execution": {"taskSupport": "required"}})
 if os.environ.get("MCP_BAD_TOOL"):
     TOOLS.append({"name": "bad name!", "description": "Not a skill key", "inputSchema": {"type": "object"}})
 
