@@ -39,6 +39,12 @@ pub use mcp::{
 };
 pub use secret::Secret;
 
+/// Log filter directives for a process that uses these backends, to add to its default filter
+/// (`info,rmcp=warn`): the MCP SDK logs every notification it receives (each progress step) and
+/// each session's start at INFO, with its own type names; Accord's own lines say what matters
+/// (a server down, back, its tools changed). An explicit filter (`ACCORD_LOG`) still wins.
+pub const LOG_DIRECTIVES: &str = "rmcp=warn";
+
 /// A backend that cannot be made from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendError {
