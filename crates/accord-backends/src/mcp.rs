@@ -241,7 +241,14 @@ struct Health {
     since: SystemTime,
     last_error: Option<String>,
     reconnects: u64,
+    /// The wait before the next attempt to bring the server back: it keeps doubling while the
+    /// server dies soon after each return (a crash loop), and starts again at 0.5 s once it has
+    /// stayed up for [`MCP_STABLE_UPTIME`].
+    next_delay: Duration,
 }
+
+/// How long a server must stay up for its next outage to be waited out from 0.5 s again.
+const MCP_STABLE_UPTIME: Duration = Duration::from_secs(10);
 
 /// One initialized session. Dropping the last handle closes it (and stops a child process).
 struct Session {
@@ -276,7 +283,13 @@ impl McpServer {
             transport,
             options,
             session: tokio::sync::Mutex::new(None),
-            health: Mutex::new(Health { up: false, since: now, last_error: None, reconnects: 0 }),
+            health: Mutex::new(Health {
+                up: false,
+                since: now,
+                last_error: None,
+                reconnects: 0,
+                next_delay: MCP_RECONNECT_FIRST_DELAY,
+            }),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             reconnecting: AtomicBool::new(false),
@@ -385,23 +398,31 @@ impl Shared {
         if generation != self.generation.load(Ordering::SeqCst) {
             return;
         }
-        {
+        let delay = {
             let mut health = self.health();
             if !health.up {
                 return;
             }
+            let uptime = health.since.elapsed().unwrap_or_default();
+            let delay = if uptime < MCP_STABLE_UPTIME && health.reconnects > 0 {
+                (health.next_delay * 2).min(MCP_RECONNECT_MAX_DELAY)
+            } else {
+                MCP_RECONNECT_FIRST_DELAY
+            };
+            health.next_delay = delay;
             health.up = false;
             health.since = SystemTime::now();
             health.last_error = Some(cause.to_owned());
-        }
+            delay
+        };
         tracing::warn!(
             server = %self.options.name,
             "MCP server '{}' is down: {cause}; bringing it back in {}",
             self.options.name,
-            seconds(MCP_RECONNECT_FIRST_DELAY)
+            seconds(delay)
         );
         if !self.reconnecting.swap(true, Ordering::SeqCst) {
-            tokio::spawn(bring_back(Arc::downgrade(self)));
+            tokio::spawn(bring_back(Arc::downgrade(self), delay));
         }
     }
 
@@ -428,10 +449,9 @@ impl Shared {
     }
 }
 
-/// Tries to bring the server back, waiting 0.5 s, then twice as long after each failure (up to
+/// Tries to bring the server back, waiting `delay`, then twice as long after each failure (up to
 /// 30 s), until it is back or nobody holds the server any more.
-async fn bring_back(shared: Weak<Shared>) {
-    let mut delay = MCP_RECONNECT_FIRST_DELAY;
+async fn bring_back(shared: Weak<Shared>, mut delay: Duration) {
     loop {
         tokio::time::sleep(delay).await;
         let Some(shared) = shared.upgrade() else { return };
@@ -446,6 +466,7 @@ async fn bring_back(shared: Weak<Shared>) {
             }
             Err(reason) => {
                 delay = (delay * 2).min(MCP_RECONNECT_MAX_DELAY);
+                shared.health().next_delay = delay;
                 tracing::warn!(
                     server = %shared.options.name,
                     "MCP server '{}' is still down: {reason}; next attempt in {}",

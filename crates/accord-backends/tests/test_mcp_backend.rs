@@ -34,7 +34,7 @@ async fn build(mcp: &str, extra: &[(&'static str, String)]) -> Result<(Agent, Ve
 
 fn stdio(options: &str) -> String {
     format!(
-        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\", \"MCP_TASK_TOOL\"] }}\n{options}",
+        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\", \"MCP_TASK_TOOL\", \"MCP_EXIT_AFTER\"] }}\n{options}",
         server().display().to_string()
     )
 }
@@ -499,4 +499,17 @@ async fn going_down_is_a_warning_coming_back_is_info_and_progress_is_not_logged_
     );
     let back = log.lines().find(|line| line.contains("is back")).unwrap_or_else(|| panic!("no back line: {log}"));
     assert!(back.contains(" INFO ") && back.contains("MCP server 'tools' is back"), "{back}");
+}
+
+#[tokio::test]
+async fn a_server_in_a_crash_loop_is_restarted_ever_more_slowly() {
+    // It dies 0.2 s after each start: restarts come after 0.5 s, 1 s, 2 s, 4 s, … not every 0.5 s.
+    let extra = [("MCP_EXIT_AFTER", "0.2".to_owned())];
+    let built = within(20, "build", build_servers(&stdio(""), &extra)).await.expect("agent");
+    let server = &built.mcp_servers[0];
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let status = server.status();
+    // Without the backoff it would have come back 6 times or more by now (every 0.5 s + start).
+    assert!((2..=3).contains(&status.reconnects), "{status:?}");
+    assert_eq!(status.last_error.as_deref(), Some("the server process exited (exit code 1)"), "{status:?}");
 }
