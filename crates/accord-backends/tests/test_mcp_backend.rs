@@ -445,62 +445,6 @@ async fn a_tool_that_requires_mcp_tasks_is_left_out_of_the_card() {
     );
 }
 
-/// The log lines written on this thread.
-#[derive(Clone, Default)]
-struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("log")).into_owned()
-    }
-}
-
-#[tokio::test]
-async fn going_down_is_a_warning_coming_back_is_info_and_progress_is_not_logged_at_info() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    // The default filter a server using the backends sets: INFO, with the SDK's own chatter off.
-    let filter = tracing_subscriber::EnvFilter::new(format!("info,{}", accord_backends::LOG_DIRECTIVES));
-    let subscriber =
-        tracing_subscriber::fmt().with_ansi(false).with_env_filter(filter).with_writer(move || writer.clone()).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let built = within(20, "build", build_servers(&stdio("name = \"tools\"\n"), &[])).await.expect("agent");
-    let (agent, server) = (&built.agent, &built.mcp_servers[0]);
-    // Progress steps are not INFO lines.
-    let valid = agent.skill("slow").expect("slow").validate_input(json!({"seconds": 0.3})).expect("valid");
-    agent.invoke(valid).await.expect("slow");
-    assert!(!capture.text().contains("step 1 of 3"), "{}", capture.text());
-    kill(server.pid().await.expect("pid"));
-    for _ in 0..250 {
-        if capture.text().contains("is back") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let log = capture.text();
-    let down = log.lines().find(|line| line.contains("is down")).unwrap_or_else(|| panic!("no down line: {log}"));
-    assert!(down.contains(" WARN "), "{down}");
-    assert!(
-        down.contains(
-            "MCP server 'tools' is down: the server process exited (killed by signal 9); bringing it back in 0.5 s"
-        ),
-        "{down}"
-    );
-    let back = log.lines().find(|line| line.contains("is back")).unwrap_or_else(|| panic!("no back line: {log}"));
-    assert!(back.contains(" INFO ") && back.contains("MCP server 'tools' is back"), "{back}");
-}
-
 #[tokio::test]
 async fn a_server_in_a_crash_loop_is_restarted_ever_more_slowly() {
     // It dies 0.2 s after each start: restarts come after 0.5 s, 1 s, 2 s, 4 s, … not every 0.5 s.
