@@ -795,7 +795,17 @@ impl McpTool {
                 format!("the MCP server refused the call: {}", bounded(&error.message, 1024)),
             )),
             Err(error) => {
-                let cause = describe_service_error(&error);
+                let mut cause = describe_service_error(&error);
+                // A stdio server's end is about to be known (how its process ended): say that.
+                if session.pid.is_some() {
+                    let mut closed = session.closed.clone();
+                    let ended = tokio::time::timeout(Duration::from_secs(1), async move {
+                        closed.wait_for(Option::is_some).await.ok().and_then(|cause| cause.clone())
+                    });
+                    if let Ok(Some(ended)) = ended.await {
+                        cause = ended;
+                    }
+                }
                 shared.failed(&session, &cause).await;
                 Err(unavailable(&format!("mcp server '{name}' failed the call: {cause}")))
             }
