@@ -18,7 +18,7 @@ use url::Url;
 
 use crate::command::{CommandBackend, CommandConfig};
 use crate::http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
-use crate::mcp::{McpServer, McpTransport};
+use crate::mcp::{McpOptions, McpServer, McpTransport};
 use crate::secret::Secret;
 
 /// One problem of an agent file: where (a key path such as `skill[1].http.url`, or a line and
@@ -156,13 +156,29 @@ pub struct AgentFile {
     payments: Option<Table>,
 }
 
+/// What [`AgentFile::build_with_servers`] makes: the agent, the keys of the skills that are MCP
+/// tools, and the MCP servers (in the order of the file), whose health
+/// [`McpServer::status`] reports.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct BuiltAgent {
+    /// The agent.
+    pub agent: Agent,
+    /// The skill keys of the MCP servers' tools.
+    pub tool_keys: Vec<String>,
+    /// The MCP servers, one per `[[mcp]]` entry.
+    pub mcp_servers: Vec<McpServer>,
+}
+
 /// One `[[mcp]]` of the file, checked: an MCP server whose tools become skills.
 #[derive(Debug, Clone)]
 pub struct McpSpec {
     transport: McpTransport,
+    name: String,
     prefix: String,
     tools: Option<Vec<String>>,
     timeout: Duration,
+    startup_timeout: Duration,
     pricing: Pricing,
     scope: Option<String>,
 }
@@ -350,19 +366,30 @@ impl AgentFile {
     /// for their tools first). Every problem is reported at once, as [`AgentFile::build_agent`]
     /// does. Returns the agent and the keys of the tool skills.
     pub async fn build(&self) -> Result<(Agent, Vec<String>), FileErrors> {
+        let built = self.build_with_servers().await?;
+        Ok((built.agent, built.tool_keys))
+    }
+
+    /// As [`AgentFile::build`], keeping the handles of the `[[mcp]]` servers, whose
+    /// [`McpServer::status`] tells whether each is up (for `/health` and metrics).
+    pub async fn build_with_servers(&self) -> Result<BuiltAgent, FileErrors> {
         let mut builder = self.agent_builder()?;
+        let mut servers = Vec::new();
         let mut errors = Vec::new();
         let mut keys: HashSet<String> = self.skills.iter().map(|skill| skill.id.clone()).collect();
         let mut tool_keys = Vec::new();
         for (index, spec) in self.mcp.iter().enumerate() {
             let path = format!("mcp[{index}]");
-            let server = match McpServer::connect(spec.transport.clone(), spec.timeout).await {
+            let options =
+                McpOptions::new(spec.name.clone()).call_timeout(spec.timeout).startup_timeout(spec.startup_timeout);
+            let server = match McpServer::connect(spec.transport.clone(), options).await {
                 Ok(server) => server,
                 Err(error) => {
                     errors.push(FileError { key: path, reason: error.to_string() });
                     continue;
                 }
             };
+            servers.push(server.clone());
             let tools = match server.tools().await {
                 Ok(tools) => tools,
                 Err(error) => {
@@ -378,8 +405,24 @@ impl AgentFile {
                     });
                 }
             }
+            let needs_tasks = server.tools_requiring_tasks();
+            let mut left_out = Vec::new();
             for tool in tools {
                 if spec.tools.as_ref().is_some_and(|wanted| !wanted.iter().any(|name| tool.name == name.as_str())) {
+                    continue;
+                }
+                if needs_tasks.iter().any(|name| tool.name == name.as_str()) {
+                    if spec.tools.is_some() {
+                        errors.push(FileError {
+                            key: format!("{path}.tools"),
+                            reason: format!(
+                                "tool {:?} requires MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client (remove it from `tools`)",
+                                tool.name
+                            ),
+                        });
+                    } else {
+                        left_out.push(format!("{:?}", tool.name));
+                    }
                     continue;
                 }
                 let key = format!("{}{}", spec.prefix, tool.name);
@@ -387,7 +430,7 @@ impl AgentFile {
                 let mut skill = Skill::builder(key.clone())
                     .input_schema(schema.clone())
                     .pricing(spec.pricing.clone())
-                    .handler(server.tool(tool.name.to_string()));
+                    .handler(server.tool_of(&tool));
                 if let Some(description) = tool.description.as_deref().or(tool.title.as_deref()) {
                     skill = skill.description(description.to_owned());
                 }
@@ -401,14 +444,26 @@ impl AgentFile {
                     .handler(|_run: Run| async { Ok(Outcome::Completed(Completion::default())) });
                 let probe = Agent::builder("probe").skill(probe).build();
                 if let Err(error) = probe {
+                    let named = spec.tools.is_some();
                     let reason = match error {
+                        // A tool the file did not ask for by name is left out, not fatal: one odd
+                        // tool of a third-party server should not stop the agent.
+                        BuildError::InvalidSkillKey { .. } if !named => {
+                            tracing::warn!(
+                                "{}: {path}: tool {:?} of mcp server '{}' is left out: its skill key {key:?} is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit",
+                                self.file,
+                                tool.name,
+                                spec.name
+                            );
+                            continue;
+                        }
                         BuildError::InvalidSkillKey { .. } => format!(
-                            "tool {:?} gives the skill key {key:?}, which is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit (set `tools` to leave it out)",
+                            "tool {:?} gives the skill key {key:?}, which is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit (remove it from `tools`)",
                             tool.name
                         ),
                         other => format!("tool {:?}: {other}", tool.name),
                     };
-                    errors.push(FileError { key: path.clone(), reason });
+                    errors.push(FileError { key: format!("{path}.tools"), reason });
                     continue;
                 }
                 if !keys.insert(key.clone()) {
@@ -424,6 +479,14 @@ impl AgentFile {
                 tool_keys.push(key);
                 builder = builder.skill(skill);
             }
+            if !left_out.is_empty() {
+                tracing::warn!(
+                    "{}: {path}: tools {} of mcp server '{}' are left out: they require MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client",
+                    self.file,
+                    left_out.join(", "),
+                    spec.name
+                );
+            }
         }
         if let Some(error) = self.unknown_default_skill(&tool_keys) {
             errors.push(error);
@@ -434,7 +497,7 @@ impl AgentFile {
         let agent = builder.build().map_err(|error| {
             FileErrors::new(&self.file, vec![FileError { key: "agent".into(), reason: error.to_string() }])
         })?;
-        Ok((agent, tool_keys))
+        Ok(BuiltAgent { agent, tool_keys, mcp_servers: servers })
     }
 
     /// The problem with `[agent] default_skill` once the tools are known: it names no skill of
@@ -821,8 +884,10 @@ impl Reader<'_> {
         }
 
         let mut specs = Vec::new();
+        // `[[mcp]]` entries that are all wrong are reported as such, not as "no skill".
+        let has_mcp = matches!(mcp, Some(Value::Array(items)) if !items.is_empty());
         match skills {
-            None if !mcp_specs.is_empty() => {}
+            None if has_mcp => {}
             None => self.error("skill", "missing: the file needs at least one [[skill]] or [[mcp]]"),
             Some(Value::Array(items)) => {
                 let mut seen = HashSet::new();
@@ -902,11 +967,23 @@ impl Reader<'_> {
             }
         };
         let prefix = self.string(&mut fields, "prefix").unwrap_or_default();
+        if !is_key_prefix(&prefix) {
+            self.error(
+                fields.key("prefix"),
+                "must be characters of [A-Za-z0-9._-], starting with a letter or digit, and shorter than 128 (each tool's skill key is the prefix followed by the tool's name)",
+            );
+        }
         let tools = match fields.get("tools") {
             Some(value) => self.strings(value, &fields.key("tools")),
             None => None,
         };
+        let name = self.string(&mut fields, "name").unwrap_or_else(|| path.to_owned());
+        if name.trim().is_empty() {
+            self.error(fields.key("name"), "must not be empty");
+        }
         let timeout = self.duration(&mut fields, "timeout").unwrap_or(crate::mcp::DEFAULT_MCP_TIMEOUT);
+        let startup_timeout =
+            self.duration(&mut fields, "startup_timeout").unwrap_or(crate::mcp::DEFAULT_MCP_STARTUP_TIMEOUT);
         let pricing = match fields.get("price") {
             Some(value) => self.price(value, &fields.key("price")),
             None => Some(Pricing::default()),
@@ -919,7 +996,7 @@ impl Reader<'_> {
         if self.errors.len() > before {
             return None;
         }
-        Some(McpSpec { transport: transport?, prefix, tools, timeout, pricing: pricing?, scope })
+        Some(McpSpec { transport: transport?, name, prefix, tools, timeout, startup_timeout, pricing: pricing?, scope })
     }
 
     fn skill(&mut self, table: &Table, path: &str) -> Option<SkillSpec> {
@@ -1318,6 +1395,14 @@ struct SkillHttp<'s> {
 /// A template URL with each `{name}` as plain letters, for the checks of a URL.
 fn template_free(text: &str) -> String {
     text.replace(['{', '}'], "")
+}
+
+/// Whether `prefix` can start a skill key: the key rule (1 to 128 characters of
+/// `[A-Za-z0-9._-]` starting with a letter or digit) leaves room for a tool's name after it.
+fn is_key_prefix(prefix: &str) -> bool {
+    prefix.len() < 128
+        && prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && prefix.chars().next().is_none_or(|c| c.is_ascii_alphanumeric())
 }
 
 /// A name a variable of a child's environment may have.

@@ -33,10 +33,19 @@ mod mcp;
 mod secret;
 
 pub use command::{CommandBackend, CommandConfig};
-pub use file::{AgentFile, Backend, FileError, FileErrors, McpSpec, SkillSpec};
+pub use file::{AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
 pub use http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
-pub use mcp::{DEFAULT_MCP_TIMEOUT, McpServer, McpTool, McpTransport};
+pub use mcp::{
+    BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,
+    MCP_RECONNECT_MAX_DELAY, McpOptions, McpServer, McpTool, McpTransport, ToolHints,
+};
 pub use secret::Secret;
+
+/// Log filter directives for a process that uses these backends, to add to its default filter
+/// (`info,rmcp=warn`): the MCP SDK logs every notification it receives (each progress step) and
+/// each session's start at INFO, with its own type names; Accord's own lines say what matters
+/// (a server down, back, its tools changed). An explicit filter (`ACCORD_LOG`) still wins.
+pub const LOG_DIRECTIVES: &str = "rmcp=warn";
 
 /// A backend that cannot be made from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

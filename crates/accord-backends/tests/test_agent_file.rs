@@ -475,3 +475,39 @@ fn a_doubled_dollar_keeps_a_literal_reference() {
     let file = parse(text, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.description(), Some("costs ${PRICE}"));
 }
+
+#[test]
+fn a_bad_mcp_prefix_is_one_error_found_before_any_server_starts() {
+    // The server would be `sleep`: nothing is started while the file is read.
+    let text = "[agent]\nname = \"x\"\n[[mcp]]\ncommand = [\"sleep\", \"3600\"]\nprefix = \"my tools/\"\n";
+    let errors = parse(text, Path::new("."), &env(&[])).expect_err("bad prefix");
+    assert_eq!(
+        errors.to_string(),
+        "shop.toml: mcp[0].prefix: must be characters of [A-Za-z0-9._-], starting with a letter or digit, and shorter than 128 (each tool's skill key is the prefix followed by the tool's name)"
+    );
+    for good in ["", "t.", "files-", "v2_"] {
+        let text = format!("[agent]\nname = \"x\"\n[[mcp]]\ncommand = [\"sleep\", \"1\"]\nprefix = {good:?}\n");
+        parse(&text, Path::new("."), &env(&[])).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+    }
+    let text = "[agent]\nname = \"x\"\n[[mcp]]\ncommand = [\"sleep\", \"1\"]\nprefix = \".x\"\n";
+    assert!(parse(text, Path::new("."), &env(&[])).is_err(), "a prefix starting with a dot");
+}
+
+#[test]
+fn invalid_mcp_entries_are_reported_without_a_false_no_skill_error() {
+    let text = "[agent]\nname = \"x\"\n[[mcp]]\nprefix = \"t.\"\n[[mcp]]\nhttp = { url = \"ftp://x\" }\n";
+    let errors = parse(text, Path::new("."), &env(&[])).expect_err("bad entries");
+    let report = errors.to_string();
+    assert!(!report.contains("needs at least one"), "{report}");
+    assert!(report.contains("shop.toml: mcp[0]: no server"), "{report}");
+    assert!(report.contains("shop.toml: mcp[1].http.url: not an http:// or https:// URL with a host"), "{report}");
+}
+
+#[test]
+fn mcp_timeouts_and_name_are_read_and_checked() {
+    let text = "[agent]\nname = \"x\"\n[[mcp]]\nname = \"\"\ncommand = [\"sleep\", \"1\"]\nstartup_timeout = 0\ntimeout = \"a\"\n";
+    let report = parse(text, Path::new("."), &env(&[])).expect_err("bad values").to_string();
+    assert!(report.contains("shop.toml: mcp[0].name: must not be empty"), "{report}");
+    assert!(report.contains("shop.toml: mcp[0].startup_timeout: expected a positive number of seconds"), "{report}");
+    assert!(report.contains("shop.toml: mcp[0].timeout: expected a number of seconds, found a string"), "{report}");
+}

@@ -826,7 +826,7 @@ async fn a_resumed_task_behind_a_template_gets_the_envelope_of_the_fields_the_pa
     let service = service(agent);
     let caller = Caller::owner(AccessToken::generate().owner());
     let first = Message::new(Role::User, vec![Part::Data(json!({"item": "shirt", "colour": "red"}))]);
-    let request = SendRequest::new(caller, SendInput::FromMessage).skill("order").message(first);
+    let request = SendRequest::new(caller.clone(), SendInput::FromMessage).skill("order").message(first);
     let task = service.send(request, Wait::Settled(Duration::from_secs(10))).await.expect("task");
     assert_eq!(task.status_message.as_ref().map(Message::text).as_deref(), Some("What size of shirt?"));
     let answer = Message::new(Role::User, vec![Part::Text("XL".into())]);

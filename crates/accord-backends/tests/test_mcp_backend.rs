@@ -34,7 +34,7 @@ async fn build(mcp: &str, extra: &[(&'static str, String)]) -> Result<(Agent, Ve
 
 fn stdio(options: &str) -> String {
     format!(
-        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\"] }}\n{options}",
+        "[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_BAD_TOOL\", \"MCP_CANCELLED_FILE\", \"MCP_TASK_TOOL\", \"MCP_EXIT_AFTER\"] }}\n{options}",
         server().display().to_string()
     )
 }
@@ -137,8 +137,15 @@ async fn a_timeout_fails_the_run_and_cancels_the_call() {
 
 #[tokio::test]
 async fn bad_tools_and_dead_servers_stop_the_build_with_their_reasons() {
-    let bad = build(&stdio(""), &[("MCP_BAD_TOOL", "1".into())]).await.expect_err("bad tool name");
-    assert!(bad.contains("mcp-test.toml: mcp[0]: tool \"bad name!\" gives the skill key"), "{bad}");
+    // A tool whose name is no skill key is left out (with a warning); the others are served.
+    let (_, tools) = build(&stdio(""), &[("MCP_BAD_TOOL", "1".into())]).await.expect("the bad tool left out");
+    assert_eq!(tools, ["add", "echo", "slow", "fail"]);
+    // Named in `tools`, it is an error.
+    let bad = build(&stdio("tools = [\"add\", \"bad name!\"]\n"), &[("MCP_BAD_TOOL", "1".into())])
+        .await
+        .expect_err("bad tool name asked for");
+    assert!(bad.contains("mcp-test.toml: mcp[0].tools: tool \"bad name!\" gives the skill key"), "{bad}");
+    assert!(bad.ends_with("(remove it from `tools`)"), "{bad}");
     // Leaving the bad tool out with `tools` builds.
     let (_, tools) =
         build(&stdio("tools = [\"add\", \"echo\"]\n"), &[("MCP_BAD_TOOL", "1".into())]).await.expect("only two");
@@ -149,9 +156,300 @@ async fn bad_tools_and_dead_servers_stop_the_build_with_their_reasons() {
     let clash = build(&clash, &[]).await.expect_err("key clash");
     assert!(clash.contains("which another skill has"), "{clash}");
     let dead = build("[[mcp]]\ncommand = [\"python3\", \"-c\", \"import sys; sys.exit(3)\"]\n", &[]).await;
-    assert!(dead.expect_err("dead server").contains("mcp[0]: the MCP server did not initialize"));
+    assert!(dead.expect_err("dead server").contains("mcp[0]: mcp server 'mcp[0]' did not initialize"));
     let nowhere = build("[[mcp]]\nhttp = { url = \"http://127.0.0.1:9/mcp\" }\ntimeout = 2\n", &[]).await;
-    assert!(nowhere.expect_err("no server").contains("mcp[0]: the MCP server at http://127.0.0.1:9/mcp"));
+    assert!(nowhere.expect_err("no server").contains("mcp[0]: mcp server 'mcp[0]' at http://127.0.0.1:9/mcp"));
     let neither = build("[[mcp]]\nprefix = \"x\"\n", &[]).await.expect_err("no server");
     assert!(neither.contains("mcp[0]: no server"), "{neither}");
+}
+
+// ---- servers that fail and come back ----------------------------------------------------------
+
+/// The Python that has the official MCP SDK (`mcp` 1.30), from `MCP_PYTHON`; `None` (and a line
+/// saying why the test is skipped) when it is not set.
+fn mcp_python(test: &str) -> Option<String> {
+    match std::env::var("MCP_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            println!("SKIP {test}: set MCP_PYTHON to a Python with the MCP SDK (pip install mcp==1.30.0)");
+            None
+        }
+    }
+}
+
+fn fastmcp() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_fastmcp.py")
+}
+
+/// The agent and its MCP servers.
+async fn build_servers(mcp: &str, extra: &[(&'static str, String)]) -> Result<accord_backends::BuiltAgent, String> {
+    let text = format!("[agent]\nname = \"mcp-test\"\n{mcp}");
+    let env = env(extra);
+    let file = AgentFile::parse_with_env(&text, "mcp-test.toml", ".", &|name| env.get(name).cloned())
+        .map_err(|errors| errors.to_string())?;
+    file.build_with_servers().await.map_err(|errors| errors.to_string())
+}
+
+async fn invoke_completion(agent: &Agent, skill: &str, input: Value) -> Result<accord_engine::Completion, RunError> {
+    let valid = agent.skill(skill).expect("skill").validate_input(input).expect("valid input");
+    agent.invoke(valid).await.map(|invocation| invocation.completion)
+}
+
+fn failed_code(result: Result<Value, RunError>) -> (String, Option<bool>, String) {
+    match result {
+        Err(RunError::Failed(error)) => (error.code, error.retryable, error.message),
+        other => panic!("expected a failed run, got {other:?}"),
+    }
+}
+
+fn kill(pid: u32) {
+    let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -9 {pid}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A FastMCP server on streamable HTTP on `port`, killed when dropped.
+struct HttpServer(std::process::Child);
+
+impl HttpServer {
+    async fn start(python: &str, port: u16) -> Self {
+        let mut child = std::process::Command::new(python)
+            .arg(fastmcp())
+            .args(["--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("python");
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return Self(child);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the FastMCP server did not listen on {port}");
+    }
+
+    fn stop(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Bounds a test that used to hang: failing beats waiting forever.
+async fn within<T>(seconds: u64, what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(seconds), future).await.unwrap_or_else(|_| panic!("{what} hung"))
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_fails_the_start_within_its_timeout() {
+    for argv in ["[\"sleep\", \"3600\"]", "[\"cat\"]"] {
+        let started = std::time::Instant::now();
+        let mcp = format!("[[mcp]]\nname = \"mute\"\ncommand = {argv}\nstartup_timeout = 1\n");
+        let error = within(20, argv, build(&mcp, &[])).await.expect_err("no answer");
+        assert!(started.elapsed() < Duration::from_secs(5), "{argv}: {:?}", started.elapsed());
+        assert!(error.starts_with("mcp-test.toml: mcp[0]: mcp server 'mute' "), "{argv}: {error}");
+        assert_eq!(error.lines().count(), 1, "{error}");
+        assert!(!error.contains("Some(") && !error.contains("Error"), "{error}");
+        if argv.contains("sleep") {
+            assert!(error.ends_with("did not answer initialize within 1 s"), "{error}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_http_url_of_a_plain_json_service_is_a_clear_error_not_a_hang() {
+    let app = axum::Router::new().fallback(|| async { axum::Json(json!({"status": "ok"})) });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let started = std::time::Instant::now();
+    let mcp = format!("[[mcp]]\nname = \"plain\"\nhttp = {{ url = \"{url}\" }}\nstartup_timeout = 3\n");
+    let error = within(20, "a plain JSON service", build(&mcp, &[])).await.expect_err("not MCP");
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    assert_eq!(
+        error,
+        format!(
+            "mcp-test.toml: mcp[0]: mcp server 'plain' at {url} did not initialize: the endpoint answered with something that is not an MCP (JSON-RPC) message"
+        )
+    );
+    assert!(!error.contains("Some(") && !error.contains("Error"), "{error}");
+    // Nothing listening: the cause is said.
+    let port = free_port();
+    let mcp = format!("[[mcp]]\nhttp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\nstartup_timeout = 3\n");
+    let error = within(20, "nobody listening", build(&mcp, &[])).await.expect_err("refused");
+    assert!(error.ends_with("did not initialize: connection refused"), "{error}");
+}
+
+#[tokio::test]
+async fn a_killed_stdio_server_is_restarted_and_calls_succeed_again() {
+    let built = within(20, "build", build_servers(&stdio("name = \"tools\"\n"), &[])).await.expect("agent");
+    let (agent, server) = (&built.agent, &built.mcp_servers[0]);
+    assert_eq!(invoke(agent, "add", json!({"a": 1, "b": 2})).await.expect("sum"), json!({"sum": 3}));
+    let status = server.status();
+    assert!(status.up && status.last_error.is_none() && status.reconnects == 0, "{status:?}");
+    let first = server.pid().await.expect("a pid");
+    kill(first);
+    // Noticed at once, without a call.
+    let mut down = server.status();
+    for _ in 0..100 {
+        if !down.up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        down = server.status();
+    }
+    assert!(!down.up, "{down:?}");
+    assert_eq!(down.last_error.as_deref(), Some("the server process exited (killed by signal 9)"), "{down:?}");
+    // Restarted in the background (after 0.5 s), without waiting for a call.
+    let mut back = server.status();
+    for _ in 0..250 {
+        if back.up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        back = server.status();
+    }
+    assert!(back.up && back.reconnects == 1, "{back:?}");
+    assert_eq!(back.last_error, down.last_error, "the last error is kept");
+    let sum = within(20, "a call after the kill", invoke(agent, "add", json!({"a": 2, "b": 2}))).await;
+    assert_eq!(sum.expect("sum after restart"), json!({"sum": 4}));
+    let back = server.status();
+    assert!(back.up && back.reconnects == 1, "{back:?}");
+    assert_ne!(server.pid().await, Some(first));
+    assert_eq!((back.calls, back.failures), (2, 0), "{back:?}");
+}
+
+#[tokio::test]
+async fn a_call_in_flight_when_the_stdio_server_dies_fails_at_once_and_retryable() {
+    let built = within(20, "build", build_servers(&stdio("timeout = 60\n"), &[])).await.expect("agent");
+    let (agent, server) = (built.agent.clone(), built.mcp_servers[0].clone());
+    let pid = server.pid().await.expect("a pid");
+    let call = tokio::spawn(async move { invoke(&agent, "slow", json!({"seconds": 30})).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let killed = std::time::Instant::now();
+    kill(pid);
+    let result = within(10, "the call in flight", call).await.expect("join");
+    assert!(killed.elapsed() < Duration::from_secs(3), "{:?}", killed.elapsed());
+    let (code, retryable, message) = failed_code(result);
+    assert_eq!((code.as_str(), retryable), ("backend_unavailable", Some(true)), "{message}");
+    assert!(message.starts_with("mcp server 'mcp[0]' "), "{message}");
+    assert!(message.ends_with("the server process exited (killed by signal 9)"), "{message}");
+    assert_eq!(server.status().failures, 1);
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_restarted_on_the_same_port_is_reconnected() {
+    let Some(python) = mcp_python("a_streamable_http_server_restarted_on_the_same_port_is_reconnected") else {
+        return;
+    };
+    let port = free_port();
+    let first = HttpServer::start(&python, port).await;
+    let mcp = format!("[[mcp]]\nname = \"web\"\nhttp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\ntimeout = 30\n");
+    let built = within(30, "build", build_servers(&mcp, &[])).await.expect("agent");
+    let (agent, server) = (&built.agent, &built.mcp_servers[0]);
+    assert_eq!(invoke(agent, "add", json!({"a": 1, "b": 2})).await.expect("sum"), json!({"sum": 3}));
+    first.stop();
+    let _second = HttpServer::start(&python, port).await;
+    let sum = within(20, "the call after the restart", invoke(agent, "add", json!({"a": 2, "b": 3}))).await;
+    assert_eq!(sum.expect("the next call succeeds"), json!({"sum": 5}));
+    assert!(server.status().up, "{:?}", server.status());
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_that_dies_fails_calls_fast_in_flight_and_after() {
+    let Some(python) = mcp_python("a_streamable_http_server_that_dies_fails_calls_fast_in_flight_and_after") else {
+        return;
+    };
+    let port = free_port();
+    let running = HttpServer::start(&python, port).await;
+    let mcp = format!("[[mcp]]\nname = \"web\"\nhttp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\ntimeout = 60\n");
+    let built = within(30, "build", build_servers(&mcp, &[])).await.expect("agent");
+    let (agent, server) = (built.agent.clone(), built.mcp_servers[0].clone());
+    let caller = agent.clone();
+    let call = tokio::spawn(async move { invoke(&caller, "nap", json!({"seconds": 30})).await });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let killed = std::time::Instant::now();
+    running.stop();
+    let result = within(30, "the call in flight", call).await.expect("join");
+    assert!(killed.elapsed() < Duration::from_secs(5), "in flight: {:?}", killed.elapsed());
+    let (code, retryable, message) = failed_code(result);
+    assert_eq!((code.as_str(), retryable), ("backend_unavailable", Some(true)), "{message}");
+    // Down, and nobody there: the next call fails fast too, with the cause.
+    let started = std::time::Instant::now();
+    let (code, _, message) =
+        failed_code(within(30, "a call while down", invoke(&agent, "add", json!({"a": 1, "b": 1}))).await);
+    assert!(started.elapsed() < Duration::from_secs(5), "while down: {:?}", started.elapsed());
+    assert_eq!(code, "backend_unavailable", "{message}");
+    assert!(message.contains("connection refused"), "{message}");
+    let status = server.status();
+    assert!(!status.up && status.last_error.is_some() && status.failures == 2, "{status:?}");
+}
+
+#[tokio::test]
+async fn accord_introduces_itself_as_accord_with_its_version() {
+    let Some(python) = mcp_python("accord_introduces_itself_as_accord_with_its_version") else { return };
+    let mcp = format!("[[mcp]]\ncommand = [{python:?}, {:?}]\n", fastmcp().display().to_string());
+    let built = within(30, "build", build_servers(&mcp, &[])).await.expect("agent");
+    let said = invoke(&built.agent, "whoami", json!({})).await.expect("whoami");
+    let info: Value = serde_json::from_str(said["text"].as_str().expect("text")).expect("json");
+    assert_eq!(info, json!({"name": "accord", "version": env!("CARGO_PKG_VERSION")}));
+}
+
+#[tokio::test]
+async fn an_image_from_a_tool_is_a_file_part_beside_its_text() {
+    let Some(python) = mcp_python("an_image_from_a_tool_is_a_file_part_beside_its_text") else { return };
+    let mcp = format!("[[mcp]]\ncommand = [{python:?}, {:?}]\n", fastmcp().display().to_string());
+    let built = within(30, "build", build_servers(&mcp, &[])).await.expect("agent");
+    let done = invoke_completion(&built.agent, "picture", json!({})).await.expect("picture");
+    assert_eq!(done.output, json!({"text": "a picture"}));
+    assert_eq!(done.artifacts.len(), 1);
+    assert_eq!(done.artifacts[0].artifact_id, "content");
+    assert_eq!(
+        done.artifacts[0].parts,
+        [accord_engine::Part::File {
+            name: None,
+            mime: Some("image/png".into()),
+            bytes_base64: Some("iVBORw0KGgoAAAANSUhEUg==".into()),
+            uri: None,
+        }]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_mcp_tasks_is_left_out_of_the_card() {
+    let extra = [("MCP_TASK_TOOL", "1".to_owned())];
+    let (agent, tools) = within(20, "build", build(&stdio(""), &extra)).await.expect("agent");
+    assert_eq!(tools, ["add", "echo", "slow", "fail"]);
+    assert!(agent.skill("render").is_err());
+    // Asked for by name, it is an error that says why.
+    let named = within(20, "build", build(&stdio("tools = [\"add\", \"render\"]\n"), &extra)).await;
+    let named = named.expect_err("a task tool asked for");
+    assert_eq!(
+        named,
+        "mcp-test.toml: mcp[0].tools: tool \"render\" requires MCP tasks (execution.taskSupport \"required\"), which Accord does not support as a client (remove it from `tools`)"
+    );
+}
+
+#[tokio::test]
+async fn a_server_in_a_crash_loop_is_restarted_ever_more_slowly() {
+    // It dies 0.2 s after each start: restarts come after 0.5 s, 1 s, 2 s, 4 s, … not every 0.5 s.
+    let extra = [("MCP_EXIT_AFTER", "0.2".to_owned())];
+    let built = within(20, "build", build_servers(&stdio(""), &extra)).await.expect("agent");
+    let server = &built.mcp_servers[0];
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let status = server.status();
+    // Without the backoff it would have come back 6 times or more by now (every 0.5 s + start).
+    assert!((2..=3).contains(&status.reconnects), "{status:?}");
+    assert_eq!(status.last_error.as_deref(), Some("the server process exited (exit code 1)"), "{status:?}");
 }

@@ -3,8 +3,10 @@ directly, for the tests of the MCP backend.
 
 Tools: `add` (structured content), `echo` (text), `slow` (progress notifications every 0.1 s for
 `seconds`; honours notifications/cancelled), `fail` (isError). With MCP_BAD_TOOL set, a tool
-whose name is not a valid skill key is listed too. A cancellation received is appended to the
-file MCP_CANCELLED_FILE (when set) as one JSON line.
+whose name is not a valid skill key is listed too; with MCP_TASK_TOOL, a tool that requires MCP
+tasks (`execution.taskSupport: "required"`). A cancellation received is appended to the
+file MCP_CANCELLED_FILE (when set) as one JSON line. With MCP_EXIT_AFTER (seconds), the server
+exits that long after each `initialize`.
 """
 import json
 import os
@@ -36,6 +38,9 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"seconds": number("how long")}, "required": ["seconds"]}},
     {"name": "fail", "description": "Always fails", "inputSchema": {"type": "object"}},
 ]
+if os.environ.get("MCP_TASK_TOOL"):
+    TOOLS.append({"name": "render", "description": "Needs MCP tasks", "inputSchema": {"type": "object"},
+                  "execution": {"taskSupport": "required"}})
 if os.environ.get("MCP_BAD_TOOL"):
     TOOLS.append({"name": "bad name!", "description": "Not a skill key", "inputSchema": {"type": "object"}})
 
@@ -72,6 +77,9 @@ for line in sys.stdin:
         continue
     message = json.loads(line)
     method, request_id = message.get("method"), message.get("id")
+    if method == "initialize" and os.environ.get("MCP_EXIT_AFTER"):
+        # A crash loop: the server dies this long after each start.
+        threading.Timer(float(os.environ["MCP_EXIT_AFTER"]), lambda: os._exit(1)).start()
     if method == "initialize":
         version = message["params"].get("protocolVersion", "2025-06-18")
         send({"jsonrpc": "2.0", "id": request_id, "result": {
