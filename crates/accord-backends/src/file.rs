@@ -92,6 +92,7 @@ pub struct SkillSpec {
     output_schema: Option<Json>,
     pricing: Pricing,
     scope: Option<String>,
+    safe_to_repeat: bool,
     backend: Backend,
 }
 
@@ -181,6 +182,7 @@ pub struct McpSpec {
     startup_timeout: Duration,
     pricing: Pricing,
     scope: Option<String>,
+    safe_to_repeat: Option<bool>,
 }
 
 impl std::fmt::Debug for AgentFile {
@@ -315,8 +317,10 @@ impl AgentFile {
         let mut grace = self.cancel_grace.unwrap_or(Duration::from_secs(5));
         let mut errors = Vec::new();
         for (index, spec) in self.skills.iter().enumerate() {
-            let mut skill =
-                Skill::builder(spec.id.clone()).input_schema(spec.input_schema.clone()).pricing(spec.pricing.clone());
+            let mut skill = Skill::builder(spec.id.clone())
+                .input_schema(spec.input_schema.clone())
+                .pricing(spec.pricing.clone())
+                .safe_to_repeat(spec.safe_to_repeat);
             if let Some(description) = &spec.description {
                 skill = skill.description(description.clone());
             }
@@ -427,10 +431,15 @@ impl AgentFile {
                 }
                 let key = format!("{}{}", spec.prefix, tool.name);
                 let schema = Json::Object((*tool.input_schema).clone());
+                let handler = server.tool_of(&tool);
+                // Run again after an interruption only when the tool says a second call is harmless
+                // (read-only or idempotent), or the file says so for all its tools.
+                let safe = spec.safe_to_repeat.unwrap_or_else(|| handler.hints().safe_to_repeat());
                 let mut skill = Skill::builder(key.clone())
                     .input_schema(schema.clone())
                     .pricing(spec.pricing.clone())
-                    .handler(server.tool_of(&tool));
+                    .safe_to_repeat(safe)
+                    .handler(handler);
                 if let Some(description) = tool.description.as_deref().or(tool.title.as_deref()) {
                     skill = skill.description(description.to_owned());
                 }
@@ -703,6 +712,17 @@ impl Reader<'_> {
             Value::String(text) => Some(text.clone()),
             other => {
                 self.error(fields.key(key), format!("expected a string, found {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, fields: &mut Fields<'_>, key: &'static str) -> Option<bool> {
+        let value = fields.get(key)?;
+        match value {
+            Value::Boolean(flag) => Some(*flag),
+            other => {
+                self.error(fields.key(key), format!("expected true or false, found {}", kind(other)));
                 None
             }
         }
@@ -992,11 +1012,22 @@ impl Reader<'_> {
         if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
             self.error(fields.key("scope"), "must not be empty");
         }
+        let safe_to_repeat = self.boolean(&mut fields, "safe_to_repeat");
         self.finish(fields);
         if self.errors.len() > before {
             return None;
         }
-        Some(McpSpec { transport: transport?, name, prefix, tools, timeout, startup_timeout, pricing: pricing?, scope })
+        Some(McpSpec {
+            transport: transport?,
+            name,
+            prefix,
+            tools,
+            timeout,
+            startup_timeout,
+            pricing: pricing?,
+            scope,
+            safe_to_repeat,
+        })
     }
 
     fn skill(&mut self, table: &Table, path: &str) -> Option<SkillSpec> {
@@ -1021,6 +1052,7 @@ impl Reader<'_> {
         if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
             self.error(fields.key("scope"), "must not be empty");
         }
+        let safe_to_repeat = self.boolean(&mut fields, "safe_to_repeat");
         let http = fields.get("http");
         let command = fields.get("command");
         let backend = match (http, command) {
@@ -1067,6 +1099,7 @@ impl Reader<'_> {
             output_schema: output_schema?,
             pricing: pricing?,
             scope,
+            safe_to_repeat: safe_to_repeat.unwrap_or(false),
             backend: backend?,
         })
     }

@@ -11,7 +11,8 @@
 //!   in flight when it goes fail at once (`backend_unavailable`, retryable); a call made while
 //!   it is down first tries one reconnect. [`McpServer::status`] tells whether it is up.
 //! - A run is one `tools/call` with the input as its `arguments` and a progress token: each
-//!   `notifications/progress` becomes a text delta (its `message`, else `progress/total`).
+//!   `notifications/progress` becomes a `working` status update of the run with its words (its
+//!   `message`, else `progress/total`), which the engine stores as the task's progress.
 //! - The answer: `structuredContent` when the tool gives one, else `{"text": …}` (its text
 //!   blocks joined by newlines). Images, audio, embedded resources and resource links become
 //!   file parts of an artifact named `content`. `isError: true` fails the run (`tool_error`)
@@ -38,6 +39,15 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::contract::{bounded, cancelled, failure};
 use crate::{BackendError, Secret};
+
+/// A progress notification's words as the run's progress: a `working` status update with them as
+/// the agent's message (the engine stores it in the task's log; every face shows it).
+fn progress_update(words: String) -> RunEvent {
+    RunEvent::Status {
+        state: accord_engine::TaskState::Working,
+        message: Some(accord_engine::Message::agent_text(words)),
+    }
+}
 
 /// The default time a tool call may take.
 pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -762,7 +772,7 @@ impl McpTool {
             tokio::select! {
                 result = &mut answer => break result,
                 Some(delta) = deltas.recv() => {
-                    run.emit(RunEvent::Delta { delta, mime: None, is_final: false }).await;
+                    run.emit(progress_update(delta)).await;
                 }
                 () = run.cancelled() => {
                     notify_cancelled(&session.peer, id, "the task was cancelled").await;
@@ -782,7 +792,7 @@ impl McpTool {
         };
         // Progress that arrived with the answer is delivered before the outcome.
         while let Ok(delta) = deltas.try_recv() {
-            run.emit(RunEvent::Delta { delta, mime: None, is_final: false }).await;
+            run.emit(progress_update(delta)).await;
         }
         match result {
             Ok(ServerResult::CallToolResult(result)) => outcome_of(result),

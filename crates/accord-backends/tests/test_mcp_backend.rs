@@ -74,14 +74,16 @@ async fn a_tool_error_fails_the_run_with_its_text() {
 }
 
 #[tokio::test]
-async fn progress_notifications_are_deltas_of_a_stream() {
+async fn progress_notifications_are_working_updates_with_their_words() {
     let (agent, _) = build(&stdio(""), &[]).await.expect("agent");
     let valid = agent.skill("slow").expect("slow").validate_input(json!({"seconds": 0.3})).expect("valid");
     let frames: Vec<_> = agent.stream(valid).expect("stream").collect().await;
     let deltas: Vec<String> = frames
         .iter()
         .filter_map(|frame| match &frame.event {
-            RunEvent::Delta { delta, .. } => Some(delta.clone()),
+            RunEvent::Status { state: accord_engine::TaskState::Working, message: Some(message) } => {
+                Some(message.text())
+            }
             _ => None,
         })
         .collect();

@@ -623,3 +623,67 @@ async fn a_message_that_names_no_skill_runs_the_files_default_skill() {
     assert!(first.lines.iter().any(|line| line == "default skill: quote (the first)"), "{:?}", first.lines);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Reads `file`'s lines (a call log), empty when it does not exist yet.
+fn calls(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_sigkill_a_read_only_tool_runs_again_and_a_destructive_one_fails_interrupted() {
+    let dir = scratch("interrupted");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../accord-backends/tests/data/mcp_tools.py");
+    let log = dir.join("calls.log");
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[mcp]]\ncommand = {{ argv = [\"python3\", {:?}], env = [\"MCP_CALLS_FILE\"], env_set = {{ MCP_HINT_TOOLS = \"1\" }} }}\n\n\
+         [serve]\nstore = \"sqlite://tasks.db\"\n",
+        server.display().to_string()
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let env = [("MCP_CALLS_FILE", log.display().to_string())];
+    let fast = ["--bearer-token", TOKEN, "--lease-ttl", "1", "--recovery-interval", "0.25"];
+    let first = Served::start(&dir, &[&fast[..], &["--worker-id", "first"]].concat(), &env);
+    let start = |skill: &str| {
+        let params =
+            json!({"message": message(skill, json!({"seconds": 4})), "configuration": {"returnImmediately": true}});
+        let url = first.url.clone();
+        async move {
+            rpc(&url, "SendMessage", params, &[]).await.expect("a task")["task"]["id"].as_str().expect("id").to_owned()
+        }
+    };
+    let peek = start("peek").await;
+    let charge = start("charge").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while calls(&log).len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "both tools were called: {:?}", calls(&log));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The worker dies with both calls under way.
+    drop(first);
+
+    let second = Served::start(&dir, &[&fast[..], &["--worker-id", "second"]].concat(), &env);
+    let ended = |id: String| {
+        let url = second.url.clone();
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let task = rpc(&url, "GetTask", json!({"id": id}), &[]).await.expect("the task");
+                let state = task["status"]["state"].as_str().unwrap_or_default().to_owned();
+                if ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"].contains(&state.as_str()) {
+                    return task;
+                }
+                assert!(std::time::Instant::now() < deadline, "the task ends after recovery: {task}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let peeked = ended(peek).await;
+    assert_eq!(peeked["status"]["state"], "TASK_STATE_COMPLETED", "the read-only tool ran again: {peeked}");
+    let charged = ended(charge).await;
+    assert_eq!(charged["status"]["state"], "TASK_STATE_FAILED", "{charged}");
+    assert!(charged.to_string().contains("interrupted"), "failed as interrupted: {charged}");
+    let log = calls(&log);
+    assert_eq!(log.iter().filter(|call| *call == "peek").count(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|call| *call == "charge").count(), 1, "never called twice: {log:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

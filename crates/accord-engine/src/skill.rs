@@ -140,6 +140,7 @@ impl Pricing {
 pub struct Skill {
     pub(crate) pricing: Pricing,
     pub(crate) scope: Option<Arc<str>>,
+    pub(crate) safe_to_repeat: bool,
     pub(crate) key: Arc<str>,
     pub(crate) description: Option<String>,
     pub(crate) tags: Vec<String>,
@@ -191,6 +192,7 @@ impl Skill {
         SkillBuilder {
             pricing: Pricing::default(),
             scope: None,
+            safe_to_repeat: true,
             key: key.into(),
             description: None,
             tags: Vec::new(),
@@ -216,6 +218,14 @@ impl Skill {
     /// ([`SkillBuilder::scope`], [`Agent::with_skill_scope`](crate::Agent::with_skill_scope)).
     pub fn scope(&self) -> Option<&str> {
         self.scope.as_deref()
+    }
+
+    /// Whether a task of the skill interrupted by the stop of its worker (a crash, a restart) may
+    /// run the skill again from the start ([`SkillBuilder::safe_to_repeat`]); if not, the task
+    /// that recovery finds ends `failed` with the retryable code `interrupted` and the caller
+    /// decides.
+    pub fn is_safe_to_repeat(&self) -> bool {
+        self.safe_to_repeat
     }
 
     /// Whether `caller` may run the skill: always when it needs no scope, otherwise only when
@@ -303,6 +313,7 @@ impl Skill {
 pub struct SkillBuilder {
     pricing: Pricing,
     scope: Option<Arc<str>>,
+    safe_to_repeat: bool,
     key: String,
     description: Option<String>,
     tags: Vec<String>,
@@ -334,6 +345,16 @@ impl SkillBuilder {
     /// What the skill does.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Whether running the skill twice for one task does no harm (default `true`: a Rust skill is
+    /// expected to be written so). A task interrupted by the stop of its worker is run again from
+    /// the start by recovery only when this holds; otherwise it ends `failed` with the retryable
+    /// code `interrupted`, so that a skill with side effects (a payment, a message sent) is never
+    /// called a second time behind its caller's back.
+    pub fn safe_to_repeat(mut self, safe: bool) -> Self {
+        self.safe_to_repeat = safe;
         self
     }
 
@@ -442,6 +463,7 @@ impl SkillBuilder {
         Ok(Skill {
             pricing: self.pricing,
             scope: self.scope,
+            safe_to_repeat: self.safe_to_repeat,
             key: self.key.into(),
             description: self.description,
             tags: self.tags,

@@ -6,7 +6,9 @@ Tools: `add` (structured content), `echo` (text), `slow` (progress notifications
 whose name is not a valid skill key is listed too; with MCP_TASK_TOOL, a tool that requires MCP
 tasks (`execution.taskSupport: "required"`). A cancellation received is appended to the
 file MCP_CANCELLED_FILE (when set) as one JSON line. With MCP_EXIT_AFTER (seconds), the server
-exits that long after each `initialize`.
+exits that long after each `initialize`. With MCP_HINT_TOOLS, `peek` (read-only) and `charge`
+(destructive, not idempotent) are listed too: each notes its call in MCP_CALLS_FILE, then sleeps
+`seconds`.
 """
 import json
 import os
@@ -41,6 +43,14 @@ TOOLS = [
 if os.environ.get("MCP_TASK_TOOL"):
     TOOLS.append({"name": "render", "description": "Needs MCP tasks", "inputSchema": {"type": "object"},
                   "execution": {"taskSupport": "required"}})
+if os.environ.get("MCP_HINT_TOOLS"):
+    # Two tools that take `seconds` and note each call in MCP_CALLS_FILE: one that only reads, one
+    # with side effects that must not happen twice.
+    timed = {"type": "object", "properties": {"seconds": number("how long")}, "required": ["seconds"]}
+    TOOLS.append({"name": "peek", "description": "Reads, slowly", "inputSchema": timed,
+                  "annotations": {"readOnlyHint": True}})
+    TOOLS.append({"name": "charge", "description": "Charges, slowly", "inputSchema": timed,
+                  "annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False}})
 if os.environ.get("MCP_BAD_TOOL"):
     TOOLS.append({"name": "bad name!", "description": "Not a skill key", "inputSchema": {"type": "object"}})
 
@@ -53,6 +63,11 @@ def call(request_id, params):
         result = {"content": [{"type": "text", "text": str(total)}], "structuredContent": {"sum": total}}
     elif name == "echo":
         result = {"content": [{"type": "text", "text": arguments["text"]}]}
+    elif name in ("peek", "charge"):
+        with open(os.environ["MCP_CALLS_FILE"], "a") as calls:
+            calls.write(name + "\n")
+        time.sleep(arguments["seconds"])
+        result = {"content": [{"type": "text", "text": f"{name} done"}]}
     elif name == "fail":
         result = {"content": [{"type": "text", "text": "the tool failed on purpose"}], "isError": True}
     elif name == "slow":

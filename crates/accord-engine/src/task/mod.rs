@@ -25,8 +25,8 @@ pub use push::{
     StoredPushConfig,
 };
 pub use runtime::{
-    DEFAULT_INLINE_WINDOW, DEFAULT_MAX_ACTIVE_PER_OWNER, DEFAULT_PROGRESS_INTERVAL, PreparedExecution, Reservation,
-    RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime,
+    DEFAULT_INLINE_WINDOW, DEFAULT_MAX_ACTIVE_PER_OWNER, DEFAULT_PROGRESS_INTERVAL, INTERRUPTED, PreparedExecution,
+    Reservation, RuntimeConfig, TaskEventStream, TaskFailure, TaskRuntime,
 };
 pub use service::{
     AnonymousAccess, Caller, ListLimits, ListShape, PaidStart, PaymentFlow, PaymentOutcome, Scopes, SendInput,

@@ -401,6 +401,27 @@ impl TaskRuntime {
                 // Another worker was faster.
                 continue;
             };
+            // A skill that must not run twice is not run again: the task ends, retryable.
+            if let Ok(skill) = inner.agent.skill(&record.task.skill)
+                && !skill.is_safe_to_repeat()
+            {
+                tracing::warn!(
+                    task = %id,
+                    skill = %record.task.skill,
+                    "a task was interrupted by the stop of its worker; its skill is not safe to run twice, so the task fails as interrupted"
+                );
+                let interrupted = SkillError {
+                    code: INTERRUPTED.into(),
+                    message: format!(
+                        "the task was interrupted by the stop of the worker that ran it, and skill \"{}\" is not safe to run twice: it was not run again; send the request again if it should be",
+                        record.task.skill
+                    ),
+                    retryable: Some(true),
+                    details: None,
+                };
+                record_event(inner, &id, TaskEventKind::Error { state: TaskState::Failed, error: interrupted }).await;
+                continue;
+            }
             match run_claimed(inner, id.clone(), record, None).await {
                 Ok(_) => {
                     recovered += 1;
@@ -1339,6 +1360,15 @@ fn forget_run(inner: &RuntimeInner, id: &TaskId, run: u64) {
         local.remove(id);
         metrics::gauge!(crate::observe::ACTIVE_LEASES).decrement(1.0);
     }
+}
+
+/// The code of a task that recovery found interrupted and did not run again (its skill is not
+/// safe to repeat, [`crate::Skill::is_safe_to_repeat`]).
+pub const INTERRUPTED: &str = "interrupted";
+
+/// Records one event of this worker's (see [`record`]).
+async fn record_event(inner: &RuntimeInner, id: &TaskId, event: TaskEventKind) {
+    record(inner, id, vec![event], &inner.config.worker_id).await;
 }
 
 /// A fenced write of `events` (one atomic step) whose refusal is expected (the task was cancelled
