@@ -687,3 +687,48 @@ async fn after_a_sigkill_a_read_only_tool_runs_again_and_a_destructive_one_fails
     assert_eq!(log.iter().filter(|call| *call == "charge").count(), 1, "never called twice: {log:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_metrics_show_an_mcp_server_that_dies_and_comes_back_and_stay_200() {
+    let dir = scratch("health");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../accord-backends/tests/data/mcp_tools.py");
+    // The server exits a second after each `initialize`: Accord brings it back each time.
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[mcp]]\nname = \"tools\"\ncommand = {{ argv = [\"python3\", {:?}], env_set = {{ MCP_EXIT_AFTER = \"1\" }} }}\n",
+        server.display().to_string()
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let served = Served::start(&dir, &["--store", "memory"], &[]);
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen_down = false;
+    loop {
+        let response = client.get(format!("{}/health", served.url)).send().await.expect("health");
+        assert_eq!(response.status(), 200, "a tool server down does not take the agent out");
+        let health: Value = response.json().await.expect("json");
+        assert_eq!(health["ok"], true, "{health}");
+        let tools = &health["backends"][0];
+        assert_eq!(tools["name"], "tools", "{health}");
+        seen_down |= tools["up"] == false;
+        if tools["reconnects"].as_u64().unwrap_or(0) >= 1 && seen_down {
+            assert!(tools["error"].as_str().is_some_and(|error| !error.is_empty()), "why it went down: {health}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server's death and return show: {health}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The same in the metrics, brought up to date every few seconds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let metrics =
+            client.get(format!("{}/metrics", served.url)).send().await.expect("metrics").text().await.expect("text");
+        if metrics.contains("accord_backend_up{backend=\"tools\"}")
+            && metrics.contains("accord_backend_reconnects_total{backend=\"tools\"}")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the backend's metrics appear: {metrics}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

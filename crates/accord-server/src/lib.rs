@@ -137,6 +137,31 @@ pub struct ServerConfig {
     /// `503` with `"ok": false`, so that a load balancer sends no more. The server that stops
     /// sets it ([`serve::Readiness::drain`]).
     pub readiness: serve::Readiness,
+    /// The states of the backends the agent's skills call, for `GET /health` (default: none).
+    pub backends: Option<BackendsHealth>,
+}
+
+/// Where `GET /health` reads the states of the backends the agent's skills call
+/// ([`ServerConfig::backends`]): a function asked at each request. Cheap to clone.
+#[derive(Clone)]
+pub struct BackendsHealth(Arc<dyn Fn() -> Vec<accord_types::lucid::BackendHealth> + Send + Sync>);
+
+impl BackendsHealth {
+    /// A source that calls `read` at each `GET /health`.
+    pub fn new(read: impl Fn() -> Vec<accord_types::lucid::BackendHealth> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(read))
+    }
+
+    /// The states now.
+    pub fn read(&self) -> Vec<accord_types::lucid::BackendHealth> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for BackendsHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendsHealth").finish_non_exhaustive()
+    }
 }
 
 /// Where and how the JSON-RPC tasks face is mounted.
@@ -258,6 +283,7 @@ impl Default for ServerConfig {
             landing: true,
             metrics: false,
             readiness: serve::Readiness::default(),
+            backends: None,
         }
     }
 }
@@ -306,6 +332,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::readiness`]: the handle whose drain makes `/health` answer `503`.
     pub fn readiness(mut self, readiness: serve::Readiness) -> Self {
         self.readiness = readiness;
+        self
+    }
+
+    /// Sets [`ServerConfig::backends`].
+    pub fn backends(mut self, backends: BackendsHealth) -> Self {
+        self.backends = Some(backends);
         self
     }
 

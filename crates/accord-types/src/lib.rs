@@ -16,6 +16,6 @@ mod lenient;
 
 pub use card::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, EntrypointDescriptor};
 pub use lucid::{
-    EntrypointItem, EntrypointsResponse, ErrorBody, ErrorDetail, HealthResponse, InvokeResponse, RunEndError,
-    RunStatus, StreamEnvelope, StreamPayload,
+    BackendHealth, EntrypointItem, EntrypointsResponse, ErrorBody, ErrorDetail, HealthResponse, InvokeResponse,
+    RunEndError, RunStatus, StreamEnvelope, StreamPayload,
 };

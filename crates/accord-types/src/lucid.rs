@@ -45,9 +45,34 @@ pub struct ErrorDetail {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthResponse {
     /// `true` when the agent takes work; `false` (with status 503) while it drains before a stop.
+    /// A backend that is down does not change it: the agent's other skills still work.
     pub ok: bool,
     /// The agent's version.
     pub version: String,
+    /// The backends the agent's skills call (an agent file's MCP servers), each with its state;
+    /// left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<BackendHealth>,
+}
+
+/// One backend's state in [`HealthResponse::backends`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BackendHealth {
+    /// Its name (an MCP server's `name` in the agent file).
+    pub name: String,
+    /// Whether it takes calls now.
+    pub up: bool,
+    /// Since when `up` has been what it is (ISO 8601, UTC).
+    pub since: String,
+    /// Why it last went down or failed to come back, if it ever did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Calls made to it.
+    pub calls: u64,
+    /// Calls that failed for its sake (unavailable, timed out, an answer that is not one).
+    pub failures: u64,
+    /// Times it was brought back after going down.
+    pub reconnects: u64,
 }
 
 /// `GET /entrypoints`.

@@ -32,11 +32,15 @@ pub(crate) fn refusals() -> Refusals {
     })
 }
 
-/// `200 {"ok": true}`, or `503 {"ok": false}` while the server drains before a stop.
+/// `200 {"ok": true}`, or `503 {"ok": false}` while the server drains before a stop; with the
+/// backends' states, when the server has some ([`crate::ServerConfig::backends`]). A backend that
+/// is down leaves the answer `200`: the agent's other skills still work, and a load balancer must
+/// not take it out for one tool server.
 pub(crate) async fn health(axum::extract::State(state): State) -> (StatusCode, Json<HealthResponse>) {
     let ok = !state.config.readiness.is_draining();
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(HealthResponse { ok, version: state.agent.version().to_owned() }))
+    let backends = state.config.backends.as_ref().map(crate::BackendsHealth::read).unwrap_or_default();
+    (status, Json(HealthResponse { ok, version: state.agent.version().to_owned(), backends }))
 }
 
 pub(crate) async fn entrypoints(axum::extract::State(state): State) -> Json<EntrypointsResponse> {

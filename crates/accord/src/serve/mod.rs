@@ -400,6 +400,7 @@ pub struct Serve {
     operator_scopes: Vec<String>,
     skill_scopes: BTreeMap<String, String>,
     default_skill: Option<(String, bool)>,
+    backends: Option<accord_server::BackendsHealth>,
     extended_skills: Option<Vec<AgentSkill>>,
     payments: Option<PaymentsConfig>,
     hooks: Vec<ConfigHook>,
@@ -431,6 +432,7 @@ impl Serve {
             operator_scopes: Vec::new(),
             skill_scopes: BTreeMap::new(),
             default_skill: None,
+            backends: None,
             extended_skills: None,
             payments: None,
             hooks: Vec::new(),
@@ -448,8 +450,12 @@ impl Serve {
     /// whose agent cannot be built is a usage error listing every problem, one per line.
     #[cfg(feature = "backends")]
     pub async fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
-        let (agent, tools) = file.build().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
+        let built = file.build_with_servers().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
+        let accord_backends::BuiltAgent { agent, tool_keys: tools, mcp_servers, .. } = built;
         let mut serve = Self::with_args(agent, args).label(file.name());
+        if !mcp_servers.is_empty() {
+            serve.backends = Some(mcp_health(mcp_servers));
+        }
         let scopes = file.scopes_with_tools(&tools);
         // The credentials of the flags are the operator's: they hold every scope the file names
         // (a JWT holds the scopes of its own claims).
@@ -612,6 +618,7 @@ impl Serve {
             operator_scopes,
             skill_scopes,
             default_skill,
+            backends,
             extended_skills,
             payments,
             hooks,
@@ -666,6 +673,10 @@ impl Serve {
             .streaming(!args.no_streaming)
             .trusted_proxies(args.auth.trusted_proxies.clone());
         config.task_service = args.budgets.service(config.task_service);
+        if let Some(backends) = backends {
+            tokio::spawn(backend_metrics(backends.clone()));
+            config = config.backends(backends);
+        }
         let default_note = match &default_skill {
             Some((key, chosen)) => {
                 agent
@@ -829,6 +840,48 @@ impl Serve {
             .with_forced_shutdown(until_cut(stopped));
         servers.insert(0, tokio::spawn(server.run()));
         Ok(Running { url, address, grpc_addr, metrics_url, summary, stop, servers, runtime, telemetry, grace })
+    }
+}
+
+/// The states of an agent file's MCP servers, for `/health`.
+#[cfg(feature = "backends")]
+fn mcp_health(servers: Vec<accord_backends::McpServer>) -> accord_server::BackendsHealth {
+    accord_server::BackendsHealth::new(move || {
+        servers
+            .iter()
+            .map(|server| {
+                let status = server.status();
+                accord_types::lucid::BackendHealth {
+                    name: status.name,
+                    up: status.up,
+                    since: accord_engine::time::iso_millis(status.since),
+                    error: status.last_error,
+                    calls: status.calls,
+                    failures: status.failures,
+                    reconnects: status.reconnects,
+                }
+            })
+            .collect()
+    })
+}
+
+/// How often the backends' metrics are brought up to date.
+const BACKEND_METRICS_PERIOD: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Keeps the backends' metrics up to date (every [`BACKEND_METRICS_PERIOD`], from their states):
+/// `accord_backend_up` (1 or 0), and the counters `accord_backend_calls_total`,
+/// `accord_backend_failures_total` and `accord_backend_reconnects_total`, each by `backend`.
+async fn backend_metrics(backends: accord_server::BackendsHealth) {
+    let mut ticks = tokio::time::interval(BACKEND_METRICS_PERIOD);
+    loop {
+        ticks.tick().await;
+        for backend in backends.read() {
+            let name = backend.name;
+            metrics::gauge!("accord_backend_up", "backend" => name.clone()).set(if backend.up { 1.0 } else { 0.0 });
+            metrics::counter!("accord_backend_calls_total", "backend" => name.clone()).absolute(backend.calls);
+            metrics::counter!("accord_backend_failures_total", "backend" => name.clone()).absolute(backend.failures);
+            metrics::counter!("accord_backend_reconnects_total", "backend" => name).absolute(backend.reconnects);
+        }
     }
 }
 

@@ -7,6 +7,13 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+/// The log filter without `ACCORD_LOG`: INFO, and the MCP SDK's own lines (every notification it
+/// receives) only from WARN (`accord_backends::LOG_DIRECTIVES`).
+#[cfg(feature = "backends")]
+const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
+#[cfg(not(feature = "backends"))]
+const DEFAULT_LOG_FILTER: &str = "info";
+
 /// How logs are written to standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -91,7 +98,7 @@ impl ObserveArgs {
     pub fn init(&self) -> Result<Telemetry, String> {
         let filter = || {
             tracing_subscriber::EnvFilter::try_from_env("ACCORD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER))
         };
         // Colours only on a terminal: a log file or a collector gets plain text (and the
         // formatter skips the escape codes' work on every span and event).
@@ -129,5 +136,13 @@ impl ObserveArgs {
             let _ = tracing_subscriber::registry().with(fmt.with_filter(filter())).try_init();
             Ok(Telemetry {})
         }
+    }
+}
+
+#[cfg(all(test, feature = "backends"))]
+mod log_filter_tests {
+    #[test]
+    fn the_default_filter_quiets_the_mcp_sdk_as_the_backends_ask() {
+        assert_eq!(super::DEFAULT_LOG_FILTER, format!("info,{}", accord_backends::LOG_DIRECTIVES));
     }
 }
