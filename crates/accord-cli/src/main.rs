@@ -57,7 +57,7 @@ enum Command {
         #[arg(long, env = "ACCORD_CONFIG", conflicts_with_all = ["agent", "demo_prices"])]
         config: Option<std::path::PathBuf>,
         /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by
-        /// each message's messageId prefix (see the README).
+        /// each message's messageId prefix (see docs/demo.md).
         #[arg(long, value_enum, default_value_t = AgentKind::Demo, env = "ACCORD_AGENT")]
         agent: AgentKind,
         /// Price the demo agent's skills (summarize: 1000 per invoke, per stream and per task; slow:

@@ -1,4 +1,4 @@
-//! `accord serve --config FILE` as a process: the README's minimal agent file (an HTTP skill and
+//! `accord serve --config FILE` as a process: the minimal agent file of docs/agent-file.md (an HTTP skill and
 //! a command skill) served on the official A2A face and the Lucid face; the file's `[serve]` table
 //! under the command line; a bad file refused with every problem listed; and an x402 rail from
 //! the file collecting through the workspace's own facilitator process, on both faces.
@@ -19,7 +19,7 @@ const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
 const TOKEN: &str = "agent-file-owner-token-0123456789";
 const X402_EXTENSION: &str = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2";
 
-/// The README's minimal file, as written.
+/// The minimal file of docs/agent-file.md, as written.
 const MINIMAL: &str = r#"[agent]
 name = "shop"
 description = "A shop's services behind A2A"
