@@ -10,7 +10,7 @@ use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
 use accord_engine::{Agent, Completion, Outcome, Run, Skill};
 use accord_server::auth::{ApiKeys, AuthConfig, BearerTokens, JwksSource, JwtConfig, JwtVerifier};
 use accord_server::{AgentRouterExt, ServerConfig};
-use accord_test_support::TestServer;
+use accord_test_support::{TestServer, audit};
 use accord_types::card::AgentSkill;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
@@ -24,89 +24,15 @@ const AUDIENCE: &str = "accord-test";
 const API_KEY: &str = "an-api-key-of-some-length-0001";
 const OPAQUE: &str = "an-opaque-bearer-token-00001";
 
-/// Records the audit events of authentication refusals (`reason` fields), for the whole binary.
-mod audit {
-    use std::fmt;
-    use std::sync::{Arc, Mutex, OnceLock};
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Metadata, Subscriber};
-
-    type Events = Arc<Mutex<Vec<(String, String, String)>>>;
-
-    struct Recorder(Events);
-
-    #[derive(Default)]
-    struct Fields {
-        event: String,
-        scheme: String,
-        reason: String,
-        all: String,
+/// The audit events of authentication refusals with this scheme and reason; none of all the
+/// refusals recorded carries a JWT or an API key.
+fn rejected(scheme: &str, reason: &str) -> usize {
+    for event in audit::events("auth.rejected") {
+        let fields: String = event.values().cloned().collect::<Vec<_>>().join(" ");
+        assert!(!fields.contains("eyJ"), "no JWT in an audit event: {fields}");
+        assert!(!fields.contains(API_KEY), "no API key in an audit event");
     }
-
-    impl Visit for Fields {
-        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-            self.all.push_str(&format!("{}={value:?} ", field.name()));
-        }
-
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.all.push_str(&format!("{}={value} ", field.name()));
-            match field.name() {
-                "event" => self.event = value.to_owned(),
-                "scheme" => self.scheme = value.to_owned(),
-                "reason" => self.reason = value.to_owned(),
-                _ => {}
-            }
-        }
-    }
-
-    impl Subscriber for Recorder {
-        fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-            metadata.target() == "accord::audit"
-        }
-
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-        fn event(&self, event: &Event<'_>) {
-            let mut fields = Fields::default();
-            event.record(&mut fields);
-            if fields.event == "auth.rejected" {
-                assert!(!fields.all.contains("eyJ"), "no JWT in an audit event: {}", fields.all);
-                assert!(!fields.all.contains(super::API_KEY), "no API key in an audit event");
-                self.0.lock().expect("events").push((fields.scheme, fields.reason, fields.all));
-            }
-        }
-
-        fn enter(&self, _: &Id) {}
-
-        fn exit(&self, _: &Id) {}
-    }
-
-    fn events() -> &'static Events {
-        static EVENTS: OnceLock<Events> = OnceLock::new();
-        EVENTS.get_or_init(|| {
-            let events = Events::default();
-            tracing::subscriber::set_global_default(Recorder(Arc::clone(&events))).expect("one global recorder");
-            events
-        })
-    }
-
-    /// Starts recording (call before any request).
-    pub(crate) fn install() {
-        events();
-    }
-
-    /// How many refusals with this scheme and reason were recorded.
-    pub(crate) fn count(scheme: &str, reason: &str) -> usize {
-        events().lock().expect("events").iter().filter(|(s, r, _)| s == scheme && r == reason).count()
-    }
+    audit::count("auth.rejected", &[("scheme", scheme), ("reason", reason)])
 }
 
 /// An EC P-256 signing key and its public JWK.
@@ -254,7 +180,7 @@ fn bearer(token: &str) -> String {
 /// Asserts that `headers` are refused on both A2A bindings with the unauthenticated error, and
 /// that each refusal was audited with `scheme` and `reason`.
 async fn assert_refused(server: &TestServer, headers: &[(&str, &str)], scheme: &str, reason: &str) {
-    let before = audit::count(scheme, reason);
+    let before = rejected(scheme, reason);
     let (status, challenge, body) = rest_list(server, headers).await;
     assert_eq!(status, 401, "{reason}: {body}");
     assert_eq!(body["error"]["code"], 401, "{reason}: {body}");
@@ -266,7 +192,7 @@ async fn assert_refused(server: &TestServer, headers: &[(&str, &str)], scheme: &
     assert_eq!(body["error"]["code"], -32000, "{reason}: {body}");
     assert_eq!(body["id"], Value::Null, "{reason}: {body}");
     assert!(!challenge.is_empty(), "{reason}: WWW-Authenticate");
-    assert_eq!(audit::count(scheme, reason), before + 2, "{reason}: one audit event per refusal");
+    assert_eq!(rejected(scheme, reason), before + 2, "{reason}: one audit event per refusal");
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use accord_grpc::pb;
 use accord_grpc::pb::a2a_service_client::A2aServiceClient;
 use accord_server::auth::{AuthConfig, BearerTokens};
 use accord_server::{A2aConfig, AgentRouterExt, GrpcAddress, JsonRpcTasksConfig, ServerConfig};
-use accord_test_support::TestServer;
+use accord_test_support::{TestServer, audit};
 use serde_json::{Value, json};
 use tonic_types::StatusExt;
 
@@ -24,98 +24,13 @@ const ALICE: &str = "alice-scoped-token-0123456789";
 const BOB: &str = "bob-unscoped-token-0123456789";
 const SCOPE: &str = "files:read";
 
-/// Records the `skill.scope_denied` audit events (their `face` and `skill` fields), for the whole
-/// binary.
-mod audit {
-    use std::fmt;
-    use std::sync::{Arc, Mutex, OnceLock};
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Metadata, Subscriber};
-
-    type Events = Arc<Mutex<Vec<(String, String)>>>;
-
-    struct Recorder(Events);
-
-    #[derive(Default)]
-    struct Fields {
-        event: String,
-        face: String,
-        skill: String,
-        all: String,
+/// The `skill.scope_denied` audit events of `skill` through `face`; none carries a token.
+fn denied(face: &str, skill: &str) -> usize {
+    for event in audit::events("skill.scope_denied") {
+        let fields: String = event.values().cloned().collect::<Vec<_>>().join(" ");
+        assert!(!fields.contains(ALICE) && !fields.contains(BOB), "no token in {fields}");
     }
-
-    impl Visit for Fields {
-        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-            let value = format!("{value:?}");
-            self.all.push_str(&format!("{}={value} ", field.name()));
-            match field.name() {
-                "skill" => self.skill = value.trim_matches('"').to_owned(),
-                "face" => self.face = value.trim_matches('"').to_owned(),
-                _ => {}
-            }
-        }
-
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.all.push_str(&format!("{}={value} ", field.name()));
-            match field.name() {
-                "event" => self.event = value.to_owned(),
-                "face" => self.face = value.to_owned(),
-                "skill" => self.skill = value.to_owned(),
-                _ => {}
-            }
-        }
-    }
-
-    impl Subscriber for Recorder {
-        fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-            metadata.target() == "accord::audit"
-        }
-
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-        fn event(&self, event: &Event<'_>) {
-            let mut fields = Fields::default();
-            event.record(&mut fields);
-            if fields.event == "skill.scope_denied" {
-                assert!(
-                    !fields.all.contains(super::ALICE) && !fields.all.contains(super::BOB),
-                    "no token in {}",
-                    fields.all
-                );
-                self.0.lock().expect("events").push((fields.face, fields.skill));
-            }
-        }
-
-        fn enter(&self, _: &Id) {}
-
-        fn exit(&self, _: &Id) {}
-    }
-
-    fn events() -> &'static Events {
-        static EVENTS: OnceLock<Events> = OnceLock::new();
-        EVENTS.get_or_init(|| {
-            let events = Events::default();
-            tracing::subscriber::set_global_default(Recorder(Arc::clone(&events))).expect("one global recorder");
-            events
-        })
-    }
-
-    pub(crate) fn install() {
-        events();
-    }
-
-    /// How many refusals of `skill` through `face` were recorded.
-    pub(crate) fn count(face: &str, skill: &str) -> usize {
-        events().lock().expect("events").iter().filter(|(f, s)| f == face && s == skill).count()
-    }
+    audit::count("skill.scope_denied", &[("face", face), ("skill", skill)])
 }
 
 /// `secret` needs [`SCOPE`] (set when the skill is built); `open` needs nothing; `vault` gets its
@@ -359,11 +274,11 @@ async fn every_face(s: &TestServer, skill: &str) {
         let granted = bearer == Some(ALICE);
         let who = bearer.unwrap_or("anonymous");
         let before = [
-            ("a2a_jsonrpc", audit::count("a2a_jsonrpc", skill)),
-            ("a2a_rest", audit::count("a2a_rest", skill)),
-            ("a2a_grpc", audit::count("a2a_grpc", skill)),
-            ("lucid", audit::count("lucid", skill)),
-            ("jsonrpc_tasks", audit::count("jsonrpc_tasks", skill)),
+            ("a2a_jsonrpc", denied("a2a_jsonrpc", skill)),
+            ("a2a_rest", denied("a2a_rest", skill)),
+            ("a2a_grpc", denied("a2a_grpc", skill)),
+            ("lucid", denied("lucid", skill)),
+            ("jsonrpc_tasks", denied("jsonrpc_tasks", skill)),
         ];
         let seen = [
             ("A2A JSON-RPC SendMessage", a2a_jsonrpc(s, skill, bearer).await),
@@ -389,7 +304,7 @@ async fn every_face(s: &TestServer, skill: &str) {
         // (1.0 blocking and streaming; 0.3 is audited there too), one or two on the others.
         let expected = [("a2a_jsonrpc", 3), ("a2a_rest", 2), ("a2a_grpc", 1), ("lucid", 3), ("jsonrpc_tasks", 2)];
         for ((face, before), (_, refusals)) in before.into_iter().zip(expected) {
-            let after = audit::count(face, skill);
+            let after = denied(face, skill);
             let want = if granted { 0 } else { refusals };
             assert_eq!(after - before, want, "audit events of {face} for {who}");
         }

@@ -6,6 +6,7 @@ use axum::Router;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod audit;
 pub mod conformance;
 mod wrapped;
 
