@@ -51,9 +51,10 @@ enum Command {
     /// Run an agent over HTTP: the one an agent file describes (`--config`), the demo agent
     /// (skills: echo, summarize, slow, ticks, confirm) or the conformance agent.
     Serve {
-        /// Serve the agent this file describes (TOML; see docs/agent-file.md): its skills are HTTP
-        /// endpoints or commands, and its `[serve]` and `[payments]` tables set flags (a flag or
-        /// `ACCORD_*` variable given here wins).
+        /// Serve the agent this file describes (TOML; see docs/agent-file.md): its `[[skill]]`s are
+        /// HTTP endpoints or commands, its `[[mcp]]` servers give one skill per tool, and its
+        /// `[serve]` and `[payments]` tables set flags (a flag or `ACCORD_*` variable given here
+        /// wins; their relative paths are relative to the file).
         #[arg(long, env = "ACCORD_CONFIG", conflicts_with_all = ["agent", "demo_prices"])]
         config: Option<std::path::PathBuf>,
         /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by
@@ -393,11 +394,15 @@ fn parse_command_line() -> Result<Parsed, Failure> {
         return Ok(Parsed::Cli(cli));
     };
     let skip = ["config", "agent", "demo-prices", "a2a-03", "extended-card", "help"];
+    // Paths in the tables are relative to the file, like every other path the file names.
+    let base = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let serve_table = file.serve_table().map(|table| accord::serve::with_paths_from(table, base));
+    let payments_table = file.payments_table().map(|table| accord::serve::with_paths_from(table, base));
     let extra = accord::serve::agent_file_flags(
         serve_command,
         serve_matches,
-        file.serve_table(),
-        file.payments_table(),
+        serve_table.as_ref(),
+        payments_table.as_ref(),
         &name,
         &skip,
     )

@@ -732,3 +732,40 @@ async fn health_and_metrics_show_an_mcp_server_that_dies_and_comes_back_and_stay
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn paths_in_the_serve_table_are_relative_to_the_file_and_the_push_key_lives_beside_the_store() {
+    let dir = scratch("paths");
+    let elsewhere = scratch("paths-cwd");
+    let file = MINIMAL.to_owned() + "\n[serve]\nstore = \"sqlite://tasks.db\"\n";
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--config"])
+        .arg(dir.join("agent.toml"))
+        .current_dir(&elsewhere)
+        .env("QUOTE_PORT", "9")
+        .env("ACCORD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start accord serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = Vec::new();
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        let done = line.starts_with("task store: ");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let store = format!("task store: sqlite://{} (durable)", dir.join("tasks.db").display());
+    assert!(lines.iter().any(|line| *line == store), "{lines:?}");
+    let key = format!("push key: {}", dir.join("accord-push.key").display());
+    assert!(lines.iter().any(|line| *line == key), "{lines:?}");
+    assert!(dir.join("tasks.db").exists() && dir.join("accord-push.key").exists());
+    assert!(!elsewhere.join("tasks.db").exists() && !elsewhere.join("accord-push.key").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&elsewhere);
+}

@@ -12,6 +12,38 @@ use std::ffi::OsString;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Command};
 
+/// The flags of `accord serve` that name a file: in an agent file's tables, a relative path is
+/// relative to the agent file, like every other path the file names.
+pub const PATH_FLAGS: &[&str] = &["signing-key", "mpp-secret-file", "push-key-file"];
+
+/// `table` (an agent file's `[serve]` or `[payments]`) with its relative paths made relative to
+/// `base`, the agent file's directory: the values of [`PATH_FLAGS`] and a `store` of the form
+/// `sqlite://PATH`. Other values are kept as they are.
+pub fn with_paths_from(table: &toml::Table, base: &std::path::Path) -> toml::Table {
+    let mut table = table.clone();
+    for (key, value) in &mut table {
+        let toml::Value::String(text) = value else { continue };
+        if PATH_FLAGS.contains(&key.as_str()) {
+            let path = std::path::Path::new(text.as_str());
+            if path.is_relative() {
+                *text = base.join(path).display().to_string();
+            }
+        } else if key == "store"
+            && let Some(rest) = text.strip_prefix("sqlite://")
+        {
+            let (file, query) = rest.split_once('?').map_or((rest, None), |(file, query)| (file, Some(query)));
+            if !file.is_empty() && std::path::Path::new(file).is_relative() {
+                let joined = base.join(file).display().to_string();
+                *text = match query {
+                    Some(query) => format!("sqlite://{joined}?{query}"),
+                    None => format!("sqlite://{joined}"),
+                };
+            }
+        }
+    }
+    table
+}
+
 /// The flags an agent file's `[serve]` and `[payments]` tables stand for, for the `command`
 /// (`accord serve`, or a program of your own that flattens [`ServeArgs`](super::ServeArgs))
 /// whose parse of the real command line is `matches`. `[payments]` holds the payment flags
@@ -186,5 +218,28 @@ mod tests {
     fn a_value_clap_refuses_is_refused() {
         let problems = parse(&["serve"], "[serve]\nport = 99999999").expect_err("refused");
         assert!(problems[0].contains("--port"), "{problems:?}");
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_in_the_tables_are_relative_to_the_agent_file() {
+        let table: toml::Table = toml::from_str(
+            "store = \"sqlite://tasks.db?mode=rwc\"\npush-key-file = \"keys/push.key\"\nsigning-key = \"/etc/accord/key.pem\"\ngrpc-port = 0\n",
+        )
+        .expect("toml");
+        let resolved = with_paths_from(&table, std::path::Path::new("/srv/shop"));
+        assert_eq!(resolved["store"].as_str(), Some("sqlite:///srv/shop/tasks.db?mode=rwc"));
+        assert_eq!(resolved["push-key-file"].as_str(), Some("/srv/shop/keys/push.key"));
+        assert_eq!(resolved["signing-key"].as_str(), Some("/etc/accord/key.pem"), "an absolute path stays");
+        assert_eq!(resolved["grpc-port"].as_integer(), Some(0));
+        let postgres: toml::Table = toml::from_str("store = \"postgres://db/accord\"\n").expect("toml");
+        assert_eq!(
+            with_paths_from(&postgres, std::path::Path::new("/srv"))["store"].as_str(),
+            Some("postgres://db/accord")
+        );
     }
 }

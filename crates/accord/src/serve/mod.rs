@@ -71,7 +71,7 @@ pub use self::auth::AuthArgs;
 pub use self::budgets::{BudgetArgs, parse_bytes, parse_duration};
 pub use self::card::{SignedCardArgs, read_private_key};
 pub use self::connections::{ConnectionArgs, connection_cap, raise_descriptor_limit};
-pub use self::file::{agent_file_flags, flags_from_table};
+pub use self::file::{PATH_FLAGS, agent_file_flags, flags_from_table, with_paths_from};
 pub use self::observe::{LogFormat, MetricsAt, ObserveArgs, Telemetry};
 pub use self::pay::{PaymentArgs, RailKind};
 pub use self::push::{DEFAULT_PUSH_KEY_FILE, PushArgs, load_or_make_key};
@@ -696,7 +696,14 @@ impl Serve {
                 .map(|skill| format!("default skill: {} (the first)", skill.key())),
         };
         config.push = args.push.settings().map_err(ServeError::usage)?;
-        config.task_service.push_key = args.push.key(durability == Durability::Durable).map_err(ServeError::usage)?;
+        let store_file = args.store.sqlite_file();
+        let (push_key, push_key_file) = args
+            .push
+            .key_beside(durability == Durability::Durable, store_file.as_deref())
+            .map_err(ServeError::usage)?;
+        config.task_service.push_key = push_key;
+        let push_note =
+            push_key_file.filter(|_| config.push.is_some()).map(|file| format!("push key: {}", file.display()));
         // Payments set by the program win over the flags; a priced skill needs one or the other.
         let mut notes = notes;
         let payments = match payments {
@@ -755,6 +762,7 @@ impl Serve {
         }
         summary.extend(scopes_note);
         summary.extend(default_note);
+        summary.extend(push_note);
         if served.a2a {
             let edition = match mapping {
                 ErrorMapping::V1_0_0 => "v1.0.0",

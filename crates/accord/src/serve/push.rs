@@ -7,7 +7,8 @@ use accord_engine::task::PushKey;
 use accord_server::push::PushSettings;
 use accord_server::push::guard::WebhookPolicy;
 
-/// The file a server keeps its push key in, in the working directory, unless told otherwise.
+/// The file a server keeps its push key in — beside a SQLite store's file, else in the working
+/// directory — unless told otherwise.
 pub const DEFAULT_PUSH_KEY_FILE: &str = "accord-push.key";
 
 /// The push-notification flags.
@@ -20,8 +21,8 @@ pub struct PushArgs {
     pub webhook_allow: Vec<String>,
     /// The file holding the key push configs are sealed with at rest (32 bytes; made, readable
     /// by its owner only, when missing). Every worker sharing a store needs the same key.
-    /// Default: `accord-push.key` in the working directory for a durable store; a fresh key per
-    /// process for `memory`.
+    /// Default: `accord-push.key` beside a SQLite store's file (in the working directory for
+    /// PostgreSQL); a fresh key per process for `memory`. `accord serve` prints which file.
     #[arg(long, env = "ACCORD_PUSH_KEY_FILE")]
     pub push_key_file: Option<PathBuf>,
     /// Send no push notifications (the card says `pushNotifications: false`).
@@ -62,11 +63,22 @@ impl PushArgs {
     /// The key push configs are sealed with: read from (or made in) the key file for a durable
     /// store, fresh for an in-process one unless a file is named.
     pub fn key(&self, durable: bool) -> Result<PushKey, String> {
-        match (&self.push_key_file, durable) {
-            (Some(path), _) => load_or_make_key(path),
-            (None, true) => load_or_make_key(Path::new(DEFAULT_PUSH_KEY_FILE)),
-            (None, false) => Ok(PushKey::generate()),
-        }
+        self.key_beside(durable, None).map(|(key, _)| key)
+    }
+
+    /// As [`PushArgs::key`], the default file beside `store_file` (a SQLite store's file) rather
+    /// than in the working directory; with the file the key was read from or made in, if any.
+    pub fn key_beside(&self, durable: bool, store_file: Option<&Path>) -> Result<(PushKey, Option<PathBuf>), String> {
+        let path = match (&self.push_key_file, durable) {
+            (Some(path), _) => path.clone(),
+            (None, true) => match store_file.and_then(Path::parent).filter(|dir| !dir.as_os_str().is_empty()) {
+                Some(dir) => dir.join(DEFAULT_PUSH_KEY_FILE),
+                None => PathBuf::from(DEFAULT_PUSH_KEY_FILE),
+            },
+            (None, false) => return Ok((PushKey::generate(), None)),
+        };
+        let key = load_or_make_key(&path)?;
+        Ok((key, Some(path)))
     }
 }
 

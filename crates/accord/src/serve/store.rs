@@ -98,6 +98,16 @@ impl Default for DurableLimits {
     }
 }
 
+impl StoreSpec {
+    /// The file of a SQLite store (`sqlite://PATH`, its query left out); `None` for the others.
+    pub fn sqlite_file(&self) -> Option<std::path::PathBuf> {
+        let Self::Sqlite(url) = self else { return None };
+        let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+        let file = rest.split('?').next().unwrap_or_default();
+        (!file.is_empty() && file != ":memory:").then(|| std::path::PathBuf::from(file))
+    }
+}
+
 /// Opens (and, for the durable stores, migrates) the store. A SQLite level given for another
 /// kind of store is refused rather than ignored.
 pub async fn open_store(spec: &StoreSpec, options: &StoreOptions) -> Result<Arc<dyn TaskStore>, StoreError> {
