@@ -777,7 +777,7 @@ async fn an_answer_with_files_gives_file_artifacts() {
     assert_eq!(completion.artifacts[0].parts, [file("data.csv", "text/csv", Some("YSxi"), None)]);
 
     // As a task: the files are the task's artifacts (what the A2A faces show as file parts),
-    // each its own, numbered.
+    // each its own, numbered; the streamed text is the task's `stream` artifact.
     let service = service(agent);
     let caller = Caller::owner(AccessToken::generate().owner());
     let request = SendRequest::new(caller, SendInput::Candidates(vec![json!({})])).skill("report-stream");
@@ -785,7 +785,7 @@ async fn an_answer_with_files_gives_file_artifacts() {
     assert_eq!(task.state, TaskState::Completed, "{task:?}");
     let artifacts: Vec<(&str, Option<&str>)> =
         task.artifacts.iter().map(|a| (a.artifact_id.as_str(), a.name.as_deref())).collect();
-    assert_eq!(artifacts, [("file-1", Some("chart.png")), ("file-2", Some("data.csv"))]);
+    assert_eq!(artifacts, [("stream", Some("stream")), ("file-1", Some("chart.png")), ("file-2", Some("data.csv"))]);
 }
 
 #[tokio::test]

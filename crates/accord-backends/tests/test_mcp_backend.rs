@@ -106,7 +106,7 @@ async fn a_cancelled_run_cancels_the_call_on_the_server() {
     let mut stream = agent.stream(valid).expect("stream");
     // Wait for the first progress, then drop the stream: the run is cancelled.
     while let Some(frame) = stream.next().await {
-        if matches!(frame.event, RunEvent::Delta { .. }) {
+        if matches!(frame.event, RunEvent::Status { .. }) {
             break;
         }
     }

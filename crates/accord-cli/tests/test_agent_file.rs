@@ -761,9 +761,9 @@ fn paths_in_the_serve_table_are_relative_to_the_file_and_the_push_key_lives_besi
     let _ = child.kill();
     let _ = child.wait();
     let store = format!("task store: sqlite://{} (durable)", dir.join("tasks.db").display());
-    assert!(lines.iter().any(|line| *line == store), "{lines:?}");
+    assert!(lines.contains(&store), "{lines:?}");
     let key = format!("push key: {}", dir.join("accord-push.key").display());
-    assert!(lines.iter().any(|line| *line == key), "{lines:?}");
+    assert!(lines.contains(&key), "{lines:?}");
     assert!(dir.join("tasks.db").exists() && dir.join("accord-push.key").exists());
     assert!(!elsewhere.join("tasks.db").exists() && !elsewhere.join("accord-push.key").exists());
     let _ = std::fs::remove_dir_all(&dir);
