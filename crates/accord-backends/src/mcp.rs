@@ -32,7 +32,10 @@ use rmcp::model::{
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -538,7 +541,7 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|_| format!("mcp server '{name}': could not build the HTTP client"))?;
-            let transport = StreamableHttpClientTransport::with_client(client_http, config);
+            let transport = StreamableHttpClientTransport::with_client(SessionClient(client_http), config);
             // The URL is configuration, not a secret; the error names no header value.
             match tokio::time::timeout(timeout, client.clone().serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
@@ -1039,10 +1042,174 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// The streamable-HTTP client of an MCP session: reqwest, with one correction. A server that no
+/// longer knows a session (it restarted) must answer 404, and the MCP SDK then starts a new session
+/// and sends the request again; some servers answer 400 instead ("no valid session ID"), which the
+/// SDK took for an answer, so the call waited out its whole timeout, and every later one too. An
+/// error answer of HTTP 400 to a request that carried a session id, or a JSON-RPC error that says
+/// the session is not valid, is taken as the end of the session, as a 404 is.
+#[derive(Clone)]
+struct SessionClient(reqwest::Client);
+
+/// `result`, an answer to a request that carried a session id when `attached`, with a refusal of
+/// the session turned into the SDK's "session expired".
+fn session_refused(
+    attached: bool,
+    result: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
+) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+    if !attached {
+        return result;
+    }
+    let refused = match &result {
+        Err(StreamableHttpError::UnexpectedServerResponse(text)) => text.starts_with("HTTP 400"),
+        Ok(StreamableHttpPostResponse::Json(rmcp::model::JsonRpcMessage::Error(error), _)) => {
+            error.error.message.to_ascii_lowercase().contains("session")
+        }
+        _ => false,
+    };
+    if refused {
+        tracing::debug!("the MCP endpoint refused the session: starting a new one");
+        return Err(StreamableHttpError::SessionExpired);
+    }
+    result
+}
+
+type Headers = HashMap<http::HeaderName, http::HeaderValue>;
+type SseResult = Result<
+    futures_util::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
+    StreamableHttpError<reqwest::Error>,
+>;
+
+impl StreamableHttpClient for SessionClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        let attached = session_id.is_some();
+        session_refused(attached, self.0.post_message(uri, message, session_id, auth_header, custom_headers).await)
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        let attached = session_id.is_some();
+        let answer = self
+            .0
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await;
+        session_refused(attached, answer)
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        let attached = session_id.is_some();
+        let answer = self
+            .0
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await;
+        session_refused(attached, answer)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
+        self.0.delete_session(uri, session_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> SseResult {
+        self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> SseResult {
+        self.0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_refused_session_is_taken_as_expired_and_other_answers_pass() {
+        let bad_request = || {
+            Err(StreamableHttpError::UnexpectedServerResponse(
+                "HTTP 400 Bad Request: {\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":\"Bad Request: No valid session ID provided\"},\"id\":null}".into(),
+            ))
+        };
+        assert!(matches!(session_refused(true, bad_request()), Err(StreamableHttpError::SessionExpired)));
+        // Without a session, a 400 is the server's answer to the request itself.
+        assert!(matches!(session_refused(false, bad_request()), Err(StreamableHttpError::UnexpectedServerResponse(_))));
+        let refusal: rmcp::model::ServerJsonRpcMessage = serde_json::from_value(json!({
+            "jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}
+        }))
+        .expect("a JSON-RPC error");
+        let answer = session_refused(true, Ok(StreamableHttpPostResponse::Json(refusal, None)));
+        assert!(matches!(answer, Err(StreamableHttpError::SessionExpired)));
+        let tool_error: rmcp::model::ServerJsonRpcMessage = serde_json::from_value(json!({
+            "jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "no tool add2"}
+        }))
+        .expect("a JSON-RPC error");
+        let answer = session_refused(true, Ok(StreamableHttpPostResponse::Json(tool_error, None)));
+        assert!(matches!(answer, Ok(StreamableHttpPostResponse::Json(..))), "an ordinary error is the answer");
+        let server_error =
+            Err(StreamableHttpError::UnexpectedServerResponse("HTTP 500 Internal Server Error: boom".into()));
+        assert!(matches!(session_refused(true, server_error), Err(StreamableHttpError::UnexpectedServerResponse(_))));
+    }
 
     fn result(value: Value) -> CallToolResult {
         serde_json::from_value(value).expect("a tool result")
