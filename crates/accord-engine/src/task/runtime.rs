@@ -73,8 +73,9 @@ pub struct RuntimeConfig {
     /// runs longer has its task stored `working` when the window passes, and runs on as any other.
     pub inline_window: Duration,
     /// The least time between two writes of a run's progress alone — its text deltas and its
-    /// `working` progress updates (default 100 ms; see [`super::progress`]): what arrives in
-    /// between is written together, the deltas as one chunk, the updates as the latest. A
+    /// `working` progress updates (default 100 ms; docs/behaviour.md, "What a running task
+    /// says"): what arrives in between is written together, the deltas as one chunk, the
+    /// updates as the latest. A
     /// message or an artifact of the handler's own is written at once, with the progress before
     /// it. Zero writes progress as soon as the previous write is done.
     pub progress_interval: Duration,
