@@ -150,8 +150,8 @@ pub(crate) fn plain(refusal: &Refusal) -> Response {
     refusal.finish_http(response)
 }
 
-/// A middleware for the routes no face renders: a request the serve loop marked busy gets
-/// [`plain`] and never reaches the route's handler. Public as `accord_server::serve::refuse_busy`,
+/// A middleware for the routes no face renders: a request the serve loop marked busy gets a bare
+/// `503` with `Retry-After` and never reaches the route's handler. Public as `accord_server::serve::refuse_busy`,
 /// for routes of a user's own served beside the faces.
 pub async fn refuse_busy(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     match busy_of(&request) {
