@@ -569,7 +569,10 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let config = Arc::clone(&self.config);
         Box::pin(async move {
-            if request.extensions().get::<Principal>().is_none() {
+            // A request the serve loop marked busy is refused whoever sends it: no credential is
+            // checked (a JWKS fetch, say) for it.
+            let busy = request.extensions().get::<crate::refusal::Busy>().is_some();
+            if !busy && request.extensions().get::<Principal>().is_none() {
                 match config.authenticate(request.headers()).await {
                     Ok(Some(principal)) => {
                         request.extensions_mut().insert(principal);

@@ -1,16 +1,13 @@
-//! Reading request bodies: the JSON content type, the size cap, framing, and decoding JSON.
+//! Reading request bodies: the JSON content type, the size cap and framing.
 //!
 //! Every face reads its body here and projects a [`BodyFailure`] onto its own error shape, so
 //! that a body over the cap (413, or the dialect's own code) is never confused with one that broke
 //! off or was malformed on the wire (400).
 
 use axum::body::{Body, HttpBody};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
-use serde_json::Value;
-
-use crate::error::LucidError;
 
 /// Why a request body could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,17 +53,6 @@ pub(crate) async fn read_capped(body: Body, limit: usize) -> Result<Bytes, BodyF
     Ok(read.freeze())
 }
 
-/// Reads the whole body for the Lucid face: 413 `payload_too_large` over the cap, 400
-/// `invalid_request` when it broke off or is badly framed.
-pub(crate) async fn read_limited(body: Body, limit: usize) -> Result<Bytes, LucidError> {
-    read_capped(body, limit).await.map_err(|failure| match failure {
-        BodyFailure::TooLarge { .. } => {
-            LucidError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", failure.message())
-        }
-        BodyFailure::Broken => LucidError::new(StatusCode::BAD_REQUEST, "invalid_request", failure.message()),
-    })
-}
-
 /// Whether `Content-Type` names JSON: `application/json` or a `+json` type such as
 /// `application/a2a+json`, parameters allowed. Only the media type itself counts: `text/plain;
 /// x=application/json` is text, and a browser sends it cross-origin without a preflight.
@@ -76,31 +62,6 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     };
     let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-/// The Lucid rule for a route that takes a JSON body: a body, or any `Content-Type`, must be
-/// JSON (415 `unsupported_media_type`). A bare POST without a body or a `Content-Type` is still
-/// accepted (its input is `{}`). A web page can send `text/plain` and form bodies to any origin
-/// without a CORS preflight; requiring JSON makes the browser ask first.
-pub(crate) fn require_json(headers: &HeaderMap, body: &Body) -> Result<(), LucidError> {
-    let bodiless = body.size_hint().exact() == Some(0);
-    if is_json(headers) || (bodiless && !headers.contains_key(header::CONTENT_TYPE)) {
-        return Ok(());
-    }
-    Err(LucidError::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-        "Content-Type must be application/json",
-    ))
-}
-
-/// Parses a JSON body; an empty body reads as `{}` so that skills without input can be called
-/// with a bare POST.
-pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, LucidError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_slice(bytes).map_err(|_| LucidError::invalid_json())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::LucidError;
 /// Reads a Lucid invoke/stream/task body the way the Lucid face does: JSON (an all-whitespace
 /// body is `{}`), then the profile's input rule (`{"input": X}` means X).
 pub fn lucid_input(body: &[u8]) -> Result<Value, LucidError> {
-    crate::body::parse_json(body).map(|payload| crate::lucid::extract_input(&payload))
+    crate::lucid::body::parse_json(body).map(|payload| crate::lucid::extract_input(&payload))
 }
 
 /// Reads a `Last-Event-ID` header value as the A2A stream routes do (`N` or `N:k`), returning

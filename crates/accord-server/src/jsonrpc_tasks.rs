@@ -309,6 +309,10 @@ pub(crate) fn refusals() -> Refusals {
                 RpcError::new(RpcError::RATE_LIMITED, refusal.message.clone())
                     .with_data(json!({"reason": "RATE_LIMITED", "retryAfter": refusal.retry_after})),
             ),
+            RefusalKind::Busy => ErrorObject::from(
+                RpcError::new(RpcError::UNAVAILABLE, refusal.message.clone())
+                    .with_data(json!({"reason": "UNAVAILABLE", "retryAfter": refusal.retry_after})),
+            ),
             _ => ErrorObject::new(-32600, refusal.message.clone()),
         };
         let body = accord_types::jsonrpc::Response::<Value>::failure(Value::Null, error);

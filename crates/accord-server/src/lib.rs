@@ -35,7 +35,6 @@ pub mod auth;
 mod body;
 mod card;
 pub mod client_address;
-mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -55,8 +54,8 @@ mod version;
 pub use card::SIGNED_CARD_PATH;
 pub use card::jws::{JwsCardConfig, MAX_SIGNED_ORIGINS};
 pub use card::signed::{DEFAULT_SIGNED_CARD_MAX_AGE, MAX_CACHED_ORIGINS, MIN_SIGNED_CARD_TTL, SignedCardConfig};
-pub use error::LucidError;
 pub use limits::{CAPACITY_RETRY_AFTER_SECS, MAX_TRACKED_CALLERS, RateLimitConfig};
+pub use lucid::error::LucidError;
 pub use payments::PaymentsConfig;
 
 /// Settings of the HTTP faces.
@@ -536,7 +535,8 @@ impl Faces {
         };
         // One delivery worker per set of faces: it reads the outbox every face writes to.
         if let (Some(service), Some(push)) = (&service, config.served_push()) {
-            push::deliver::spawn(service.clone(), push.clone());
+            // The A2A faces serve push notifications: their projection writes each update.
+            push::deliver::spawn(service.clone(), push.clone(), a2a::push::projection());
         }
         if config.metrics {
             // Installed now, so that what the faces record from the first request is kept.
@@ -595,9 +595,11 @@ impl Faces {
         if !self.state.config.metrics || !observe::recorder_installed() {
             return openapi::Routes::new();
         }
+        // Not observed (a scrape is not the agent's traffic), but refused when the server is busy.
         #[cfg(feature = "prometheus")]
         return openapi::Routes::new().endpoint(
-            observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone())),
+            observe::metrics_router(self.state.tasks.as_ref().map(|service| service.runtime().clone()))
+                .layer(axum::middleware::from_fn(refusal::refuse_busy)),
             openapi::describe::metrics(),
         );
         #[cfg(not(feature = "prometheus"))]
@@ -815,10 +817,13 @@ impl Faces {
     }
 }
 
-/// `router` with a span and metrics per request, labelled `face` ([`observe`]): the outermost
-/// layer, so refused credentials and rate limits are counted too.
+/// `router` — routes no face renders — with a span and metrics per request, labelled `face`
+/// ([`observe`]), outermost, and the plain refusal of a request the serve loop marked busy
+/// ([`refusal::refuse_busy`]), so that its handler does not run.
 fn observed(router: Router, face: &'static str) -> Router {
-    router.layer(axum::middleware::from_fn_with_state(observe::Observed { face, trusted: None }, observe::observe))
+    router
+        .layer(axum::middleware::from_fn(refusal::refuse_busy))
+        .layer(axum::middleware::from_fn_with_state(observe::Observed { face, trusted: None }, observe::observe))
 }
 
 /// `agent.router()`: the agent's routes as an axum [`Router`].

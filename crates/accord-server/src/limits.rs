@@ -168,17 +168,22 @@ pub(crate) struct Admission {
 }
 
 /// The admission middleware of one face, innermost before its routes:
+/// - a request the serve loop marked busy ([`crate::refusal::Busy`]: the server is at its cap of
+///   requests in flight) is refused, with the seconds to wait;
 /// - a request marked [`Unauthenticated`](crate::auth) (its credentials were refused) is refused,
 ///   with the `WWW-Authenticate` challenges — the one place that happens;
 /// - with rate limits, the request is counted against its caller (named by authentication, so
 ///   after it) and refused, with the seconds to wait, when the caller is over its rate.
 ///
-/// Both refusals are rendered in the shape of the face mounted behind it (its [`Refusals`]).
+/// Every refusal is rendered in the shape of the face mounted behind it (its [`Refusals`]).
 pub(crate) async fn admit(
     axum::extract::State(admission): axum::extract::State<Arc<Admission>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    if let Some(refusal) = crate::refusal::busy_of(&request) {
+        return crate::refusal::answered_busy(admission.refusals.render(refusal));
+    }
     if let Some(refusal) = crate::auth::refusal_of(&request) {
         return admission.refusals.render(&refusal);
     }

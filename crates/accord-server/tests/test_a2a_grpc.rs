@@ -601,3 +601,103 @@ async fn the_extended_card_is_served_to_an_authenticated_caller_with_this_server
     let anonymous = c.get_extended_agent_card(request(pb::GetExtendedAgentCardRequest::default(), &[])).await;
     assert_error(anonymous, Code::Unauthenticated, "UNAUTHENTICATED");
 }
+
+/// One HTTP/1.1 exchange on a fresh connection, read until the server closes it.
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The JSON body of a raw HTTP/1.1 answer (not chunked: the refusals have a length).
+fn body_of(answer: &str) -> Value {
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {answer}"))
+}
+
+#[tokio::test]
+async fn beyond_the_in_flight_cap_each_face_answers_busy_in_its_own_shape() {
+    use accord_server::serve::{ConnectionLimits, Server};
+    use std::future::IntoFuture;
+    let runtime = runtime(Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let (entered, release) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+    let (held, freed) = (Arc::clone(&entered), Arc::clone(&release));
+    // The one request in flight the server allows: held until the test releases it.
+    let hold = axum::routing::get(move || async move {
+        held.notify_one();
+        freed.notified().await;
+        "released"
+    });
+    let app = agent().router_with(config(runtime, ErrorMapping::V1_0_1)).route("/hold", hold);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let limits = ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() };
+    let serving = tokio::spawn(Server::new(listener, app).limits(limits).into_future());
+    let holder = tokio::spawn(raw_http(addr, "GET /hold HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    entered.notified().await;
+
+    // gRPC: an UNAVAILABLE status (trailers-only), with the A2A error's ErrorInfo.
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).expect("endpoint");
+    let mut grpc = A2aServiceClient::new(endpoint.connect().await.expect("an HTTP/2 connection"));
+    let get = pb::GetTaskRequest { id: "nope".into(), ..Default::default() };
+    assert_error(grpc.get_task(request(get, &[])).await, Code::Unavailable, "UNAVAILABLE");
+
+    // A2A JSON-RPC: 503 with the JSON-RPC error (-32096) and `Retry-After`; its body was not read,
+    // so the HTTP/1.1 connection closes.
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"}}"#;
+    let answer = raw_http(
+        addr,
+        &format!(
+            "POST /a2a/jsonrpc HTTP/1.1\r\nHost: t\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{rpc}",
+            rpc.len()
+        ),
+    )
+    .await;
+    let lower = answer.to_ascii_lowercase();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(lower.contains("\r\nretry-after: 1\r\n") && lower.contains("\r\nconnection: close\r\n"), "{answer}");
+    let body = body_of(&answer);
+    assert_eq!((body["jsonrpc"].clone(), body["error"]["code"].clone()), (json!("2.0"), json!(-32096)), "{body}");
+
+    // A2A HTTP+JSON: 503 with the REST error body.
+    let answer =
+        raw_http(addr, "GET /a2a/rest/tasks/nope HTTP/1.1\r\nHost: t\r\nA2A-Version: 1.0\r\nConnection: close\r\n\r\n")
+            .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503") && answer.to_ascii_lowercase().contains("\r\nretry-after: 1\r\n"),
+        "{answer}"
+    );
+    assert_eq!(body_of(&answer)["error"]["status"], "UNAVAILABLE", "{answer}");
+
+    // Lucid: 503 `server_busy`.
+    let answer = raw_http(
+        addr,
+        "POST /entrypoints/echo/invoke HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503") && answer.to_ascii_lowercase().contains("\r\nretry-after: 1\r\n"),
+        "{answer}"
+    );
+    assert_eq!(body_of(&answer)["error"]["code"], "server_busy", "{answer}");
+
+    // A route no face renders (the card): a bare 503 with `Retry-After`.
+    let answer =
+        raw_http(addr, "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").await;
+    let lower = answer.to_ascii_lowercase();
+    assert!(answer.starts_with("HTTP/1.1 503") && lower.contains("\r\nretry-after: 1\r\n"), "{answer}");
+    assert!(lower.contains("text/plain") && !answer.contains("supportedInterfaces"), "{answer}");
+
+    release.notify_one();
+    assert!(holder.await.expect("holder").contains("released"));
+    let answer =
+        raw_http(addr, "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "the slot is free again: {answer}");
+    serving.abort();
+}

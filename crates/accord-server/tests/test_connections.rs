@@ -29,6 +29,8 @@ struct Probes {
     /// Set when `/endless`'s body is dropped (its connection was closed).
     endless_dropped: AtomicBool,
     endless_drop: Notify,
+    /// Set when `/guarded`'s handler runs.
+    guarded_ran: AtomicBool,
 }
 
 struct DropFlag(Arc<Probes>);
@@ -42,8 +44,18 @@ impl Drop for DropFlag {
 
 fn app(probes: Arc<Probes>) -> Router {
     let hold = probes.clone();
+    let guarded = probes.clone();
     let endless = probes;
     Router::new()
+        // Behind the busy refusal, as a route of the user's own beside the faces should be.
+        .route(
+            "/guarded",
+            get(move || async move {
+                guarded.guarded_ran.store(true, Ordering::SeqCst);
+                "ran"
+            })
+            .layer(axum::middleware::from_fn(accord_server::serve::refuse_busy)),
+        )
         .route("/health", get(|| async { "ok" }))
         .route(
             "/hold",
@@ -299,6 +311,8 @@ async fn a_connection_that_stops_within_the_http2_preface_is_closed_after_the_fi
 
 #[tokio::test]
 async fn beyond_the_in_flight_cap_a_request_gets_503_with_retry_after() {
+    // A router of the test's own, outside Accord's faces: the busy answer is the plain one, not the
+    // route's (the faces' own shapes are in test_a2a_grpc).
     let server = start(ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() }).await;
     let mut holder = TcpStream::connect(server.addr).await.expect("connect");
     holder.write_all(b"GET /hold HTTP/1.1\r\nHost: test\r\n\r\n").await.expect("write");
@@ -308,7 +322,10 @@ async fn beyond_the_in_flight_cap_a_request_gets_503_with_retry_after() {
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     let lower = refused.to_ascii_lowercase();
     assert!(lower.contains("\r\nretry-after: 1\r\n"), "{refused}");
-    assert!(lower.contains("application/json") && refused.contains("\"server_busy\""), "{refused}");
+    assert!(lower.contains("text/plain") && !refused.contains("\r\n\r\nok"), "{refused}");
+    let guarded = request(&mut other, "/guarded").await;
+    assert!(guarded.starts_with("HTTP/1.1 503") && guarded.to_ascii_lowercase().contains("\r\nretry-after: 1\r\n"));
+    assert!(!server.probes.guarded_ran.load(Ordering::SeqCst), "a route behind refuse_busy does not run when busy");
 
     server.probes.release.notify_one();
     assert!(read_response(&mut holder).await.contains("released"));

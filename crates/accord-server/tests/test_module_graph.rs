@@ -1,7 +1,9 @@
 //! The server's files import each other without cycles, and the layers below the faces name no
 //! face: authentication, rate limits, version negotiation, refusals, body reading, event-stream
-//! framing, client addresses, metrics and the serving loop are shared by every face, so a face
-//! may import them and never the other way round. A new binding adds a face (and its refusal
+//! framing, client addresses, metrics, the serving loop, the payment rail's side and push delivery
+//! are shared by every face, so a face may import them and never the other way round. The Lucid
+//! error shape is the Lucid face's (`lucid::error`): a layer that names it, even through the
+//! crate root's re-export (`crate::LucidError`), imports a face. A new binding adds a face (and its refusal
 //! renderer) without editing a layer; an import that breaks that fails here, naming it.
 
 #[path = "../../accord-engine/tests/module_graph/mod.rs"]
@@ -13,7 +15,7 @@ use module_graph::ModuleGraph;
 
 /// The layers below the faces.
 const LAYERS: &[&str] =
-    &["auth", "limits", "version", "refusal", "body", "sse", "client_address", "observe", "serve", "error"];
+    &["auth", "limits", "version", "refusal", "body", "sse", "client_address", "observe", "serve", "payments", "push"];
 
 /// The faces: each protocol's routes, the card routes, the OpenAPI document and the landing page.
 const FACES: &[&str] = &["lucid", "jsonrpc_tasks", "a2a", "card", "openapi", "landing"];
@@ -39,4 +41,5 @@ fn no_layer_imports_a_face() {
     assert!(graph.imports("a2a::rest").contains("version"), "{graph:?}");
     assert!(graph.imports("a2a::jsonrpc").contains("refusal"), "{graph:?}");
     assert!(graph.imports("jsonrpc_tasks").contains("sse"), "{graph:?}");
+    assert!(graph.imports("lucid::invoke").contains("lucid::error"), "{graph:?}");
 }

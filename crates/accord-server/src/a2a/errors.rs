@@ -41,6 +41,7 @@ pub(crate) fn refusal_error(refusal: &Refusal) -> A2aError {
         RefusalKind::Unauthenticated => A2aErrorKind::Unauthenticated,
         RefusalKind::RateLimited => A2aErrorKind::RateLimited,
         RefusalKind::VersionNotSupported => A2aErrorKind::VersionNotSupported,
+        RefusalKind::Busy => A2aErrorKind::Unavailable,
     };
     let error = A2aError::new(kind).with_message(refusal.message.clone());
     match refusal.retry_after {

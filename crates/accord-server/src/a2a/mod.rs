@@ -46,7 +46,7 @@ mod errors;
 #[cfg(feature = "grpc")]
 pub(crate) mod grpc;
 pub(crate) mod jsonrpc;
-mod push;
+pub(crate) mod push;
 pub(crate) mod rest;
 mod v03;
 mod v03_rest;

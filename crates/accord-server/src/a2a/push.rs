@@ -9,7 +9,19 @@ use accord_engine::task::{Caller, DeliverFrom, PushAuthentication, PushConfig, T
 use accord_types::a2a::{self, A2aError, A2aErrorKind};
 
 use super::{A2aCore, a2a_error, invalid_params};
+use crate::push::deliver::PushProjection;
 use crate::push::guard::WebhookPolicy;
+
+/// How the A2A faces' push notifications are written: each update of a task's log as the
+/// `StreamResponse`s a stream would carry, in ProtoJSON — what the delivery worker POSTs.
+pub(crate) fn projection() -> PushProjection {
+    PushProjection::new(|event, context_id| {
+        super::stream_responses(event, context_id)
+            .into_iter()
+            .filter_map(|(_, response)| serde_json::to_vec(&response).ok().map(bytes::Bytes::from))
+            .collect()
+    })
+}
 
 impl A2aCore {
     /// The push policy, or `PushNotificationNotSupportedError` when this server sends none.

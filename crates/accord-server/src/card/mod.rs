@@ -486,6 +486,15 @@ pub(crate) fn served_card(state: &crate::AppState, base_url: &str) -> Result<ser
     })
 }
 
+/// An error of the card routes (and of `/openapi.json`): `{"error": {"code", "message"}}`, the
+/// shape those routes have always answered with. It is the card routes' own, written here, so that
+/// they depend on no protocol face (it happens to read like a Lucid error, which keeps their
+/// answers unchanged).
+pub(crate) fn error_response(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({ "error": { "code": code, "message": message.into() } });
+    (status, axum::Json(body)).into_response()
+}
+
 pub(crate) async fn card(
     axum::extract::State(state): State,
     OriginalUri(uri): OriginalUri,
@@ -496,8 +505,7 @@ pub(crate) async fn card(
         Ok(body) => body,
         Err(error) => {
             tracing::error!(%error, "the card does not serialize");
-            return crate::LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error")
-                .into_response();
+            return error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error");
         }
     };
     let etag = entity_tag(&body);

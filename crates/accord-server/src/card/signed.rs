@@ -34,7 +34,7 @@ use axum::routing::any;
 use bytes::Bytes;
 
 use super::paths::{LEGACY_CARD_PATH, SIGNED_CARD_PATH};
-use crate::{AppState, LucidError};
+use crate::AppState;
 
 /// The shortest TTL [`SignedCardConfig::with_ttl`] accepts. An envelope is reused for at least
 /// half its TTL, so this bounds signing to two signatures a minute per origin.
@@ -380,7 +380,7 @@ async fn signed_card(
 }
 
 fn unavailable(message: String) -> Response {
-    LucidError::new(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE_CODE, message).into_response()
+    super::error_response(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE_CODE, message)
 }
 
 fn now_ms() -> u64 {

@@ -13,9 +13,10 @@ use accord_engine::PaidRun;
 use accord_engine::task::PaymentFlow;
 use accord_payments::Operation;
 
+use super::error::LucidError;
+use super::payments::HttpPayment;
 use crate::State;
-use crate::error::LucidError;
-use crate::payments::{self, HttpPayment};
+use crate::payments;
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 const REPLAYED: HeaderName = HeaderName::from_static("idempotency-replayed");

@@ -1,4 +1,5 @@
-//! The Lucid HTTP profile face: health, the entrypoint list, invoke and stream.
+//! The Lucid HTTP profile face: health, the entrypoint list, invoke and stream, the Lucid error
+//! shape ([`error`]) and the profile's body rules ([`body`]).
 
 use std::sync::Arc;
 
@@ -9,22 +10,27 @@ use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use crate::error::LucidError;
 use crate::refusal::{Refusal, RefusalKind, Refusals};
-use crate::{AppState, State, body};
+use crate::{AppState, State};
 
+pub(crate) mod body;
+pub(crate) mod error;
 pub(crate) mod invoke;
+pub(crate) mod payments;
 pub(crate) mod stream;
 pub(crate) mod tasks;
 
+pub(crate) use error::LucidError;
+
 /// How the Lucid face answers a layer's refusal: `{"error": {"code", "message"}}` with the code
-/// `unauthenticated` or `rate_limited`, at the transport's status (401, 429), with `Retry-After`
-/// and the challenges.
+/// `unauthenticated`, `rate_limited` or `server_busy`, at the transport's status (401, 429, 503),
+/// with `Retry-After` and the challenges.
 pub(crate) fn refusals() -> Refusals {
     Refusals::new(|refusal: &Refusal| {
         let code = match refusal.kind {
             RefusalKind::Unauthenticated => "unauthenticated",
             RefusalKind::RateLimited => "rate_limited",
+            RefusalKind::Busy => "server_busy",
             _ => "invalid_request",
         };
         let error = LucidError::new(StatusCode::BAD_REQUEST, code, refusal.message.clone());

@@ -25,9 +25,10 @@ use accord_payments::Operation;
 use axum::extract::OriginalUri;
 use axum::http::HeaderMap;
 
+use super::error::{LucidError, incomplete_code};
+use super::payments::HttpPayment;
 use crate::State;
-use crate::error::{LucidError, incomplete_code};
-use crate::payments::{self, HttpPayment};
+use crate::payments;
 
 pub(crate) async fn stream(
     axum::extract::State(state): State,

@@ -28,10 +28,11 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 
+use super::body;
+use super::error::LucidError;
+use super::payments::HttpPayment;
 use crate::State;
-use crate::body;
-use crate::error::LucidError;
-use crate::payments::{self, HttpPayment};
+use crate::payments;
 
 const TOKEN_HEADER: &str = "task-access-token";
 

@@ -237,8 +237,7 @@ fn serve(document: &Value, headers: &HeaderMap, uri: &axum::http::Uri) -> Respon
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => {
             tracing::error!(%error, "the OpenAPI document does not serialize");
-            crate::LucidError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error")
-                .into_response()
+            crate::card::error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal error")
         }
     }
 }

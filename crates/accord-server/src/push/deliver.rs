@@ -1,5 +1,7 @@
 //! The delivery worker: takes webhooks with pending updates from the task service's outbox,
-//! POSTs each update as an A2A `StreamResponse`, and settles where each delivery stands.
+//! POSTs each update as the face that serves push notifications writes it (a [`PushProjection`]
+//! the face hands over when the server is built: the A2A faces write `StreamResponse`s), and
+//! settles where each delivery stands. It names no face.
 //!
 //! - **Order.** A config's updates go one at a time, in log order; a failed one is retried
 //!   before any later one is sent.
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::ErrorKind;
-use accord_engine::task::{PushConfig, PushDelivery, PushSettle, TaskEventKind, TaskService, now_ms};
+use accord_engine::task::{PushConfig, PushDelivery, PushSettle, TaskEvent, TaskEventKind, TaskService, now_ms};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 
@@ -102,11 +104,38 @@ impl PushSettings {
     }
 }
 
+/// How a task's log entry is written as notifications: the bodies to POST, in order (an entry may
+/// be several updates, or none), given the entry and the task's context id. The face that serves
+/// push notifications makes it; the deliverer only sends what it is given.
+#[derive(Clone)]
+pub(crate) struct PushProjection(Arc<Project>);
+
+/// The function behind a [`PushProjection`].
+type Project = dyn Fn(&TaskEvent, &str) -> Vec<Bytes> + Send + Sync;
+
+impl PushProjection {
+    /// A projection that writes an entry with `project`.
+    pub(crate) fn new(project: impl Fn(&TaskEvent, &str) -> Vec<Bytes> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(project))
+    }
+
+    fn bodies(&self, event: &TaskEvent, context_id: &str) -> Vec<Bytes> {
+        (self.0)(event, context_id)
+    }
+}
+
+impl std::fmt::Debug for PushProjection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushProjection").finish_non_exhaustive()
+    }
+}
+
 /// Updates per delivery: a config's pending log entries are taken this many at a time.
 const EVENTS_PER_DELIVERY: usize = 64;
 
-/// Runs the delivery worker for `service` until its store closes.
-pub(crate) fn spawn(service: TaskService, settings: PushSettings) {
+/// Runs the delivery worker for `service` until its store closes, writing each update with
+/// `projection`.
+pub(crate) fn spawn(service: TaskService, settings: PushSettings, projection: PushProjection) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("push notifications are not delivered: no async runtime to run the delivery worker on");
         return;
@@ -118,10 +147,10 @@ pub(crate) fn spawn(service: TaskService, settings: PushSettings) {
             return;
         }
     };
-    handle.spawn(run(service, settings, sender));
+    handle.spawn(run(service, settings, sender, projection));
 }
 
-async fn run(service: TaskService, settings: PushSettings, sender: Arc<WebhookSender>) {
+async fn run(service: TaskService, settings: PushSettings, sender: Arc<WebhookSender>, projection: PushProjection) {
     let worker = format!("{}-push", service.runtime().config().worker_id);
     let settings = Arc::new(settings);
     loop {
@@ -131,10 +160,15 @@ async fn run(service: TaskService, settings: PushSettings, sender: Arc<WebhookSe
             Ok(deliveries) => {
                 let mut running = tokio::task::JoinSet::new();
                 for (config, delivery) in deliveries {
-                    let (service, settings, sender, worker) =
-                        (service.clone(), Arc::clone(&settings), Arc::clone(&sender), worker.clone());
+                    let (service, settings, sender, worker, projection) = (
+                        service.clone(),
+                        Arc::clone(&settings),
+                        Arc::clone(&sender),
+                        worker.clone(),
+                        projection.clone(),
+                    );
                     running.spawn(async move {
-                        let settle = deliver(&sender, &settings, &config, &delivery).await;
+                        let settle = deliver(&sender, &settings, &projection, &config, &delivery).await;
                         match service.settle_push_delivery(&delivery, &worker, settle).await {
                             Ok(true) => {}
                             Ok(false) => tracing::info!(
@@ -163,6 +197,7 @@ async fn run(service: TaskService, settings: PushSettings, sender: Arc<WebhookSe
 async fn deliver(
     sender: &WebhookSender,
     settings: &PushSettings,
+    projection: &PushProjection,
     config: &PushConfig,
     delivery: &PushDelivery,
 ) -> PushSettle {
@@ -170,17 +205,13 @@ async fn deliver(
     let mut through = delivery.events.first().map_or(0, |event| event.sequence.saturating_sub(1));
     let mut attempts = delivery.attempts;
     for event in &delivery.events {
-        let responses = crate::a2a::stream_responses(event, &context_id);
-        let count = responses.len();
-        for (index, (_, response)) in responses.into_iter().enumerate() {
+        let bodies = projection.bodies(event, &context_id);
+        let count = bodies.len();
+        for (index, body) in bodies.into_iter().enumerate() {
             let mut delivery_id = format!("{}:{}:{}", event.task_id, config.id, event.sequence);
             if index + 1 < count {
                 delivery_id = format!("{delivery_id}:{index}");
             }
-            let body = match serde_json::to_vec(&response) {
-                Ok(body) => Bytes::from(body),
-                Err(_) => continue,
-            };
             let headers = headers(config, &delivery_id, attempts + 1);
             let Err(failure) = sender.send(&config.url, headers, body).await else {
                 metrics::counter!(crate::observe::PUSH_DELIVERIES, "outcome" => "delivered").increment(1);

@@ -2,7 +2,8 @@
 //!
 //! [`Server`] replaces `axum::serve` where a server faces the open network. It bounds what one
 //! client, or many, can hold: connections (at the cap, new ones wait in the kernel's accept
-//! backlog), requests in flight (beyond the cap, `503` with `Retry-After`), the time to send a
+//! backlog), requests in flight (beyond the cap, `503` with `Retry-After`, in the shape of the
+//! face the request is for: see [`ConnectionLimits::max_in_flight`]), the time to send a
 //! request head, to stay idle between requests, to send a request body and to read a response.
 //! A connection that sends nothing is closed after a short first-byte timeout, and at the
 //! connection cap idle connections (kept alive between requests, or silent since they opened)
@@ -36,6 +37,8 @@
 
 mod watch;
 
+pub use crate::refusal::refuse_busy;
+
 use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
@@ -45,8 +48,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderValue, Request, Response, StatusCode, Version, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderValue, Request, Response, Version, header};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -56,7 +58,7 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 
 use self::watch::{DeadlineBody, EndOnStop, GuardedBody, IdleCount, Overstep, StreamEnd, Watch, WatchedIo};
-use crate::LucidError;
+use crate::refusal::{Busy, BusyAnswered, Refusal, RefusalKind};
 
 /// How often, at most, a run of accept errors is logged.
 pub const ACCEPT_ERROR_LOG_PERIOD: Duration = Duration::from_secs(30);
@@ -77,7 +79,14 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Requests being handled at once, from their head until their response head (a stream's
     /// body does not count: streams are bounded by connections and `max_streams_per_connection`).
-    /// Beyond the cap a request is answered `503` with `Retry-After` at once. Default 256.
+    /// Beyond the cap a request is refused at once with `Retry-After: 1`, without running a
+    /// handler: the serve loop marks it busy and the face it is for answers in its own shape (Lucid
+    /// `503 server_busy`, A2A JSON-RPC and REST `503` with their `UnavailableError`, gRPC
+    /// `UNAVAILABLE`, JSON-RPC tasks `503` with `-32096`); a route no face renders (the card,
+    /// `/health`, the landing page, `/metrics`, `/openapi.json`) answers a bare `503`. A route of
+    /// the user's own must be mounted behind [`refuse_busy`] (`.layer(axum::middleware::from_fn(
+    /// refuse_busy))`) for the same: otherwise its handler runs, though its answer is replaced
+    /// by the bare `503`. Default 256.
     pub max_in_flight: usize,
     /// Time from accepting a connection to its first byte; past it a connection that has sent
     /// nothing is closed. Default 5 s.
@@ -567,20 +576,7 @@ impl Loops<'_> {
 async fn handle(request: Request<Incoming>, shared: &Shared, watch: &Watch) -> Response<Body> {
     let open = watch.request_opened();
     let Ok(permit) = shared.in_flight.clone().try_acquire_owned() else {
-        let busy = LucidError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "server_busy",
-            "The server is handling as many requests as it allows; retry shortly",
-        )
-        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        let mut busy = busy.into_response();
-        if request.version() <= Version::HTTP_11 && !http_body::Body::is_end_stream(request.body()) {
-            watch.body_started();
-            if watch.closes_after_answer() {
-                busy.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-        }
-        return busy.map(|body| Body::new(GuardedBody::new(body, open)));
+        return busy(request, shared, watch, open).await;
     };
     // One HTTP/1.x request at a time shares the connection's watch; an HTTP/2 stream's body is
     // its own, and leaving it unread costs the connection nothing.
@@ -615,6 +611,45 @@ async fn handle(request: Request<Incoming>, shared: &Shared, watch: &Watch) -> R
         Body::new(GuardedBody::new(body, open))
     })
 }
+
+/// A request beyond the cap of requests in flight: marked with the neutral busy refusal
+/// ([`crate::refusal::Busy`]) and routed, so that the face it is for answers it in its own shape
+/// (a face's admission answers before any handler runs; a route no face renders answers a plain
+/// `503`). Its body is left unread: on HTTP/1.1 the answer then closes the connection.
+async fn busy(
+    request: Request<Incoming>,
+    shared: &Shared,
+    watch: &Watch,
+    open: self::watch::OpenRequest,
+) -> Response<Body> {
+    let refusal = Refusal::new(RefusalKind::Busy, BUSY_MESSAGE).retry_after(BUSY_RETRY_AFTER_SECS);
+    let unread = request.version() <= Version::HTTP_11 && !http_body::Body::is_end_stream(request.body());
+    if unread {
+        watch.body_started();
+    }
+    let mut request = request.map(Body::new);
+    request.extensions_mut().insert(Busy(refusal.clone()));
+    let mut response = match shared.router.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    if response.extensions().get::<BusyAnswered>().is_none() {
+        // A route of the user's own, not behind `refuse_busy`: its handler ran (no layer of ours
+        // was in front of it), but its answer is not sent; the plain refusal is.
+        tracing::debug!("a busy request reached a route that does not refuse it");
+        response = crate::refusal::plain(&refusal);
+    }
+    if unread && watch.closes_after_answer() {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response.map(|body| Body::new(GuardedBody::new(body, open)))
+}
+
+/// The message of the busy refusal.
+const BUSY_MESSAGE: &str = "The server is handling as many requests as it allows; retry shortly";
+
+/// The `Retry-After` (seconds) of the busy refusal: a request in flight usually ends within it.
+const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 async fn accept(listener: &TcpListener, backoff: &mut AcceptBackoff) -> TcpStream {
     loop {
