@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 
-LOAD_SCENARIOS = ["a2a-send", "a2a-stream", "lucid-invoke", "lucid-task", "list"]
+LOAD_SCENARIOS = ["a2a-send", "a2a-stream", "lucid-invoke", "lucid-task", "list", "a2a-deltas"]
 DASH = "—"
 
 
@@ -51,6 +51,10 @@ def medians(reports):
         "p50_us": median("p50_us"),
         "p99_us": median("p99_us"),
         "server_cpu_us_per_op": median("server_cpu_us_per_op"),
+        "server_cpu_us_per_delta": median("server_cpu_us_per_delta"),
+        "server_cpu_us_per_delta_min": min((r["server_cpu_us_per_delta"] for r in reports if r.get("server_cpu_us_per_delta") is not None), default=None),
+        "server_cpu_us_per_delta_max": max((r["server_cpu_us_per_delta"] for r in reports if r.get("server_cpu_us_per_delta") is not None), default=None),
+        "bytes_per_delta": median("bytes_per_delta"),
         "server_busy": statistics.median(busy_values) if busy_values else None,
         "errors": sum(report["errors"] for report in reports),
         "rounds": rates,
@@ -167,6 +171,10 @@ def main():
                 rate = f"{spread(row)} {row['unit']}"
                 if scenario == "a2a-stream":
                     rate += f" ({number(row['events_per_s'])} events/s)"
+                if scenario == "a2a-deltas" and row.get("server_cpu_us_per_delta") is not None:
+                    rate += (f" ({row['server_cpu_us_per_delta']:.2f} µs CPU/delta "
+                             f"({row['server_cpu_us_per_delta_min']:.2f}–{row['server_cpu_us_per_delta_max']:.2f}), "
+                             f"{row['bytes_per_delta']:.1f} bytes/delta)")
                 cpu = row["server_cpu_us_per_op"]
                 ratio = row.get("ratio_to_" + baseline.replace("-", "_"))
                 server_busy = row["server_busy"]

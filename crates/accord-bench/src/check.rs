@@ -152,6 +152,59 @@ impl StreamCheck {
     }
 }
 
+/// Checks an `a2a-deltas` stream: text chunks of the artifact `stream` whose texts, joined, are
+/// `tick 1tick 2…tick N`, then the task completed. How the server groups deltas into chunks is
+/// its own choice; what it sends is checked whole.
+#[derive(Debug, Default)]
+pub struct DeltaCheck {
+    /// Events seen.
+    pub events: u64,
+    /// Chunks of the artifact `stream` seen.
+    pub chunks: u64,
+    text: String,
+    state: Option<String>,
+}
+
+impl DeltaCheck {
+    /// Checks one event's data (a JSON-RPC response whose result is a `StreamResponse`).
+    pub fn event(&mut self, data: &str) -> Result<(), CheckError> {
+        self.events += 1;
+        let answer: Value =
+            serde_json::from_str(data).map_err(|_| CheckError::new("event not JSON", excerpt(data.as_bytes())))?;
+        let result = jsonrpc_result(&answer)?;
+        if let Some(task) = result.get("task") {
+            self.state = task.pointer("/status/state").and_then(Value::as_str).map(str::to_owned);
+        } else if let Some(update) = result.get("statusUpdate") {
+            self.state = update.pointer("/status/state").and_then(Value::as_str).map(str::to_owned);
+        } else if let Some(update) = result.get("artifactUpdate") {
+            if update.pointer("/artifact/artifactId").and_then(Value::as_str) == Some("stream") {
+                self.chunks += 1;
+                let parts = update.pointer("/artifact/parts").and_then(Value::as_array).into_iter().flatten();
+                for text in parts.filter_map(|part| part.get("text").and_then(Value::as_str)) {
+                    self.text.push_str(text);
+                }
+            }
+        } else {
+            return Err(CheckError::new("unknown stream event", excerpt(data.as_bytes())));
+        }
+        Ok(())
+    }
+
+    /// The verdict once the stream is over: completed, with every one of `deltas` deltas.
+    pub fn finish(&self, deltas: u64) -> Result<(), CheckError> {
+        let expected: String = (1..=deltas).map(|tick| format!("tick {tick}")).collect();
+        match self.state.as_deref() {
+            Some(COMPLETED) if self.text == expected => Ok(()),
+            Some(COMPLETED) => Err(CheckError::new(
+                "wrong deltas",
+                format!("{} chunks, {} of {} bytes of text", self.chunks, self.text.len(), expected.len()),
+            )),
+            Some(state) => Err(CheckError::new(format!("task {state}"), format!("after {} events", self.events))),
+            None => Err(CheckError::new("stream without a task state", format!("{} events", self.events))),
+        }
+    }
+}
+
 /// A Lucid `POST /entrypoints/echo/invoke` answer: HTTP 200, `status: succeeded`, and the output
 /// `{"text": token}`.
 pub fn lucid_invoke(status: u16, body: &[u8], token: &str) -> Result<(), CheckError> {

@@ -22,7 +22,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-use crate::check::{self, CheckError, StreamCheck};
+use crate::check::{self, CheckError, DeltaCheck, StreamCheck};
 use crate::sse;
 use crate::stats::{self, Summary};
 
@@ -39,11 +39,19 @@ pub enum Scenario {
     LucidTask,
     /// A2A JSON-RPC `ListTasks`, first page of 50.
     List,
+    /// A2A JSON-RPC `SendStreamingMessage` of a task that streams [`DELTAS`] text deltas (the
+    /// Accord demo's `ticks` skill, with no pause between them), read to its end; every delta's
+    /// text is checked.
+    A2aDeltas,
 }
+
+/// The text deltas one `a2a-deltas` task streams.
+pub const DELTAS: u64 = 1000;
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 5] = [Self::A2aSend, Self::A2aStream, Self::LucidInvoke, Self::LucidTask, Self::List];
+    pub const ALL: [Self; 6] =
+        [Self::A2aSend, Self::A2aStream, Self::LucidInvoke, Self::LucidTask, Self::List, Self::A2aDeltas];
 
     /// The scenario's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -53,20 +61,21 @@ impl Scenario {
             Self::LucidInvoke => "lucid-invoke",
             Self::LucidTask => "lucid-task",
             Self::List => "list",
+            Self::A2aDeltas => "a2a-deltas",
         }
     }
 
     /// What one operation is, for the rate's unit.
     pub fn unit(self) -> &'static str {
         match self {
-            Self::A2aStream => "streams/s",
+            Self::A2aStream | Self::A2aDeltas => "streams/s",
             Self::LucidTask => "tasks/s",
             _ => "req/s",
         }
     }
 
     fn uses_jsonrpc(self) -> bool {
-        matches!(self, Self::A2aSend | Self::A2aStream | Self::List)
+        matches!(self, Self::A2aSend | Self::A2aStream | Self::List | Self::A2aDeltas)
     }
 }
 
@@ -216,12 +225,13 @@ impl Conn {
     }
 }
 
-/// Reads an SSE answer to its end, handing each event's data to `on_event`. A non-SSE answer is
+/// Reads an SSE answer to its end, handing each event's data to `on_event`; returns the body's
+/// length. A non-SSE answer is
 /// read whole and reported (a JSON-RPC error, an HTTP error).
 pub(crate) async fn read_events(
     response: http::Response<Incoming>,
     mut on_event: impl FnMut(&sse::Event) -> Result<(), CheckError>,
-) -> Result<(), OpError> {
+) -> Result<u64, OpError> {
     let status = response.status();
     let is_sse = response
         .headers()
@@ -241,15 +251,17 @@ pub(crate) async fn read_events(
         return Err(OpError::answer(error));
     }
     let mut parser = sse::Parser::new();
+    let mut bytes = 0u64;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(OpError::transport)?;
         let Ok(data) = frame.into_data() else { continue };
+        bytes += data.len() as u64;
         for event in parser.push(&data) {
             // The rest of the stream is not read: the connection cannot be reused.
             on_event(&event).map_err(|error| OpError { error, broken: true })?;
         }
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// What the run shares between its connections.
@@ -271,6 +283,11 @@ impl Shared {
     }
 
     fn a2a_message(&self, method: &str, id: u64, token: &str) -> String {
+        self.a2a_request(method, id, token, "echo", &json!({"text": token}))
+    }
+
+    /// A JSON-RPC request carrying one user message: a text part of `input` as JSON, for `skill`.
+    fn a2a_request(&self, method: &str, id: u64, token: &str, skill: &str, input: &Value) -> String {
         json!({
             "jsonrpc": "2.0",
             "id": id,
@@ -278,15 +295,16 @@ impl Shared {
             "params": {"message": {
                 "messageId": format!("m-{token}"),
                 "role": "ROLE_USER",
-                "parts": [{"text": json!({"text": token}).to_string()}],
-                "metadata": {"skillId": "echo"},
+                "parts": [{"text": input.to_string()}],
+                "metadata": {"skillId": skill},
             }},
         })
         .to_string()
     }
 
-    /// One operation of the scenario; returns how many events it read (0 outside streams).
-    async fn operation(&self, conn: &mut Conn, id: u64, token: &str) -> Result<u64, OpError> {
+    /// One operation of the scenario; returns how many events and body bytes of streams it read
+    /// (none outside streams).
+    async fn operation(&self, conn: &mut Conn, id: u64, token: &str) -> Result<Read, OpError> {
         let a2a = [("a2a-version", "1.0")];
         match self.scenario {
             Scenario::A2aSend => {
@@ -294,7 +312,7 @@ impl Shared {
                 let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &a2a)?;
                 let (status, body) = conn.exchange(request).await?;
                 check::a2a_send(status.as_u16(), &body, token).map_err(OpError::answer)?;
-                Ok(0)
+                Ok(Read::default())
             }
             Scenario::A2aStream => {
                 let body = self.a2a_message("SendStreamingMessage", id, token);
@@ -302,16 +320,27 @@ impl Shared {
                 let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &headers)?;
                 let response = conn.send(request).await?;
                 let mut stream = StreamCheck::default();
-                read_events(response, |event| stream.event(&event.data, token)).await?;
+                let bytes = read_events(response, |event| stream.event(&event.data, token)).await?;
                 stream.finish().map_err(OpError::answer)?;
-                Ok(stream.events)
+                Ok(Read { events: stream.events, bytes })
+            }
+            Scenario::A2aDeltas => {
+                let input = json!({"count": DELTAS, "interval_ms": 0});
+                let body = self.a2a_request("SendStreamingMessage", id, token, "ticks", &input);
+                let headers = [("a2a-version", "1.0"), ("accept", "text/event-stream")];
+                let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body), &headers)?;
+                let response = conn.send(request).await?;
+                let mut stream = DeltaCheck::default();
+                let bytes = read_events(response, |event| stream.event(&event.data)).await?;
+                stream.finish(DELTAS).map_err(OpError::answer)?;
+                Ok(Read { events: stream.events, bytes })
             }
             Scenario::LucidInvoke => {
                 let path = format!("{}/entrypoints/echo/invoke", self.target.base_path);
                 let body = json!({"input": {"text": token}}).to_string();
                 let (status, body) = conn.exchange(self.target.request(Method::POST, &path, Some(body), &[])?).await?;
                 check::lucid_invoke(status.as_u16(), &body, token).map_err(OpError::answer)?;
-                Ok(0)
+                Ok(Read::default())
             }
             Scenario::LucidTask => self.lucid_task(conn, token).await,
             Scenario::List => {
@@ -319,13 +348,13 @@ impl Shared {
                 let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body.to_string()), &a2a)?;
                 let (status, body) = conn.exchange(request).await?;
                 check::a2a_list(status.as_u16(), &body, self.list_min_total).map_err(OpError::answer)?;
-                Ok(0)
+                Ok(Read::default())
             }
         }
     }
 
     /// Lucid task: create, wait on the task's update stream until it ends, read it.
-    async fn lucid_task(&self, conn: &mut Conn, token: &str) -> Result<u64, OpError> {
+    async fn lucid_task(&self, conn: &mut Conn, token: &str) -> Result<Read, OpError> {
         let base = &self.target.base_path;
         let body = json!({
             "skillId": "echo",
@@ -354,8 +383,15 @@ impl Shared {
         let path = format!("{base}/tasks/{}", capability.task_id);
         let (status, body) = conn.exchange(self.target.request(Method::GET, &path, None, &access)?).await?;
         check::lucid_task(status.as_u16(), &body, &capability.task_id, token).map_err(OpError::answer)?;
-        Ok(0)
+        Ok(Read::default())
     }
+}
+
+/// What one operation read of streams.
+#[derive(Debug, Default, Clone, Copy)]
+struct Read {
+    events: u64,
+    bytes: u64,
 }
 
 /// What one connection counted.
@@ -367,6 +403,7 @@ struct Tally {
     warmup_ok: u64,
     warmup_errors: u64,
     events: u64,
+    bytes: u64,
     kinds: BTreeMap<String, u64>,
     samples: Vec<String>,
 }
@@ -394,6 +431,7 @@ impl Tally {
         self.warmup_ok += other.warmup_ok;
         self.warmup_errors += other.warmup_errors;
         self.events += other.events;
+        self.bytes += other.bytes;
         for (kind, count) in other.kinds {
             *self.kinds.entry(kind).or_default() += count;
         }
@@ -438,11 +476,12 @@ async fn connection(shared: Arc<Shared>, worker: usize) -> Tally {
         let outcome = tokio::time::timeout(shared.timeout, shared.operation(&mut open, sequence, &token)).await;
         let elapsed = sent.elapsed();
         match outcome {
-            Ok(Ok(events)) => {
+            Ok(Ok(read)) => {
                 conn = Some(open);
                 if measured {
                     tally.ok += 1;
-                    tally.events += events;
+                    tally.events += read.events;
+                    tally.bytes += read.bytes;
                     tally.latencies_us.push(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX));
                 } else {
                     tally.warmup_ok += 1;
@@ -522,8 +561,10 @@ pub struct Report {
     pub warmup_errors: u64,
     /// Right answers per second of the window.
     pub rate: f64,
-    /// Stream events read in the window (`a2a-stream`).
+    /// Stream events read in the window (`a2a-stream`, `a2a-deltas`).
     pub events: u64,
+    /// Body bytes of the streams read in the window (`a2a-stream`, `a2a-deltas`).
+    pub bytes: u64,
     /// Latency of the right answers.
     pub latency: Summary,
     /// Errors by kind (warm-up included).
@@ -554,6 +595,23 @@ impl Report {
         self.server_cpu_s.filter(|_| operations > 0).map(|seconds| seconds * 1e6 / operations as f64)
     }
 
+    /// Text deltas the window's right answers carried (`a2a-deltas`).
+    fn deltas(&self) -> u64 {
+        if self.scenario == Scenario::A2aDeltas { self.ok * DELTAS } else { 0 }
+    }
+
+    /// The server's CPU microseconds per text delta streamed (`a2a-deltas`).
+    pub fn server_cpu_us_per_delta(&self) -> Option<f64> {
+        let deltas = self.deltas();
+        self.server_cpu_s.filter(|_| deltas > 0).map(|seconds| seconds * 1e6 / deltas as f64)
+    }
+
+    /// Stream body bytes per text delta (`a2a-deltas`): what the wire carries for one.
+    pub fn bytes_per_delta(&self) -> Option<f64> {
+        let deltas = self.deltas();
+        (deltas > 0).then(|| self.bytes as f64 / deltas as f64)
+    }
+
     /// The report as one JSON object.
     pub fn to_json(&self) -> Value {
         json!({
@@ -569,6 +627,9 @@ impl Report {
             "rate": self.rate,
             "events": self.events,
             "events_per_s": self.events_per_s(),
+            "bytes": self.bytes,
+            "server_cpu_us_per_delta": self.server_cpu_us_per_delta(),
+            "bytes_per_delta": self.bytes_per_delta(),
             "p50_us": self.latency.p50_us,
             "p99_us": self.latency.p99_us,
             "max_us": self.latency.max_us,
@@ -598,6 +659,9 @@ impl Report {
         );
         if self.events > 0 {
             text.push_str(&format!(", {:.0} events/s", self.events_per_s()));
+        }
+        if let Some(bytes) = self.bytes_per_delta() {
+            text.push_str(&format!(", {bytes:.1} bytes/delta"));
         }
         if let Some(cpu) = self.server_cpu_us_per_op() {
             text.push_str(&format!(", server CPU {cpu:.0} µs/op"));
@@ -693,6 +757,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
         warmup_errors: tally.warmup_errors,
         rate: if duration_s > 0.0 { tally.ok as f64 / duration_s } else { 0.0 },
         events: tally.events,
+        bytes: tally.bytes,
         latency,
         error_kinds: tally.kinds,
         error_samples: tally.samples,

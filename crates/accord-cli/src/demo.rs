@@ -52,6 +52,10 @@ pub struct TicksInput {
     /// How many deltas to stream (default 3).
     #[schemars(range(min = 0, max = 1000))]
     pub count: Option<u32>,
+    /// Milliseconds between two deltas (default 100; 0 streams them as fast as they go, as the
+    /// streaming benchmark does).
+    #[schemars(range(min = 0, max = 10000))]
+    pub interval_ms: Option<u32>,
 }
 
 /// Output of `ticks`.
@@ -176,18 +180,19 @@ fn build(priced: bool) -> Result<Agent, BuildError> {
         .skill(
             Skill::builder("ticks")
                 .description(
-                    "Streams `count` deltas (default 3), one every 100 ms; as a task, they are the chunks of its `stream` \
-                     artifact.",
+                    "Streams `count` deltas (default 3), one every `interval_ms` (default 100); as a task, they are the \
+                     chunks of its `stream` artifact.",
                 )
                 .input_type::<TicksInput>()
                 .output_type::<TicksOutput>()
                 .handler(|run: Run| async move {
                     let input: TicksInput = run.input_as()?;
                     let count = input.count.unwrap_or(3);
+                    let interval = input.interval_ms.map_or(TICK, |ms| Duration::from_millis(u64::from(ms)));
                     for tick in 0..count {
-                        if tick > 0 {
+                        if tick > 0 && !interval.is_zero() {
                             tokio::select! {
-                                () = tokio::time::sleep(TICK) => {}
+                                () = tokio::time::sleep(interval) => {}
                                 () = run.cancelled() => return Err(SkillError::new("cancelled", "cancelled")),
                             }
                         }

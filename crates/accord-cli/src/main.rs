@@ -51,20 +51,14 @@ enum Command {
     /// Run an agent over HTTP: the one an agent file describes (`--config`), the demo agent
     /// (skills: echo, summarize, slow, ticks, confirm) or the conformance agent.
     Serve {
-        /// Serve the agent this file describes (TOML; see docs/agent-file.md): its `[[skill]]`s are
-        /// HTTP endpoints or commands, its `[[mcp]]` servers give one skill per tool, and its
-        /// `[serve]` and `[payments]` tables set flags (a flag or `ACCORD_*` variable given here
-        /// wins; their relative paths are relative to the file).
-        #[arg(long, env = "ACCORD_CONFIG", conflicts_with_all = ["agent", "demo_prices"])]
-        config: Option<std::path::PathBuf>,
         /// Which agent: `demo`, or `conformance` — the A2A conformance kit's scenarios, chosen by
         /// each message's messageId prefix (see docs/demo.md).
-        #[arg(long, value_enum, default_value_t = AgentKind::Demo, env = "ACCORD_AGENT")]
+        #[arg(long, value_enum, default_value_t = AgentKind::Demo, env = "ACCORD_AGENT", conflicts_with = "config")]
         agent: AgentKind,
         /// Price the demo agent's skills (summarize: 1000 per invoke, per stream and per task; slow:
         /// 500 each) and collect with the local development rail, which accepts vouchers signed by any
         /// `accord wallet`. Paid tasks need a durable store (the default SQLite file is one).
-        #[arg(long, env = "ACCORD_DEMO_PRICES", conflicts_with = "pay_rail")]
+        #[arg(long, env = "ACCORD_DEMO_PRICES", conflicts_with_all = ["pay_rail", "config"])]
         demo_prices: bool,
         /// With `--agent conformance`: serve the A2A 0.3 dialect too (0.3 JSON-RPC and HTTP+JSON,
         /// and the card's 0.3 members), for the 0.3 conformance kit. Off by default because the
@@ -376,48 +370,13 @@ enum Parsed {
 }
 
 /// Parses the command line (printing help, or the mistake, and exiting as clap does). For
-/// `serve --config FILE`, reads the file and parses again with the flags its `[serve]` and
-/// `[payments]` tables stand for after the real ones, which thus win.
+/// `serve --config FILE`, the file too, with the flags its `[serve]` and `[payments]` tables stand
+/// for under the real ones ([`accord::serve::parse_with_agent_file`]).
 fn parse_command_line() -> Result<Parsed, Failure> {
-    use clap::{CommandFactory as _, FromArgMatches as _};
-    let command = Cli::command();
-    let matches = command.clone().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
-    let Command::Serve { config: Some(path), .. } = &cli.command else {
-        return Ok(Parsed::Cli(cli));
-    };
-    let name = path.display().to_string();
-    let file = accord::backends::AgentFile::load(path).map_err(|errors| usage(errors.to_string()))?;
-    let (Some(serve_command), Some(("serve", serve_matches))) =
-        (command.find_subcommand("serve"), matches.subcommand())
-    else {
-        return Ok(Parsed::Cli(cli));
-    };
-    let skip = ["config", "agent", "demo-prices", "a2a-03", "extended-card", "help"];
-    // Paths in the tables are relative to the file, like every other path the file names.
-    let base = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let serve_table = file.serve_table().map(|table| accord::serve::with_paths_from(table, base));
-    let payments_table = file.payments_table().map(|table| accord::serve::with_paths_from(table, base));
-    let extra = accord::serve::agent_file_flags(
-        serve_command,
-        serve_matches,
-        serve_table.as_ref(),
-        payments_table.as_ref(),
-        &name,
-        &skip,
-    )
-    .map_err(|problems| usage(problems.join("\n")))?;
-    let argv = std::env::args_os().chain(extra);
-    let cli = Cli::try_parse_from(argv).map_err(|error| {
-        // The mistake is in the file's tables (the command line alone parsed).
-        let message = error.kind().to_string();
-        let detail = error.to_string();
-        let detail = detail.lines().next().unwrap_or(&message).trim_start_matches("error: ");
-        usage(format!("{name}: [serve]/[payments]: {detail}"))
-    })?;
-    match cli.command {
-        Command::Serve { args, .. } => Ok(Parsed::AgentFile(Box::new(file), args)),
-        _ => Err(usage("serve --config: the command line changed between two reads")),
+    let (cli, file) = accord::serve::parse_with_agent_file::<Cli>()?;
+    match (cli, file) {
+        (Cli { command: Command::Serve { args, .. } }, Some(file)) => Ok(Parsed::AgentFile(Box::new(file), args)),
+        (cli, _) => Ok(Parsed::Cli(cli)),
     }
 }
 

@@ -10,7 +10,9 @@
 //! is created, marked working, given the artifact `echo: <text>` and completed, with no pause:
 //! the same work as Accord's `echo` skill. A message whose text is `{"seconds": N}` is instead
 //! marked working and completed N seconds later, as Accord's `slow` skill does: the harness
-//! opens its subscribers on such a task. Prints `sdk-echo listening on http://127.0.0.1:<port>`
+//! opens its subscribers on such a task. A message whose text is `{"count": N, "interval_ms": M}`
+//! streams N artifact chunks `tick 1` … `tick N` (M ms apart) before completing, as Accord's
+//! `ticks` skill streams its deltas: the harness's a2a-deltas scenario. Prints `sdk-echo listening on http://127.0.0.1:<port>`
 //! once it accepts connections.
 
 /// With the feature `mimalloc`, the allocator the `accord` binary has.
@@ -91,6 +93,39 @@ impl AgentExecutor for Echo {
             });
             return Box::pin(stream::iter(events.into_iter().map(Ok)).chain(end));
         }
+        if let Some((count, interval)) = ticks(&text) {
+            // Streamed text: one artifact chunk a delta (`tick 1`, `tick 2`, …), as Accord's
+            // `ticks` skill emits deltas; the harness's a2a-deltas scenario reads them.
+            let completed = stream::once(std::future::ready(Ok(status_event(TaskState::Completed))));
+            let (chunk_task, chunk_context) = (task_id.clone(), context_id.clone());
+            let chunk = move |tick: u64| {
+                StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: chunk_task.clone(),
+                    context_id: chunk_context.clone(),
+                    artifact: Artifact {
+                        artifact_id: "stream".into(),
+                        name: Some("stream".into()),
+                        description: None,
+                        parts: vec![Part::text(format!("tick {tick}"))],
+                        metadata: None,
+                        extensions: None,
+                    },
+                    append: Some(tick > 1),
+                    last_chunk: Some(tick == count),
+                    metadata: None,
+                })
+            };
+            let chunks = stream::iter(1..=count).then(move |tick| {
+                let event = chunk(tick);
+                async move {
+                    if tick > 1 && !interval.is_zero() {
+                        tokio::time::sleep(interval).await;
+                    }
+                    Ok(event)
+                }
+            });
+            return Box::pin(stream::iter(events.into_iter().map(Ok)).chain(chunks).chain(completed));
+        }
         events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
@@ -126,6 +161,15 @@ impl AgentExecutor for Echo {
 /// `{"seconds": N}`.
 fn slow_seconds(text: &str) -> Option<u64> {
     serde_json::from_str::<serde_json::Value>(text).ok()?.get("seconds")?.as_u64()
+}
+
+/// The deltas a message asks for, as the Accord demo's `ticks` skill reads them: a text part of
+/// `{"count": N, "interval_ms": M}` (M defaults to 100).
+fn ticks(text: &str) -> Option<(u64, std::time::Duration)> {
+    let input = serde_json::from_str::<serde_json::Value>(text).ok()?;
+    let count = input.get("count")?.as_u64()?;
+    let interval = input.get("interval_ms").and_then(serde_json::Value::as_u64).unwrap_or(100);
+    Some((count, std::time::Duration::from_millis(interval)))
 }
 
 fn card(base: &str) -> Result<AgentCard, serde_json::Error> {
