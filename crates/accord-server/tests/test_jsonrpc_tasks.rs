@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
-use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
+use accord_engine::{Agent, Artifact, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillError};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
-use accord_server::jsonrpc_tasks::{RpcContext, RpcError, TaskSpec, TasksEndpoint, TasksHandler};
+use accord_server::jsonrpc_tasks::{RpcContext, RpcError, TaskSpec, TaskStatus, TaskView, TasksEndpoint, TasksHandler};
 use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_test_support::TestServer;
 use async_trait::async_trait;
@@ -31,6 +31,26 @@ fn agent() -> Agent {
             run.cancelled().await;
             Err::<Outcome, _>(SkillError::new("cancelled", "cancelled"))
         }))
+        // Says something, files a document with a file part, then completes.
+        .skill(Skill::builder("report").invoke(|run: Run| async move {
+            let mut said = Message::agent_text("drafting");
+            said.message_id = Some("m-1".into());
+            said.metadata = Some(json!({"step": 1}).as_object().cloned().expect("object"));
+            run.emit(RunEvent::Message(said)).await;
+            let file = Part::File {
+                name: Some("r.txt".into()),
+                mime: Some("text/plain".into()),
+                bytes_base64: None,
+                uri: Some("https://files.example/r.txt".into()),
+            };
+            let artifact = Artifact {
+                artifact_id: "doc".into(),
+                name: Some("report".into()),
+                parts: vec![Part::Text("part one".into()), Part::Data(json!({"n": 1})), file],
+            };
+            run.emit(RunEvent::Artifact { artifact, append: true, last_chunk: false }).await;
+            Ok(Outcome::Completed(Completion::new(json!({"done": true}))))
+        }))
         .skill(
             Skill::builder("typed")
                 .input_schema(json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}))
@@ -53,19 +73,24 @@ struct Custom;
 
 #[async_trait]
 impl TasksHandler for Custom {
-    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<TaskView, RpcError> {
         match task.skill.as_str() {
             "explode" => Err(RpcError::new(RpcError::INTERNAL_ERROR, "")),
             "gone" => Err(RpcError::new(RpcError::TASK_NOT_CANCELABLE, "too late").with_data(json!({"why": "done"}))),
-            skill => Ok(json!({"taskId": "t-1", "status": "queued", "skill": skill,
-                               "subject": context.principal.map(|p| p.subject)})),
+            skill => {
+                // The dialect's status words are free-form, and a handler may answer members of its own.
+                let mut view = TaskView::new("t-1", TaskStatus::Other("queued".into()));
+                view.extra.insert("skill".into(), json!(skill));
+                view.extra.insert("subject".into(), json!(context.principal.map(|p| p.subject)));
+                Ok(view)
+            }
         }
     }
-    async fn get(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
-        Ok(json!({"taskId": task_id, "status": "completed"}))
+    async fn get(&self, task_id: String, _context: RpcContext) -> Result<TaskView, RpcError> {
+        Ok(TaskView::new(task_id, TaskStatus::Completed))
     }
-    async fn cancel(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
-        Ok(json!({"taskId": task_id, "status": "canceled"}))
+    async fn cancel(&self, task_id: String, _context: RpcContext) -> Result<TaskView, RpcError> {
+        Ok(TaskView::new(task_id, TaskStatus::Canceled))
     }
 }
 
@@ -334,6 +359,37 @@ async fn send_subscribe_streams_json_rpc_responses_until_the_end() {
     assert!(sequences.windows(2).all(|pair| pair[0] < pair[1]), "{sequences:?}");
 }
 
+/// The `data:` lines of a `tasks/sendSubscribe` of `skill`, with the task's id replaced by `T`.
+async fn stream_data(f: &Fixture, skill: &str) -> Vec<String> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/sendSubscribe", "params": {"task": {"skill": skill}}});
+    let response = reqwest::Client::new().post(f.server.url("/a2a/tasks")).json(&body).send().await.expect("response");
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("ends").expect("body");
+    let data: Vec<&str> = text.lines().filter_map(|line| line.strip_prefix("data: ")).collect();
+    let first: Value = serde_json::from_str(data.first().expect("an event")).expect("json");
+    let task_id = first["result"]["taskId"].as_str().expect("taskId").to_owned();
+    data.iter().map(|line| line.replace(&task_id, "T")).collect()
+}
+
+#[tokio::test]
+async fn send_subscribe_writes_each_kind_of_update_in_its_wire_shape() {
+    let f = fixture().await;
+    let data = stream_data(&f, "report").await;
+    // Members in name order, as this face has always written them.
+    let message = r#"{"jsonrpc":"2.0","id":7,"result":{"event":"message","message":{"message_id":"m-1","metadata":{"step":1},"parts":[{"text":"drafting"}],"role":"agent"},"sequence":"#;
+    let artifact = r#"{"jsonrpc":"2.0","id":7,"result":{"append":true,"artifact":{"artifact_id":"doc","name":"report","parts":[{"text":"part one"},{"data":{"n":1}},{"file":{"mime":"text/plain","name":"r.txt","uri":"https://files.example/r.txt"}}]},"event":"artifact","lastChunk":false,"sequence":"#;
+    let result = r#"{"jsonrpc":"2.0","id":7,"result":{"event":"result","result":{"output":{"done":true}},"sequence":"#;
+    for (prefix, suffix) in [(message, r#","taskId":"T"}}"#), (artifact, r#","taskId":"T"}}"#)] {
+        let line = data.iter().find(|line| line.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in {data:#?}"));
+        assert!(line.ends_with(suffix), "{line}");
+    }
+    let last = data.last().expect("events");
+    assert!(last.starts_with(result) && last.ends_with(r#","status":"completed","taskId":"T"}}"#), "{last}");
+    let first = data.first().expect("events");
+    assert!(first.starts_with(r#"{"jsonrpc":"2.0","id":7,"result":{"event":"status","sequence":"#), "{first}");
+    assert!(first.ends_with(r#","status":"submitted","taskId":"T"}}"#), "{first}");
+}
+
 #[tokio::test]
 async fn the_card_lists_the_face_without_confusing_lucid_clients() {
     let f = fixture().await;
@@ -375,9 +431,11 @@ async fn the_client_sends_gets_and_cancels_and_types_its_errors() {
 
     let task = RpcTask { skill: "echo".into(), input: Some(json!({"q": 1}).as_object().cloned().expect("object")) };
     let sent = client.tasks_send(&url, task, alice.clone()).await.expect("send");
-    assert_eq!(sent["status"], "completed");
-    let id = sent["taskId"].as_str().expect("id");
-    assert_eq!(client.tasks_get(&url, id, alice.clone()).await.expect("get")["result"]["output"], json!({"q": 1}));
+    assert_eq!(sent.status, TaskStatus::Completed);
+    let id = sent.task_id.as_str();
+    let read = client.tasks_get(&url, id, alice.clone()).await.expect("get");
+    assert_eq!(read.result.as_ref().map(|result| &result["output"]), Some(&json!({"q": 1})));
+    assert_eq!(read, sent, "the same view from send and get");
     match client.tasks_cancel(&url, id, alice.clone()).await {
         Err(ClientError::JsonRpc { operation, error }) => {
             assert_eq!((operation, error.code), (Operation::CancelTask, -32003));
