@@ -512,3 +512,86 @@ async fn any_id_is_echoed_and_params_are_judged_by_the_method() {
     let (status, _, body) = call(&f, "/custom/rpc", "5", JSON, None).await;
     assert_eq!((status, body.get("id"), body["error"]["code"].clone()), (400, None, json!(-32600)));
 }
+
+/// One HTTP/1.1 exchange on a fresh connection, read until the server closes it.
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn beyond_the_in_flight_cap_the_face_answers_busy_as_a_json_rpc_error_and_runs_nothing() {
+    use accord_server::serve::{ConnectionLimits, Server};
+    use std::future::IntoFuture;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let agent = Agent::builder("busy-test")
+        .skill(Skill::builder("count").invoke(move |_run: Run| {
+            let counted = Arc::clone(&counted);
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(Outcome::Completed(Completion::new(json!({"counted": true}))))
+            }
+        }))
+        .build()
+        .expect("agent");
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let (entered, release) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+    let (held, freed) = (Arc::clone(&entered), Arc::clone(&release));
+    // The one request in flight the server allows: held until the test releases it.
+    let hold = axum::routing::get(move || async move {
+        held.notify_one();
+        freed.notified().await;
+        "released"
+    });
+    let config = ServerConfig::default().tasks(runtime).jsonrpc_tasks(Some(JsonRpcTasksConfig::default()));
+    let app = agent.router_with(config).route("/hold", hold);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let limits = ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() };
+    let serving = tokio::spawn(Server::new(listener, app).limits(limits).into_future());
+    let holder = tokio::spawn(raw_http(addr, "GET /hold HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    entered.notified().await;
+
+    let send = r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"task":{"skill":"count"}}}"#;
+    let post = format!(
+        "POST /a2a/tasks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{send}",
+        send.len()
+    );
+    // 503 with `Retry-After`, the face's JSON-RPC error with `id: null` (its body was not read, so
+    // the HTTP/1.1 connection closes), -32096 with the reason and the wait in `data`.
+    let answer = raw_http(addr, &post).await;
+    let lower = answer.to_ascii_lowercase();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(lower.contains("\r\nretry-after: 1\r\n") && lower.contains("\r\nconnection: close\r\n"), "{answer}");
+    assert!(lower.contains("\r\ncontent-type: application/json\r\n"), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let body: Value = serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {answer}"));
+    let message = body["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(!message.is_empty(), "{body}");
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": RpcError::UNAVAILABLE, "message": message,
+               "data": {"reason": "UNAVAILABLE", "retryAfter": 1}}})
+    );
+
+    release.notify_one();
+    assert!(holder.await.expect("holder").contains("released"));
+    // Served now: the skill runs once, for this request alone (the refused one started no task).
+    let answer = raw_http(addr, &post.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "the slot is free again: {answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let body: Value = serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {answer}"));
+    assert_eq!(body["result"]["status"], "completed", "{body}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the refused request ran its skill");
+    serving.abort();
+}
