@@ -547,7 +547,7 @@ async fn rpc(command: RpcCommand) -> Result<(), Failure> {
             client.tasks_cancel(&target.url, &id, rpc_options(&target)?).await.map_err(hint)?
         }
     };
-    print_json(&result, true);
+    print_json(&serde_json::to_value(&result).unwrap_or(Value::Null), true);
     Ok(())
 }
 

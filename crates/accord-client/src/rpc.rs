@@ -7,13 +7,15 @@
 //!
 //! The envelope is [`accord_types::jsonrpc`]'s: requests are built with it, and an answer must be a
 //! JSON-RPC 2.0 response with exactly one of `result` and `error` that echoes the request's id (an
-//! error may carry `null` when the server could not read it).
+//! error may carry `null` when the server could not read it). A `result` is read as a
+//! [`TaskView`]: `taskId` and `status` are required, any status word is accepted, and members
+//! beyond the dialect's are kept in [`TaskView::extra`].
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use accord_types::jsonrpc;
-use accord_types::tasks_rpc::{SkillKey, TaskRef, TaskSpec};
+use accord_types::tasks_rpc::{SkillKey, TaskRef, TaskSpec, TaskView};
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::{Map, Value};
@@ -80,9 +82,14 @@ pub fn check_peer_url(peer_url: &str, allow_loopback_http: bool) -> Result<Url, 
 }
 
 impl Client {
-    /// `tasks/send`: starts a task on the peer; returns the peer's result (typically
-    /// `{taskId, status}`, or the final state when the task finished quickly).
-    pub async fn tasks_send(&self, peer_url: &str, task: RpcTask, options: RpcOptions) -> Result<Value, ClientError> {
+    /// `tasks/send`: starts a task on the peer; returns its view (`{taskId, status}`, with the
+    /// result or error when the task finished quickly).
+    pub async fn tasks_send(
+        &self,
+        peer_url: &str,
+        task: RpcTask,
+        options: RpcOptions,
+    ) -> Result<TaskView, ClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
         let skill =
             SkillKey::parse(&task.skill).ok_or_else(|| ClientError::InvalidSkill { skill: task.skill.clone() })?;
@@ -90,15 +97,20 @@ impl Client {
         self.rpc_call(url, Operation::SendTask, "tasks/send", params, options, Duration::from_secs(30)).await
     }
 
-    /// `tasks/get`: the peer's `{taskId, status, result?, error?}`.
-    pub async fn tasks_get(&self, peer_url: &str, task_id: &str, options: RpcOptions) -> Result<Value, ClientError> {
+    /// `tasks/get`: the task's view, `{taskId, status, result?, error?}`.
+    pub async fn tasks_get(&self, peer_url: &str, task_id: &str, options: RpcOptions) -> Result<TaskView, ClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
         let task = TaskRef::parse(task_id).ok_or_else(|| ClientError::InvalidTaskId { task_id: task_id.to_owned() })?;
         self.rpc_call(url, Operation::GetTask, "tasks/get", task.to_params(), options, Duration::from_secs(15)).await
     }
 
-    /// `tasks/cancel`: cancels the task on the peer.
-    pub async fn tasks_cancel(&self, peer_url: &str, task_id: &str, options: RpcOptions) -> Result<Value, ClientError> {
+    /// `tasks/cancel`: cancels the task on the peer; returns its view after the cancellation.
+    pub async fn tasks_cancel(
+        &self,
+        peer_url: &str,
+        task_id: &str,
+        options: RpcOptions,
+    ) -> Result<TaskView, ClientError> {
         let url = check_peer_url(peer_url, options.allow_loopback_http)?;
         let task = TaskRef::parse(task_id).ok_or_else(|| ClientError::InvalidTaskId { task_id: task_id.to_owned() })?;
         self.rpc_call(url, Operation::CancelTask, "tasks/cancel", task.to_params(), options, Duration::from_secs(15))
@@ -113,7 +125,7 @@ impl Client {
         params: Value,
         options: RpcOptions,
         default_timeout: Duration,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<TaskView, ClientError> {
         let id = Value::String(uuid_like());
         let request = jsonrpc::Request::new(id.clone(), method, params);
         let body = serde_json::to_string(&request)
@@ -142,12 +154,14 @@ impl Client {
     }
 }
 
-/// Reads the answer to the request whose id was `id`: its result, or the error it carries.
-fn read_answer(operation: Operation, url: &Url, body: &[u8], id: &Value) -> Result<Value, ClientError> {
+/// Reads the answer to the request whose id was `id`: the task view of its result, or the error
+/// it carries. A result that is not a task view (no `taskId` or `status`) is an invalid response.
+fn read_answer(operation: Operation, url: &Url, body: &[u8], id: &Value) -> Result<TaskView, ClientError> {
     let bad = |error: jsonrpc::ResponseError| ClientError::invalid(operation, url, error.to_string());
     let response = jsonrpc::Response::<Value>::parse(body).map_err(bad)?;
     response.check_id(id).map_err(bad)?;
-    response.into_result().map_err(|error| ClientError::JsonRpc { operation, error })
+    let result = response.into_result().map_err(|error| ClientError::JsonRpc { operation, error })?;
+    serde_json::from_value(result).map_err(|error| ClientError::invalid(operation, url, format!("task view: {error}")))
 }
 
 /// A random request id (128 bits, hex).
@@ -162,6 +176,7 @@ fn uuid_like() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use accord_types::tasks_rpc::TaskStatus;
     use serde_json::json;
 
     #[test]
@@ -183,10 +198,14 @@ mod tests {
         let id = json!("abc");
         let url = Url::parse("https://peer.example/rpc").expect("url");
         let read = |body: &str| read_answer(Operation::GetTask, &url, body.as_bytes(), &id);
-        assert_eq!(
-            read(r#"{"jsonrpc":"2.0","id":"abc","result":{"taskId":"t"}}"#).expect("ok"),
-            json!({"taskId": "t"})
-        );
+        let view =
+            read(r#"{"jsonrpc":"2.0","id":"abc","result":{"taskId":"t","status":"queued","eta":3}}"#).expect("ok");
+        assert_eq!((view.task_id.as_str(), &view.status), ("t", &TaskStatus::Other("queued".into())));
+        assert_eq!(view.extra.get("eta"), Some(&json!(3)), "a peer's own members are kept");
+        let done =
+            read(r#"{"jsonrpc":"2.0","id":"abc","result":{"taskId":"t","status":"completed","result":{"output":1}}}"#)
+                .expect("ok");
+        assert_eq!((done.status, done.result), (TaskStatus::Completed, Some(json!({"output": 1}))));
         match read(r#"{"jsonrpc":"2.0","id":"abc","error":{"code":-32002,"message":"task not found","data":[1]}}"#) {
             Err(ClientError::JsonRpc { operation, error }) => {
                 assert_eq!(
@@ -207,6 +226,8 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":"abc","result":{}}"#,
             r#"{"id":"abc","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":"abc"}"#,
+            r#"{"jsonrpc":"2.0","id":"abc","result":{"taskId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":"abc","result":{"status":"completed"}}"#,
         ] {
             assert!(matches!(read(body), Err(ClientError::InvalidResponse { .. })), "{body}");
         }

@@ -23,10 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{
-    Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEventKind, TaskId, TaskService, Wait,
+    Caller, SendInput, SendRequest, SubscribeFrom, Task, TaskEvent, TaskEventKind, TaskId, TaskService, Wait,
 };
 use accord_engine::{Error, ErrorKind, TaskState};
 use accord_types::jsonrpc::{self, ErrorObject, ParseErrorKind};
+use accord_types::tasks_rpc;
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::Request;
@@ -112,7 +113,9 @@ impl From<ErrorObject> for RpcError {
     }
 }
 
-pub use accord_types::tasks_rpc::{SkillKey, TaskFailure, TaskRef, TaskSpec, TaskUpdate, TaskView};
+pub use accord_types::tasks_rpc::{
+    SkillKey, TaskFailure, TaskRef, TaskSpec, TaskStatus, TaskUpdate, TaskView, UpdateEvent,
+};
 
 /// What a handler knows about the call.
 #[derive(Debug, Clone)]
@@ -125,19 +128,21 @@ pub struct RpcContext {
     pub headers: HeaderMap,
 }
 
-/// The results of a `tasks/sendSubscribe`, each answered as one JSON-RPC response event.
-pub type RpcStream = Pin<Box<dyn Stream<Item = Result<Value, RpcError>> + Send>>;
+/// The updates of a `tasks/sendSubscribe`, each answered as one JSON-RPC response event (its
+/// `sequence` the SSE `id`).
+pub type RpcStream = Pin<Box<dyn Stream<Item = Result<TaskUpdate, RpcError>> + Send>>;
 
 /// Serves the JSON-RPC task methods. Implement the ones you serve; `tasks/sendSubscribe`
 /// defaults to "not supported".
 #[async_trait]
 pub trait TasksHandler: Send + Sync + 'static {
-    /// `tasks/send`: start a task; typically answers `{taskId, status}`.
-    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError>;
-    /// `tasks/get`: the task's `{taskId, status, result?, error?}`.
-    async fn get(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError>;
-    /// `tasks/cancel`: cancel the task.
-    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError>;
+    /// `tasks/send`: start a task; answers its view (`{taskId, status}`, and its result or error
+    /// when it already ended).
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<TaskView, RpcError>;
+    /// `tasks/get`: the task's view, `{taskId, status, result?, error?}`.
+    async fn get(&self, task_id: String, context: RpcContext) -> Result<TaskView, RpcError>;
+    /// `tasks/cancel`: cancel the task; answers its view after the cancellation.
+    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<TaskView, RpcError>;
     /// `tasks/sendSubscribe`: start a task and stream its updates.
     async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
         let _ = (task, context);
@@ -286,7 +291,7 @@ impl TasksEndpoint {
                 tracing::warn!(target: "accord::audit", event = "a2a.tasks.handler_error", method = %method, code = error.code, subject = %subject)
             }
         }
-        let result = result.map_err(|error| {
+        let result = result.and_then(|view| answer_json(&view)).map_err(|error| {
             if error.message.is_empty() { RpcError { message: "handler error".into(), ..error } } else { error }
         });
         let retry_after = result.as_ref().err().and_then(retry_after_of);
@@ -369,10 +374,19 @@ fn rpc_response(status: StatusCode, id: Option<Value>, result: Result<Value, Rpc
     (status, axum::Json(jsonrpc::Response::from_result(id, result))).into_response()
 }
 
+/// An answer as the JSON of a response's `result`. Written through a `Value`, whose members are
+/// in name order, as this face has always written them.
+fn answer_json(answer: &impl serde::Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(answer).map_err(|error| {
+        tracing::error!(%error, "a json-rpc tasks answer does not serialize");
+        RpcError::new(RpcError::INTERNAL_ERROR, "the answer could not be written")
+    })
+}
+
 fn subscribe_response(id: Value, stream: RpcStream) -> Response {
     let events = stream.map(move |item| {
-        let sequence = item.as_ref().ok().and_then(|result| result.get("sequence")).and_then(Value::as_u64);
-        let body = jsonrpc::Response::from_result(id.clone(), item);
+        let sequence = item.as_ref().ok().map(|update| update.sequence);
+        let body = jsonrpc::Response::from_result(id.clone(), item.and_then(|update| answer_json(&update)));
         let mut event = Event::default().data(serde_json::to_string(&body).unwrap_or_default());
         if let Some(sequence) = sequence {
             event = event.id(sequence.to_string());
@@ -455,9 +469,57 @@ fn failure_error(error: Error) -> RpcError {
     }
 }
 
-/// The engine's name of `state` (`submitted`, `working`, …), as this dialect writes it.
-fn state_name(state: TaskState) -> String {
-    state.as_str().to_owned()
+/// The dialect's status of an engine state (the same names: `submitted`, `working`, …).
+fn status_of(state: TaskState) -> TaskStatus {
+    match state {
+        TaskState::Submitted => TaskStatus::Submitted,
+        TaskState::Working => TaskStatus::Working,
+        TaskState::InputRequired => TaskStatus::InputRequired,
+        TaskState::AuthRequired => TaskStatus::AuthRequired,
+        TaskState::Completed => TaskStatus::Completed,
+        TaskState::Failed => TaskStatus::Failed,
+        TaskState::Canceled => TaskStatus::Canceled,
+        TaskState::Rejected => TaskStatus::Rejected,
+    }
+}
+
+/// An engine message in the dialect's types.
+fn message_of(message: &accord_engine::Message) -> tasks_rpc::Message {
+    tasks_rpc::Message {
+        message_id: message.message_id.clone(),
+        role: match message.role {
+            accord_engine::Role::User => tasks_rpc::Role::User,
+            accord_engine::Role::Agent => tasks_rpc::Role::Agent,
+        },
+        parts: message.parts.iter().map(part_of).collect(),
+        metadata: message.metadata.clone(),
+    }
+}
+
+/// An engine artifact (or chunk) in the dialect's types.
+fn artifact_of(artifact: &accord_engine::Artifact) -> tasks_rpc::Artifact {
+    tasks_rpc::Artifact {
+        artifact_id: artifact.artifact_id.clone(),
+        name: artifact.name.clone(),
+        parts: artifact.parts.iter().map(part_of).collect(),
+    }
+}
+
+/// An engine part in the dialect's types.
+fn part_of(part: &accord_engine::Part) -> tasks_rpc::Part {
+    match part {
+        accord_engine::Part::Text(text) => tasks_rpc::Part::Text(text.clone()),
+        accord_engine::Part::Data(data) => tasks_rpc::Part::Data(data.clone()),
+        accord_engine::Part::File { name, mime, bytes_base64, uri } => tasks_rpc::Part::File {
+            name: name.clone(),
+            mime: mime.clone(),
+            bytes_base64: bytes_base64.clone(),
+            uri: uri.clone(),
+        },
+        // A kind of part the dialect does not name yet reaches its peers as the engine's JSON
+        // of it, in a data part, rather than not at all.
+        other => tasks_rpc::Part::Data(serde_json::to_value(other).unwrap_or(Value::Null)),
+    }
 }
 
 /// The error a settled task reports, in this dialect's shape.
@@ -466,10 +528,8 @@ fn failure_of(error: &accord_engine::SkillError) -> TaskFailure {
 }
 
 /// The [`TaskView`] of `task`.
-fn task_json(task: &Task) -> Value {
-    let view = TaskView {
-        task_id: task.id.as_str().to_owned(),
-        status: state_name(task.state),
+fn task_view(task: &Task) -> TaskView {
+    TaskView {
         context_id: task.context_id.clone(),
         result: match (task.state, &task.result) {
             (TaskState::Completed, Some(result)) => Some(serde_json::to_value(result).unwrap_or(Value::Null)),
@@ -479,27 +539,51 @@ fn task_json(task: &Task) -> Value {
             (TaskState::Failed | TaskState::Rejected, Some(error)) => Some(failure_of(error)),
             _ => None,
         },
+        ..TaskView::new(task.id.as_str(), status_of(task.state))
+    }
+}
+
+/// The [`TaskUpdate`] of one task log entry: a kind this dialect does not name (a question filed
+/// into the history, a push given up on) is [`UpdateEvent::Other`].
+fn task_update(event: &TaskEvent) -> TaskUpdate {
+    let update = match &event.kind {
+        // A progress update's words (and a waiting task's question).
+        TaskEventKind::Status { state, message } => {
+            UpdateEvent::Status { status: status_of(*state), message: message.as_ref().map(message_of) }
+        }
+        TaskEventKind::Result { result } => UpdateEvent::Result {
+            status: status_of(TaskState::Completed),
+            result: serde_json::to_value(result).unwrap_or(Value::Null),
+        },
+        TaskEventKind::Error { state, error } => {
+            UpdateEvent::Error { status: status_of(*state), error: failure_of(error) }
+        }
+        TaskEventKind::Artifact { artifact, append, last_chunk } => {
+            UpdateEvent::Artifact { artifact: artifact_of(artifact), append: *append, last_chunk: *last_chunk }
+        }
+        TaskEventKind::Message { message } => UpdateEvent::Message { message: message_of(message) },
+        _ => UpdateEvent::Other,
     };
-    serde_json::to_value(view).unwrap_or(Value::Null)
+    TaskUpdate::new(event.task_id.as_str(), event.sequence, update)
 }
 
 #[async_trait]
 impl TasksHandler for EngineTasks {
-    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<TaskView, RpcError> {
         let request = Self::request(task, &context);
         let task = self.service.send(request, Wait::Settled(self.send_wait)).await.map_err(failure_error)?;
-        Ok(task_json(&task))
+        Ok(task_view(&task))
     }
 
-    async fn get(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
+    async fn get(&self, task_id: String, context: RpcContext) -> Result<TaskView, RpcError> {
         let task =
             self.service.get(&Self::caller(&context), &TaskId::new(task_id), None).await.map_err(failure_error)?;
-        Ok(task_json(&task))
+        Ok(task_view(&task))
     }
 
-    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<Value, RpcError> {
+    async fn cancel(&self, task_id: String, context: RpcContext) -> Result<TaskView, RpcError> {
         let task = self.service.cancel(&Self::caller(&context), &TaskId::new(task_id)).await.map_err(failure_error)?;
-        Ok(task_json(&task))
+        Ok(task_view(&task))
     }
 
     async fn send_subscribe(&self, task: TaskSpec, context: RpcContext) -> Result<RpcStream, RpcError> {
@@ -511,41 +595,7 @@ impl TasksHandler for EngineTasks {
         // The whole log, from the creation event, until the task ends.
         let updates =
             self.service.subscribe(&caller, &started.id, SubscribeFrom::Start).await.map_err(failure_error)?;
-        let updates = updates.events.map(|item| {
-            let event = item.map_err(failure_error)?;
-            let mut update = TaskUpdate::new(event.task_id.as_str(), event.sequence, "other");
-            match &event.kind {
-                TaskEventKind::Status { state, message } => {
-                    update.event = "status".into();
-                    update.status = Some(state_name(*state));
-                    // A progress update's words (and a waiting task's question).
-                    update.message = message.as_ref().and_then(|message| serde_json::to_value(message).ok());
-                }
-                TaskEventKind::Result { result } => {
-                    update.event = "result".into();
-                    update.status = Some(state_name(TaskState::Completed));
-                    update.result = Some(serde_json::to_value(result).unwrap_or(Value::Null));
-                }
-                TaskEventKind::Error { state, error } => {
-                    update.event = "error".into();
-                    update.status = Some(state_name(*state));
-                    update.error = Some(failure_of(error));
-                }
-                TaskEventKind::Artifact { artifact, append, last_chunk } => {
-                    update.event = "artifact".into();
-                    update.artifact = Some(serde_json::to_value(artifact).unwrap_or(Value::Null));
-                    update.append = Some(*append);
-                    update.last_chunk = Some(*last_chunk);
-                }
-                TaskEventKind::Message { message } => {
-                    update.event = "message".into();
-                    update.message = Some(serde_json::to_value(message).unwrap_or(Value::Null));
-                }
-                _ => {}
-            }
-            let update = serde_json::to_value(update).unwrap_or(Value::Null);
-            Ok(update)
-        });
+        let updates = updates.events.map(|item| item.map(|event| task_update(&event)).map_err(failure_error));
         Ok(Box::pin(updates))
     }
 }

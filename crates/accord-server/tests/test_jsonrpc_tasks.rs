@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use accord_engine::task::{AccessToken, MemoryStore, RuntimeConfig, TaskRuntime};
-use accord_engine::{Agent, Completion, Outcome, Run, Skill, SkillError};
+use accord_engine::{Agent, Artifact, Completion, Message, Outcome, Part, Run, RunEvent, Skill, SkillError};
 use accord_server::auth::{BearerAuthLayer, BearerTokens};
-use accord_server::jsonrpc_tasks::{RpcContext, RpcError, TaskSpec, TasksEndpoint, TasksHandler};
+use accord_server::jsonrpc_tasks::{RpcContext, RpcError, TaskSpec, TaskStatus, TaskView, TasksEndpoint, TasksHandler};
 use accord_server::{AgentRouterExt, JsonRpcTasksConfig, ServerConfig};
 use accord_test_support::TestServer;
 use async_trait::async_trait;
@@ -31,6 +31,26 @@ fn agent() -> Agent {
             run.cancelled().await;
             Err::<Outcome, _>(SkillError::new("cancelled", "cancelled"))
         }))
+        // Says something, files a document with a file part, then completes.
+        .skill(Skill::builder("report").invoke(|run: Run| async move {
+            let mut said = Message::agent_text("drafting");
+            said.message_id = Some("m-1".into());
+            said.metadata = Some(json!({"step": 1}).as_object().cloned().expect("object"));
+            run.emit(RunEvent::Message(said)).await;
+            let file = Part::File {
+                name: Some("r.txt".into()),
+                mime: Some("text/plain".into()),
+                bytes_base64: None,
+                uri: Some("https://files.example/r.txt".into()),
+            };
+            let artifact = Artifact {
+                artifact_id: "doc".into(),
+                name: Some("report".into()),
+                parts: vec![Part::Text("part one".into()), Part::Data(json!({"n": 1})), file],
+            };
+            run.emit(RunEvent::Artifact { artifact, append: true, last_chunk: false }).await;
+            Ok(Outcome::Completed(Completion::new(json!({"done": true}))))
+        }))
         .skill(
             Skill::builder("typed")
                 .input_schema(json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}))
@@ -53,19 +73,24 @@ struct Custom;
 
 #[async_trait]
 impl TasksHandler for Custom {
-    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<Value, RpcError> {
+    async fn send(&self, task: TaskSpec, context: RpcContext) -> Result<TaskView, RpcError> {
         match task.skill.as_str() {
             "explode" => Err(RpcError::new(RpcError::INTERNAL_ERROR, "")),
             "gone" => Err(RpcError::new(RpcError::TASK_NOT_CANCELABLE, "too late").with_data(json!({"why": "done"}))),
-            skill => Ok(json!({"taskId": "t-1", "status": "queued", "skill": skill,
-                               "subject": context.principal.map(|p| p.subject)})),
+            skill => {
+                // The dialect's status words are free-form, and a handler may answer members of its own.
+                let mut view = TaskView::new("t-1", TaskStatus::Other("queued".into()));
+                view.extra.insert("skill".into(), json!(skill));
+                view.extra.insert("subject".into(), json!(context.principal.map(|p| p.subject)));
+                Ok(view)
+            }
         }
     }
-    async fn get(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
-        Ok(json!({"taskId": task_id, "status": "completed"}))
+    async fn get(&self, task_id: String, _context: RpcContext) -> Result<TaskView, RpcError> {
+        Ok(TaskView::new(task_id, TaskStatus::Completed))
     }
-    async fn cancel(&self, task_id: String, _context: RpcContext) -> Result<Value, RpcError> {
-        Ok(json!({"taskId": task_id, "status": "canceled"}))
+    async fn cancel(&self, task_id: String, _context: RpcContext) -> Result<TaskView, RpcError> {
+        Ok(TaskView::new(task_id, TaskStatus::Canceled))
     }
 }
 
@@ -334,6 +359,37 @@ async fn send_subscribe_streams_json_rpc_responses_until_the_end() {
     assert!(sequences.windows(2).all(|pair| pair[0] < pair[1]), "{sequences:?}");
 }
 
+/// The `data:` lines of a `tasks/sendSubscribe` of `skill`, with the task's id replaced by `T`.
+async fn stream_data(f: &Fixture, skill: &str) -> Vec<String> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/sendSubscribe", "params": {"task": {"skill": skill}}});
+    let response = reqwest::Client::new().post(f.server.url("/a2a/tasks")).json(&body).send().await.expect("response");
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("ends").expect("body");
+    let data: Vec<&str> = text.lines().filter_map(|line| line.strip_prefix("data: ")).collect();
+    let first: Value = serde_json::from_str(data.first().expect("an event")).expect("json");
+    let task_id = first["result"]["taskId"].as_str().expect("taskId").to_owned();
+    data.iter().map(|line| line.replace(&task_id, "T")).collect()
+}
+
+#[tokio::test]
+async fn send_subscribe_writes_each_kind_of_update_in_its_wire_shape() {
+    let f = fixture().await;
+    let data = stream_data(&f, "report").await;
+    // Members in name order, as this face has always written them.
+    let message = r#"{"jsonrpc":"2.0","id":7,"result":{"event":"message","message":{"message_id":"m-1","metadata":{"step":1},"parts":[{"text":"drafting"}],"role":"agent"},"sequence":"#;
+    let artifact = r#"{"jsonrpc":"2.0","id":7,"result":{"append":true,"artifact":{"artifact_id":"doc","name":"report","parts":[{"text":"part one"},{"data":{"n":1}},{"file":{"mime":"text/plain","name":"r.txt","uri":"https://files.example/r.txt"}}]},"event":"artifact","lastChunk":false,"sequence":"#;
+    let result = r#"{"jsonrpc":"2.0","id":7,"result":{"event":"result","result":{"output":{"done":true}},"sequence":"#;
+    for (prefix, suffix) in [(message, r#","taskId":"T"}}"#), (artifact, r#","taskId":"T"}}"#)] {
+        let line = data.iter().find(|line| line.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in {data:#?}"));
+        assert!(line.ends_with(suffix), "{line}");
+    }
+    let last = data.last().expect("events");
+    assert!(last.starts_with(result) && last.ends_with(r#","status":"completed","taskId":"T"}}"#), "{last}");
+    let first = data.first().expect("events");
+    assert!(first.starts_with(r#"{"jsonrpc":"2.0","id":7,"result":{"event":"status","sequence":"#), "{first}");
+    assert!(first.ends_with(r#","status":"submitted","taskId":"T"}}"#), "{first}");
+}
+
 #[tokio::test]
 async fn the_card_lists_the_face_without_confusing_lucid_clients() {
     let f = fixture().await;
@@ -375,9 +431,11 @@ async fn the_client_sends_gets_and_cancels_and_types_its_errors() {
 
     let task = RpcTask { skill: "echo".into(), input: Some(json!({"q": 1}).as_object().cloned().expect("object")) };
     let sent = client.tasks_send(&url, task, alice.clone()).await.expect("send");
-    assert_eq!(sent["status"], "completed");
-    let id = sent["taskId"].as_str().expect("id");
-    assert_eq!(client.tasks_get(&url, id, alice.clone()).await.expect("get")["result"]["output"], json!({"q": 1}));
+    assert_eq!(sent.status, TaskStatus::Completed);
+    let id = sent.task_id.as_str();
+    let read = client.tasks_get(&url, id, alice.clone()).await.expect("get");
+    assert_eq!(read.result.as_ref().map(|result| &result["output"]), Some(&json!({"q": 1})));
+    assert_eq!(read, sent, "the same view from send and get");
     match client.tasks_cancel(&url, id, alice.clone()).await {
         Err(ClientError::JsonRpc { operation, error }) => {
             assert_eq!((operation, error.code), (Operation::CancelTask, -32003));
@@ -453,4 +511,87 @@ async fn any_id_is_echoed_and_params_are_judged_by_the_method() {
     );
     let (status, _, body) = call(&f, "/custom/rpc", "5", JSON, None).await;
     assert_eq!((status, body.get("id"), body["error"]["code"].clone()), (400, None, json!(-32600)));
+}
+
+/// One HTTP/1.1 exchange on a fresh connection, read until the server closes it.
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn beyond_the_in_flight_cap_the_face_answers_busy_as_a_json_rpc_error_and_runs_nothing() {
+    use accord_server::serve::{ConnectionLimits, Server};
+    use std::future::IntoFuture;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let agent = Agent::builder("busy-test")
+        .skill(Skill::builder("count").invoke(move |_run: Run| {
+            let counted = Arc::clone(&counted);
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(Outcome::Completed(Completion::new(json!({"counted": true}))))
+            }
+        }))
+        .build()
+        .expect("agent");
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let (entered, release) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+    let (held, freed) = (Arc::clone(&entered), Arc::clone(&release));
+    // The one request in flight the server allows: held until the test releases it.
+    let hold = axum::routing::get(move || async move {
+        held.notify_one();
+        freed.notified().await;
+        "released"
+    });
+    let config = ServerConfig::default().tasks(runtime).jsonrpc_tasks(Some(JsonRpcTasksConfig::default()));
+    let app = agent.router_with(config).route("/hold", hold);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let limits = ConnectionLimits { max_in_flight: 1, ..ConnectionLimits::default() };
+    let serving = tokio::spawn(Server::new(listener, app).limits(limits).into_future());
+    let holder = tokio::spawn(raw_http(addr, "GET /hold HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    entered.notified().await;
+
+    let send = r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"task":{"skill":"count"}}}"#;
+    let post = format!(
+        "POST /a2a/tasks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{send}",
+        send.len()
+    );
+    // 503 with `Retry-After`, the face's JSON-RPC error with `id: null` (its body was not read, so
+    // the HTTP/1.1 connection closes), -32096 with the reason and the wait in `data`.
+    let answer = raw_http(addr, &post).await;
+    let lower = answer.to_ascii_lowercase();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(lower.contains("\r\nretry-after: 1\r\n") && lower.contains("\r\nconnection: close\r\n"), "{answer}");
+    assert!(lower.contains("\r\ncontent-type: application/json\r\n"), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let body: Value = serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {answer}"));
+    let message = body["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(!message.is_empty(), "{body}");
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": RpcError::UNAVAILABLE, "message": message,
+               "data": {"reason": "UNAVAILABLE", "retryAfter": 1}}})
+    );
+
+    release.notify_one();
+    assert!(holder.await.expect("holder").contains("released"));
+    // Served now: the skill runs once, for this request alone (the refused one started no task).
+    let answer = raw_http(addr, &post.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "the slot is free again: {answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let body: Value = serde_json::from_str(body).unwrap_or_else(|error| panic!("{error}: {answer}"));
+    assert_eq!(body["result"]["status"], "completed", "{body}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the refused request ran its skill");
+    serving.abort();
 }

@@ -186,6 +186,17 @@ pub(crate) fn declares_extended_card(card: &AgentCard) -> bool {
         || card.capabilities.extended_agent_card == Some(true)
 }
 
+/// A minimal 1.0 card (one skill, streaming) offering `interfaces`, for the bindings' unit tests.
+#[cfg(test)]
+pub(crate) fn test_card(interfaces: Value) -> Value {
+    serde_json::json!({
+        "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "echo", "description": "echo", "tags": ["echo"]}],
+        "supportedInterfaces": interfaces,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -371,17 +371,8 @@ fn http_client(options: &A2aClientOptions) -> Result<reqwest::Client, ClientErro
 mod tests {
     use super::*;
     use crate::a2a::DEFAULT_BINDINGS;
-    use crate::a2a::card::{major_minor, parse_card};
-    use serde_json::{Value, json};
-
-    fn card(interfaces: Value) -> Value {
-        json!({
-            "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {"streaming": true},
-            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-            "skills": [{"id": "echo", "name": "echo", "description": "echo", "tags": ["echo"]}],
-            "supportedInterfaces": interfaces,
-        })
-    }
+    use crate::a2a::card::{major_minor, parse_card, test_card};
+    use serde_json::json;
 
     fn prefer(bindings: &[&str]) -> Vec<String> {
         bindings.iter().map(|binding| (*binding).to_owned()).collect()
@@ -389,7 +380,7 @@ mod tests {
 
     #[test]
     fn the_first_preferred_binding_at_version_1_0_wins_and_custom_ones_are_skipped() {
-        let card = parse_card(card(json!([
+        let card = parse_card(test_card(json!([
             {"url": "http://h/", "protocolBinding": "urn:accord:binding:lucid-http"},
             {"url": "http://h/rpc-03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
             {"url": "http://h/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0", "tenant": "t1"},
@@ -411,7 +402,7 @@ mod tests {
         {
             let (binding, interface) = choose_interface(&card, &prefer(&["GRPC", "JSONRPC"])).expect("interface");
             assert_eq!((binding, interface.url.as_str()), (Binding::Grpc, "h:1"), "gRPC first when asked");
-            let grpc_only = parse_card(card_with(json!([
+            let grpc_only = parse_card(test_card(json!([
                 {"url": "h:2", "protocolBinding": "GRPC", "protocolVersion": "0.3"},
                 {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
             ])))
@@ -424,44 +415,41 @@ mod tests {
             assert!(client.fallback.is_none(), "no 0.3 fallback on gRPC");
             assert_eq!(client.primary.endpoint().as_str(), "http://h:1/");
         }
-        let only_03 = parse_card(card_with(
+        let only_03 = parse_card(test_card(
             json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]),
         ))
         .expect("card");
         let error = choose_interface(&only_03, &prefer(&DEFAULT_BINDINGS)).expect_err("0.3 only");
         assert!(matches!(&error, ClientError::NoCompatibleInterface { offered, .. } if offered == &["JSONRPC@0.3"]));
-        let v11 = parse_card(card_with(
+        let v11 = parse_card(test_card(
             json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.1"}]),
         ))
         .expect("card");
         assert!(choose_interface(&v11, &prefer(&DEFAULT_BINDINGS)).is_ok(), "another 1.x when no 1.0");
-        let lowercase = parse_card(card_with(
+        let lowercase = parse_card(test_card(
             json!([{"url": "http://h/", "protocolBinding": "jsonrpc", "protocolVersion": "1.0"}]),
         ))
         .expect("card");
         assert!(choose_interface(&lowercase, &prefer(&DEFAULT_BINDINGS)).is_err(), "bindings match exactly");
     }
 
-    fn card_with(interfaces: Value) -> Value {
-        card(interfaces)
-    }
-
     #[test]
     fn a_card_is_strict_where_it_matters() {
-        let broken_jsonrpc = card(json!([{"url": "http://h/", "protocolBinding": "JSONRPC"}]));
+        let broken_jsonrpc = test_card(json!([{"url": "http://h/", "protocolBinding": "JSONRPC"}]));
         assert!(parse_card(broken_jsonrpc).is_err(), "a spoken binding must be well-formed");
-        let mut no_name = card(json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]));
+        let mut no_name =
+            test_card(json!([{"url": "http://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]));
         no_name.as_object_mut().map(|card| card.remove("name"));
         assert!(parse_card(no_name).is_err());
         let error = A2aClient::from_card(
-            parse_card(card(json!([{"url": "http://h/", "protocolBinding": "urn:x", "protocolVersion": "1.0"}])))
+            parse_card(test_card(json!([{"url": "http://h/", "protocolBinding": "urn:x", "protocolVersion": "1.0"}])))
                 .expect("card"),
             A2aClientOptions::default(),
         )
         .expect_err("no interface");
         assert!(error.to_string().contains("no compatible interface"), "{error}");
         let error = A2aClient::from_card(
-            parse_card(card(json!([{"url": "ftp://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])))
+            parse_card(test_card(json!([{"url": "ftp://h/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])))
                 .expect("card"),
             A2aClientOptions::default(),
         )
@@ -472,7 +460,7 @@ mod tests {
     #[tokio::test]
     async fn no_compatible_interface_makes_no_request() {
         // A card whose only interface is unreachable: the error must come before any connection.
-        let card = parse_card(card(
+        let card = parse_card(test_card(
             json!([{"url": "http://192.0.2.1/", "protocolBinding": "urn:x:binding", "protocolVersion": "1.0"}]),
         ))
         .expect("card");

@@ -26,8 +26,8 @@ use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use super::transport::{
-    A2A_VERSION, A2A_VERSION_HEADER, Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport,
-    Unary,
+    A2A_VERSION, A2A_VERSION_HEADER, Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Target,
+    Transport, Unary,
 };
 use crate::error::{ClientError, Operation, Site};
 use crate::http::{MAX_RESPONSE_BYTES, excerpt};
@@ -38,9 +38,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The gRPC binding of one interface: where it is, and its channel once the first call opened it.
 #[derive(Debug)]
 pub(crate) struct Grpc {
-    interface: AgentInterface,
-    /// The channel's origin, `http(s)://host:port/`.
-    url: Url,
+    /// Its endpoint is the channel's origin, `http(s)://host:port/`.
+    target: Target,
     endpoint: Endpoint,
     channel: OnceLock<Channel>,
     headers: HeaderMap,
@@ -66,8 +65,7 @@ impl Grpc {
                 .map_err(|error| invalid(format!("TLS: {error}")))?;
         }
         Ok(Self {
-            interface: interface.clone(),
-            url: endpoint_url,
+            target: Target::new(Binding::Grpc, ProtocolVersion::V1_0, interface, endpoint_url),
             endpoint,
             channel: OnceLock::new(),
             headers,
@@ -90,7 +88,7 @@ impl Grpc {
         P::Error: Display,
     {
         let message = P::try_from(message)
-            .map_err(|error| ClientError::invalid(operation, &self.url, format!("request: {error}")))?;
+            .map_err(|error| ClientError::invalid(operation, &self.target.endpoint, format!("request: {error}")))?;
         let mut headers = self.headers.clone();
         headers.insert(A2A_VERSION_HEADER, http::HeaderValue::from_static(A2A_VERSION));
         // Reserved names (`content-type`, `te`, `grpc-*` …) are removed by tonic when it sends.
@@ -108,7 +106,7 @@ impl Grpc {
         F: FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
-        let site = Site::new(operation, &self.url);
+        let site = Site::new(operation, &self.target.endpoint);
         let request = self.request(operation, request)?;
         let answer = match tokio::time::timeout(self.request_timeout, rpc(self.client(), request)).await {
             Err(_) => return Err(ClientError::Timeout { operation, url: site.url }),
@@ -120,24 +118,12 @@ impl Grpc {
 
 #[async_trait]
 impl Transport for Grpc {
-    fn binding(&self) -> Binding {
-        Binding::Grpc
-    }
-
-    fn version(&self) -> ProtocolVersion {
-        ProtocolVersion::V1_0
-    }
-
-    fn interface(&self) -> &AgentInterface {
-        &self.interface
-    }
-
-    fn endpoint(&self) -> &Url {
-        &self.url
+    fn target(&self) -> &Target {
+        &self.target
     }
 
     async fn call(&self, mut request: Unary) -> Result<Answer, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let op = request.operation();
         Ok(match request {
             Unary::SendMessage(request) => Answer::Message(
@@ -209,9 +195,9 @@ impl Transport for Grpc {
     /// Opens a server-streaming RPC (within the request timeout). gRPC events have no ids: a
     /// subscription starts with the task's snapshot, and `last_event_id` is not sent.
     async fn open(&self, mut request: Streaming, _last_event_id: Option<&str>) -> Result<Connection, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let op = request.operation();
-        let site = Site::new(op, &self.url);
+        let site = Site::new(op, &self.target.endpoint);
         let mut client = self.client();
         let open = async {
             match request {

@@ -12,7 +12,9 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use super::http::{HttpCall, HttpWire, Opened, answer_v1, interface_url, to_value};
-use super::transport::{Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport, Unary};
+use super::transport::{
+    Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Target, Transport, Unary,
+};
 use crate::error::{ClientError, Operation, Site};
 use crate::http::random_hex;
 
@@ -20,13 +22,13 @@ use crate::http::random_hex;
 #[derive(Debug)]
 pub(crate) struct JsonRpc {
     wire: HttpWire,
-    interface: AgentInterface,
-    endpoint: Url,
+    target: Target,
 }
 
 impl JsonRpc {
     pub(crate) fn new(wire: HttpWire, interface: &AgentInterface) -> Result<Self, ClientError> {
-        Ok(Self { wire, endpoint: interface_url(interface)?, interface: interface.clone() })
+        let target = Target::new(Binding::JsonRpc, ProtocolVersion::V1_0, interface, interface_url(interface)?);
+        Ok(Self { wire, target })
     }
 }
 
@@ -47,24 +49,12 @@ pub(crate) fn rpc_call(
 
 #[async_trait]
 impl Transport for JsonRpc {
-    fn binding(&self) -> Binding {
-        Binding::JsonRpc
-    }
-
-    fn version(&self) -> ProtocolVersion {
-        ProtocolVersion::V1_0
-    }
-
-    fn interface(&self) -> &AgentInterface {
-        &self.interface
-    }
-
-    fn endpoint(&self) -> &Url {
-        &self.endpoint
+    fn target(&self) -> &Target {
+        &self.target
     }
 
     async fn call(&self, mut request: Unary) -> Result<Answer, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let operation = request.operation();
         let params = match &request {
             Unary::SendMessage(request) => to_value(operation, request)?,
@@ -77,7 +67,7 @@ impl Transport for JsonRpc {
             Unary::ListPushConfigs(request) => to_value(operation, request)?,
             Unary::DeletePushConfig(request) => to_value(operation, request)?,
         };
-        let (call, id) = rpc_call(operation, &self.endpoint, request.method(), params, true)?;
+        let (call, id) = rpc_call(operation, &self.target.endpoint, request.method(), params, true)?;
         let (status, body) = self.wire.exchange(&call).await?;
         let site = call.site();
         let value = rpc_result(&site, status, &body, Some(&id))?;
@@ -85,13 +75,13 @@ impl Transport for JsonRpc {
     }
 
     async fn open(&self, mut request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let operation = request.operation();
         let (method, params) = match &request {
             Streaming::SendMessage(request) => (methods::SEND_STREAMING_MESSAGE, to_value(operation, request)?),
             Streaming::Subscribe(request) => (methods::SUBSCRIBE_TO_TASK, to_value(operation, request)?),
         };
-        let (call, id) = rpc_call(operation, &self.endpoint, method, params, true)?;
+        let (call, id) = rpc_call(operation, &self.target.endpoint, method, params, true)?;
         open_rpc_stream(&self.wire, &call, id, last_event_id, rpc_result, stream_rpc_item).await
     }
 }

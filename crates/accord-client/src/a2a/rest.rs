@@ -7,24 +7,26 @@
 use accord_types::a2a::{A2aError, AgentInterface, RestErrorBody, StreamResponse};
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use reqwest::{Method, StatusCode, Url};
+use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::http::{HttpCall, HttpWire, Opened, answer_v1, interface_url, to_value};
-use super::transport::{Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Transport, Unary};
+use super::transport::{
+    Answer, Binding, Connection, ProtocolVersion, StreamFault, Streaming, Target, Transport, Unary,
+};
 use crate::error::{ClientError, Operation, Site};
 
 /// The 1.0 HTTP+JSON binding of one interface.
 #[derive(Debug)]
 pub(crate) struct Rest {
     wire: HttpWire,
-    interface: AgentInterface,
-    endpoint: Url,
+    target: Target,
 }
 
 impl Rest {
     pub(crate) fn new(wire: HttpWire, interface: &AgentInterface) -> Result<Self, ClientError> {
-        Ok(Self { wire, endpoint: interface_url(interface)?, interface: interface.clone() })
+        let target = Target::new(Binding::HttpJson, ProtocolVersion::V1_0, interface, interface_url(interface)?);
+        Ok(Self { wire, target })
     }
 
     /// The route `path` (under the tenant, when set) with `params` as the body of a POST (its
@@ -37,14 +39,14 @@ impl Rest {
         query: &[(&str, String)],
         params: Value,
     ) -> Result<HttpCall, ClientError> {
-        let mut url = self.endpoint.clone();
+        let mut url = self.target.endpoint.clone();
         {
             let mut segments = url.path_segments_mut().map_err(|()| ClientError::InvalidUrl {
-                url: self.endpoint.to_string(),
+                url: self.target.endpoint.to_string(),
                 reason: "cannot be a base".into(),
             })?;
             segments.pop_if_empty();
-            if let Some(tenant) = self.interface.tenant.as_deref().filter(|tenant| !tenant.is_empty()) {
+            if let Some(tenant) = self.target.interface.tenant.as_deref().filter(|tenant| !tenant.is_empty()) {
                 segments.push(tenant);
             }
             segments.extend(path);
@@ -142,31 +144,19 @@ impl Rest {
 
 #[async_trait]
 impl Transport for Rest {
-    fn binding(&self) -> Binding {
-        Binding::HttpJson
-    }
-
-    fn version(&self) -> ProtocolVersion {
-        ProtocolVersion::V1_0
-    }
-
-    fn interface(&self) -> &AgentInterface {
-        &self.interface
-    }
-
-    fn endpoint(&self) -> &Url {
-        &self.endpoint
+    fn target(&self) -> &Target {
+        &self.target
     }
 
     async fn call(&self, mut request: Unary) -> Result<Answer, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let call = self.unary_call(&request)?;
         let value = rest_exchange(&self.wire, &call, rest_error).await?;
         answer_v1(&request, &call.site(), value)
     }
 
     async fn open(&self, mut request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError> {
-        request.fill_tenant(&self.interface);
+        request.fill_tenant(&self.target.interface);
         let op = request.operation();
         match request {
             Streaming::SendMessage(request) => {
@@ -258,22 +248,14 @@ pub(crate) fn rest_error(site: &Site, status: StatusCode, body: &[u8]) -> Client
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::card::parse_card;
+    use crate::a2a::card::{parse_card, test_card as card};
     use crate::a2a::jsonrpc::rpc_call;
     use crate::a2a::transport::settles;
     use accord_types::a2a::A2aErrorKind;
     use accord_types::jsonrpc;
+    use reqwest::Url;
     use serde_json::json;
     use std::time::Duration;
-
-    fn card(interfaces: Value) -> Value {
-        json!({
-            "name": "peer", "description": "a peer", "version": "1.0.0", "capabilities": {"streaming": true},
-            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-            "skills": [{"id": "echo", "name": "echo", "description": "echo", "tags": ["echo"]}],
-            "supportedInterfaces": interfaces,
-        })
-    }
 
     fn interface(binding: &str, url: &str, tenant: Option<&str>) -> AgentInterface {
         let mut interface = json!({"url": url, "protocolBinding": binding, "protocolVersion": "1.0"});

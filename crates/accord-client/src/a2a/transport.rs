@@ -228,6 +228,25 @@ pub(crate) enum StreamFault {
     Failed(ClientError),
 }
 
+/// What a transport knows of the interface it talks to, the same for every binding: the card's
+/// entry, where calls go, and the binding and version spoken. Each binding holds one, and the
+/// [`Transport`] getters read it.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) binding: Binding,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) interface: AgentInterface,
+    /// The URL calls go to (for gRPC: the channel's origin, `http(s)://host:port/`).
+    pub(crate) endpoint: Url,
+}
+
+impl Target {
+    /// The card's `interface`, spoken in `binding` at `version`, its calls going to `endpoint`.
+    pub(crate) fn new(binding: Binding, version: ProtocolVersion, interface: &AgentInterface, endpoint: Url) -> Self {
+        Self { binding, version, interface: interface.clone(), endpoint }
+    }
+}
+
 /// One binding of one interface, in one protocol version: how an A2A operation travels.
 ///
 /// In the manner of rmcp's `Transport`, the client above it builds the request and reads the
@@ -238,14 +257,24 @@ pub(crate) enum StreamFault {
 /// object-safe; one dynamic call per request costs nothing beside the network.
 #[async_trait]
 pub(crate) trait Transport: Debug + Send + Sync {
+    /// The interface talked to, in which binding and version.
+    fn target(&self) -> &Target;
     /// The binding spoken.
-    fn binding(&self) -> Binding;
+    fn binding(&self) -> Binding {
+        self.target().binding
+    }
     /// The protocol version spoken.
-    fn version(&self) -> ProtocolVersion;
+    fn version(&self) -> ProtocolVersion {
+        self.target().version
+    }
     /// The card's interface this transport talks to.
-    fn interface(&self) -> &AgentInterface;
+    fn interface(&self) -> &AgentInterface {
+        &self.target().interface
+    }
     /// The URL calls go to (for gRPC: the channel's origin, `http(s)://host:port/`).
-    fn endpoint(&self) -> &Url;
+    fn endpoint(&self) -> &Url {
+        &self.target().endpoint
+    }
     /// Sends one operation and reads its answer.
     async fn call(&self, request: Unary) -> Result<Answer, ClientError>;
     /// Opens a stream; `last_event_id` (sent as `Last-Event-ID` where the binding has SSE ids)

@@ -22,7 +22,7 @@ use super::card::{declares_extended_card, parse_card};
 use super::http::{HttpCall, HttpWire, deleted, interface_url, to_value};
 use super::jsonrpc::{open_rpc_stream, rpc_call, rpc_envelope};
 use super::rest::{open_rest_stream, rest_exchange};
-use super::transport::{Answer, Binding, Connection, ProtocolVersion, Streaming, Transport, Unary};
+use super::transport::{Answer, Binding, Connection, ProtocolVersion, Streaming, Target, Transport, Unary};
 use crate::error::{ClientError, Operation, Site};
 
 /// The error a 0.3 peer cannot answer: the operation is not part of 0.3.
@@ -113,10 +113,8 @@ fn read<T: DeserializeOwned>(site: &Site, value: Value) -> Result<T, ClientError
 #[derive(Debug)]
 pub(crate) struct V03 {
     wire: HttpWire,
-    interface: AgentInterface,
-    endpoint: Url,
-    /// `HTTP+JSON` (the 0.3 REST routes) rather than `JSONRPC`.
-    rest: bool,
+    /// `HTTP+JSON` (the 0.3 REST routes) or `JSONRPC`, at 0.3.
+    target: Target,
     /// Whether the card declares an extended card; 0.3 peers are not asked for one otherwise.
     extended_card: bool,
 }
@@ -134,9 +132,8 @@ impl V03 {
         interface: &AgentInterface,
         card: &AgentCard,
     ) -> Result<Self, ClientError> {
-        let rest = match binding {
-            Binding::JsonRpc => false,
-            Binding::HttpJson => true,
+        match binding {
+            Binding::JsonRpc | Binding::HttpJson => {}
             Binding::Grpc => {
                 return Err(ClientError::InvalidUrl {
                     url: interface.url.clone(),
@@ -146,11 +143,14 @@ impl V03 {
         };
         Ok(Self {
             wire,
-            endpoint: interface_url(interface)?,
-            interface: interface.clone(),
-            rest,
+            target: Target::new(binding, ProtocolVersion::V0_3, interface, interface_url(interface)?),
             extended_card: declares_extended_card(card),
         })
+    }
+
+    /// Whether the 0.3 REST routes are spoken rather than JSON-RPC.
+    fn rest(&self) -> bool {
+        self.target.binding == Binding::HttpJson
     }
 
     /// A 0.3 REST call: `path` (starting `/v1/`, segments already escaped) appended to the
@@ -163,7 +163,7 @@ impl V03 {
         query: &[(&str, String)],
         body: Option<Value>,
     ) -> Result<Spelled, ClientError> {
-        let base = self.endpoint.as_str().split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+        let base = self.target.endpoint.as_str().split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
         let mut url = Url::parse(&format!("{base}{path}"))
             .map_err(|error| ClientError::InvalidUrl { url: format!("{base}{path}"), reason: error.to_string() })?;
         if !query.is_empty() {
@@ -176,7 +176,7 @@ impl V03 {
     async fn send(&self, operation: Operation, spelled: Spelled) -> Result<(Site, Value), ClientError> {
         match spelled {
             Spelled::Rpc(method, params) => {
-                let (call, id) = rpc_call(operation, &self.endpoint, method, params, false)?;
+                let (call, id) = rpc_call(operation, &self.target.endpoint, method, params, false)?;
                 let (status, body) = self.wire.exchange(&call).await?;
                 let site = call.site();
                 let value = rpc_result(&site, status, &body, Some(&id))?;
@@ -192,7 +192,7 @@ impl V03 {
         Ok(match request {
             Unary::SendMessage(request) => {
                 let params = wire::MessageSendParams::from(request.as_ref().clone());
-                if self.rest {
+                if self.rest() {
                     let body = to_value(op, &proto::SendMessageRequest::from(params))?;
                     self.rest_call(op, Method::POST, proto::paths::MESSAGE_SEND, &[], Some(body))?
                 } else {
@@ -200,7 +200,7 @@ impl V03 {
                 }
             }
             Unary::GetTask(request) => {
-                if self.rest {
+                if self.rest() {
                     let query: Vec<(&str, String)> = request
                         .history_length
                         .map(|length| ("historyLength", length.to_string()))
@@ -217,7 +217,7 @@ impl V03 {
                 }
             }
             Unary::CancelTask(request) => {
-                if self.rest {
+                if self.rest() {
                     let path = format!("{}:cancel", proto::paths::task(&escape(&request.id)));
                     self.rest_call(op, Method::POST, &path, &[], None)?
                 } else {
@@ -227,7 +227,7 @@ impl V03 {
             }
             Unary::ListTasks(_) => return Err(unsupported(op, "ListTasks")),
             Unary::GetExtendedCard(_) => {
-                if self.rest {
+                if self.rest() {
                     self.rest_call(op, Method::GET, proto::paths::CARD, &[], None)?
                 } else {
                     Spelled::Rpc(methods::GET_AUTHENTICATED_EXTENDED_CARD, Value::Null)
@@ -235,7 +235,7 @@ impl V03 {
             }
             Unary::CreatePushConfig(config) => {
                 let config = wire::TaskPushNotificationConfig::from(config.clone());
-                if self.rest {
+                if self.rest() {
                     let task = config.task_id.clone();
                     let body = proto::CreateTaskPushNotificationConfigRequest {
                         parent: format!("tasks/{task}"),
@@ -249,7 +249,7 @@ impl V03 {
                 }
             }
             Unary::GetPushConfig(request) => {
-                if self.rest {
+                if self.rest() {
                     let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
                     self.rest_call(op, Method::GET, &path, &[], None)?
                 } else {
@@ -262,7 +262,7 @@ impl V03 {
                 }
             }
             Unary::ListPushConfigs(request) => {
-                if self.rest {
+                if self.rest() {
                     self.rest_call(op, Method::GET, &proto::paths::push_configs(&escape(&request.task_id)), &[], None)?
                 } else {
                     let params = wire::TaskIdParams { id: request.task_id.clone(), metadata: None };
@@ -270,7 +270,7 @@ impl V03 {
                 }
             }
             Unary::DeletePushConfig(request) => {
-                if self.rest {
+                if self.rest() {
                     let path = proto::paths::push_config(&escape(&request.task_id), &escape(&request.id));
                     self.rest_call(op, Method::DELETE, &path, &[], None)?
                 } else {
@@ -289,7 +289,7 @@ impl V03 {
     fn answer(&self, request: &Unary, site: &Site, value: Value) -> Result<Answer, ClientError> {
         Ok(match request {
             Unary::SendMessage(_) => {
-                let result: wire::SendMessageResult = if self.rest {
+                let result: wire::SendMessageResult = if self.rest() {
                     read::<proto::SendMessageResponse>(site, value)?.into()
                 } else {
                     read(site, value)?
@@ -298,7 +298,7 @@ impl V03 {
             }
             Unary::GetTask(_) | Unary::CancelTask(_) => {
                 let task: wire::Task =
-                    if self.rest { read::<proto::Task>(site, value)?.into() } else { read(site, value)? };
+                    if self.rest() { read::<proto::Task>(site, value)?.into() } else { read(site, value)? };
                 Answer::Task(task.into())
             }
             Unary::ListTasks(_) => return Err(unsupported(site.operation, "ListTasks")),
@@ -306,7 +306,7 @@ impl V03 {
                 Answer::Card(Box::new(parse_card(value).map_err(|reason| site.invalid(reason))?))
             }
             Unary::CreatePushConfig(_) | Unary::GetPushConfig(_) => {
-                let config: wire::TaskPushNotificationConfig = if self.rest {
+                let config: wire::TaskPushNotificationConfig = if self.rest() {
                     read::<proto::TaskPushNotificationConfig>(site, value)?.into()
                 } else {
                     read(site, value)?
@@ -314,7 +314,7 @@ impl V03 {
                 Answer::PushConfig(config.into())
             }
             Unary::ListPushConfigs(_) => {
-                let configs: Vec<wire::TaskPushNotificationConfig> = if self.rest {
+                let configs: Vec<wire::TaskPushNotificationConfig> = if self.rest() {
                     let list: proto::ListTaskPushNotificationConfigResponse = read(site, value)?;
                     list.configs.into_iter().map(Into::into).collect()
                 } else {
@@ -333,20 +333,8 @@ impl V03 {
 
 #[async_trait]
 impl Transport for V03 {
-    fn binding(&self) -> Binding {
-        if self.rest { Binding::HttpJson } else { Binding::JsonRpc }
-    }
-
-    fn version(&self) -> ProtocolVersion {
-        ProtocolVersion::V0_3
-    }
-
-    fn interface(&self) -> &AgentInterface {
-        &self.interface
-    }
-
-    fn endpoint(&self) -> &Url {
-        &self.endpoint
+    fn target(&self) -> &Target {
+        &self.target
     }
 
     async fn call(&self, request: Unary) -> Result<Answer, ClientError> {
@@ -364,7 +352,7 @@ impl Transport for V03 {
         let (site, value) = match self.send(operation, self.spell(&request)?).await {
             Ok(answer) => answer,
             // A 0.3 SDK server without an extended card has no `/v1/card` route at all.
-            Err(error) if extended_card && self.rest && error.status() == Some(404) => {
+            Err(error) if extended_card && self.rest() && error.status() == Some(404) => {
                 return Err(ClientError::A2a {
                     operation,
                     http_status: Some(404),
@@ -378,7 +366,7 @@ impl Transport for V03 {
 
     async fn open(&self, request: Streaming, last_event_id: Option<&str>) -> Result<Connection, ClientError> {
         let op = request.operation();
-        let spelled = match (request, self.rest) {
+        let spelled = match (request, self.rest()) {
             (Streaming::SendMessage(request), false) => {
                 Spelled::Rpc(methods::MESSAGE_STREAM, to_value(op, &wire::MessageSendParams::from(*request))?)
             }
@@ -398,7 +386,7 @@ impl Transport for V03 {
         };
         match spelled {
             Spelled::Rpc(method, params) => {
-                let (call, id) = rpc_call(op, &self.endpoint, method, params, false)?;
+                let (call, id) = rpc_call(op, &self.target.endpoint, method, params, false)?;
                 open_rpc_stream(&self.wire, &call, id, last_event_id, rpc_result, stream_rpc_item).await
             }
             Spelled::Rest(call) => {

@@ -11,18 +11,14 @@
 //! with the task log's sequence as the SSE `id`. The envelope is read and written by
 //! [`accord_types::jsonrpc`], strictly as the specification says.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use accord_types::a2a::jsonrpc::methods;
 use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
-use accord_types::jsonrpc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::Response;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -101,8 +97,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     let owner = caller_of(&parts.extensions);
     let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
-    let last_event_id =
-        parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
+    let last_event_id = super::EventId::of_headers(&parts.headers);
     let outcome = match request.method.as_str() {
         methods::SEND_MESSAGE => match params::<a2a::SendMessageRequest>(&request) {
             Ok(params) => {
@@ -176,15 +171,7 @@ pub(crate) async fn handle(State(state): State<Arc<JsonRpcState>>, request: Requ
     response
 }
 
+/// A 1.0 event stream: each `StreamResponse` as it is.
 fn sse(id: Value, stream: super::A2aStream) -> Response {
-    let events = stream.map(move |(sequence, response)| {
-        let body = jsonrpc::Response::success(id.clone(), response);
-        let data = serde_json::to_string(&body).unwrap_or_default();
-        let event = Event::default().data(data);
-        Ok::<_, Infallible>(match sequence {
-            Some(sequence) => event.id(sequence.to_string()),
-            None => event,
-        })
-    });
-    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    super::event_stream::rpc_sse(id, stream)
 }

@@ -43,6 +43,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 mod errors;
+mod event_stream;
 #[cfg(feature = "grpc")]
 pub(crate) mod grpc;
 pub(crate) mod jsonrpc;
@@ -87,6 +88,50 @@ impl EventId {
             // Saturating: `N:<usize::MAX>` (a peer can send any part) means "all of entry N".
             Some(part) => (self.sequence.saturating_sub(1), Some((self.sequence, part.saturating_add(1)))),
         }
+    }
+}
+
+impl EventId {
+    /// The request's `Last-Event-ID`, when it is one of ours.
+    pub(crate) fn of_headers(headers: &http::HeaderMap) -> Option<Self> {
+        headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(Self::parse)
+    }
+}
+
+/// What an HTTP+JSON request asks of one task. Both REST bindings (1.0 and 0.3) route
+/// `/tasks/{task}`, whose segment is the task's id, optionally followed by `:cancel` or
+/// `:subscribe` (`:` cannot split a path into two axum parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskOperation {
+    /// `GET /tasks/{id}`.
+    Get,
+    /// `POST /tasks/{id}:cancel`.
+    Cancel,
+    /// `GET|POST /tasks/{id}:subscribe`.
+    Subscribe,
+}
+
+impl TaskOperation {
+    /// The task's id and the operation, read from the `task` path parameter and the method; a
+    /// method and action that name no operation are `MethodNotFound`.
+    pub(crate) fn of(
+        method: &http::Method,
+        params: &std::collections::HashMap<String, String>,
+    ) -> Result<(String, Self), A2aError> {
+        let segment = params.get("task").map_or("", String::as_str);
+        let (id, action) = match segment.rsplit_once(':') {
+            Some((id, action)) => (id, Some(action)),
+            None => (segment, None),
+        };
+        let operation = match (method, action) {
+            (&http::Method::GET, None) => Self::Get,
+            (&http::Method::POST, Some("cancel")) => Self::Cancel,
+            (&http::Method::GET | &http::Method::POST, Some("subscribe")) => Self::Subscribe,
+            _ => {
+                return Err(A2aError::new(A2aErrorKind::MethodNotFound).with_message("no such operation on a task"));
+            }
+        };
+        Ok((id.to_owned(), operation))
     }
 }
 

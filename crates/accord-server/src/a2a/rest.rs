@@ -9,17 +9,14 @@
 //! the parent module). A body's own `tenant`, when present, must agree with the path's.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use accord_types::a2a::{self, A2aError, A2aErrorKind, ErrorMapping, Validate};
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get, post};
-use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -236,30 +233,25 @@ async fn task_route(
 ) -> Response {
     let error = |failure: &A2aError| error_with(state.mapping, failure);
     let owner = owner(&request);
-    let segment = params.get("task").cloned().unwrap_or_default();
-    let tenant = params.get("tenant").map(|tenant| ("tenant", Value::String(tenant.clone())));
-    let headers: HeaderMap = request.headers().clone();
-    let method = request.method().clone();
-    let (id, action) = match segment.rsplit_once(':') {
-        Some((id, action)) => (id.to_owned(), Some(action.to_owned())),
-        None => (segment, None),
+    let (id, operation) = match super::TaskOperation::of(request.method(), &params) {
+        Ok(parsed) => parsed,
+        Err(failure) => return error(&failure),
     };
-    let id_value = Value::String(id);
+    let tenant = params.get("tenant").map(|tenant| ("tenant", Value::String(tenant.clone())));
     let mut query = query;
     query.remove("tenant");
-    let path_fields: Vec<(&str, Value)> = [Some(("id", id_value)), tenant].into_iter().flatten().collect();
-    match (method, action.as_deref()) {
-        (Method::GET, None) => match from_query::<a2a::GetTaskRequest>(&query, &path_fields) {
+    let path_fields: Vec<(&str, Value)> = [Some(("id", Value::String(id))), tenant].into_iter().flatten().collect();
+    match operation {
+        super::TaskOperation::Get => match from_query::<a2a::GetTaskRequest>(&query, &path_fields) {
             Ok(get) => state.core.get_task(get, owner).await.map_or_else(|failure| error(&failure), ok),
             Err(failure) => error(&failure),
         },
-        (Method::POST, Some("cancel")) => match from_query::<a2a::CancelTaskRequest>(&HashMap::new(), &path_fields) {
+        super::TaskOperation::Cancel => match from_query::<a2a::CancelTaskRequest>(&HashMap::new(), &path_fields) {
             Ok(cancel) => state.core.cancel_task(cancel, owner).await.map_or_else(|failure| error(&failure), ok),
             Err(failure) => error(&failure),
         },
-        (Method::GET | Method::POST, Some("subscribe")) => {
-            let last_event_id =
-                headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
+        super::TaskOperation::Subscribe => {
+            let last_event_id = super::EventId::of_headers(request.headers());
             match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &path_fields) {
                 Ok(subscribe) => match state.core.subscribe(subscribe, owner, last_event_id).await {
                     Ok(stream) => sse(stream),
@@ -268,7 +260,6 @@ async fn task_route(
                 Err(failure) => error(&failure),
             }
         }
-        _ => error(&A2aError::new(A2aErrorKind::MethodNotFound).with_message("no such operation on a task")),
     }
 }
 
@@ -371,13 +362,7 @@ async fn extended_card(
     }
 }
 
+/// A 1.0 REST stream: each `data:` a bare `StreamResponse`.
 fn sse(stream: super::A2aStream) -> Response {
-    let events = stream.map(|(sequence, response)| {
-        let event = Event::default().data(serde_json::to_string(&response).unwrap_or_default());
-        Ok::<_, Infallible>(match sequence {
-            Some(sequence) => event.id(sequence.to_string()),
-            None => event,
-        })
-    });
-    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    super::event_stream::sse(stream)
 }

@@ -23,7 +23,7 @@ use accord_types::a2a::{self, A2aError, A2aErrorKind, JsonRpcRequest, Validate};
 use accord_types::jsonrpc;
 use axum::http::header;
 use axum::response::Response;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -102,8 +102,7 @@ pub(crate) async fn handle(state: &JsonRpcState, parts: http::request::Parts, re
     let owner = caller_of(&parts.extensions);
     let resource = state.core.resource(&parts.headers, &parts.uri, &parts.extensions);
     let core = &state.core;
-    let last_event_id =
-        parts.headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(super::EventId::parse);
+    let last_event_id = super::EventId::of_headers(&parts.headers);
     let outcome: Result<Response, A2aError> = async {
         Ok(match request.method.as_str() {
             methods::MESSAGE_SEND => {
@@ -211,14 +210,5 @@ pub(crate) fn events(
 /// A 0.3 event stream: each event converted, the stream ending after the first status update
 /// marked `final`.
 fn sse(id: Value, stream: super::A2aStream) -> Response {
-    let events = events(stream).map(move |(sequence, event)| {
-        let body = jsonrpc::Response::success(id.clone(), event);
-        let data = serde_json::to_string(&body).unwrap_or_default();
-        let event = Event::default().data(data);
-        Ok::<_, Infallible>(match sequence {
-            Some(sequence) => event.id(sequence.to_string()),
-            None => event,
-        })
-    });
-    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    super::event_stream::rpc_sse(id, events(stream))
 }

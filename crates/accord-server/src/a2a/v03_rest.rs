@@ -20,7 +20,6 @@
 //! clients read, by the status, before they read a stream.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use accord_types::a2a::v03::{self, proto};
@@ -28,9 +27,8 @@ use accord_types::a2a::{self, A2aError, A2aErrorKind, ErrorMapping, Validate};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use futures_util::StreamExt;
@@ -207,13 +205,12 @@ async fn task_route(
 ) -> Response {
     let fail = |failure: &A2aError| error(state.mapping, failure);
     let owner = owner(&request);
-    let segment = params.get("task").cloned().unwrap_or_default();
-    let (id, action) = match segment.rsplit_once(':') {
-        Some((id, action)) => (id.to_owned(), Some(action.to_owned())),
-        None => (segment, None),
+    let (id, operation) = match super::TaskOperation::of(request.method(), &params) {
+        Ok(parsed) => parsed,
+        Err(failure) => return fail(&failure),
     };
-    match (request.method().clone(), action.as_deref()) {
-        (Method::GET, None) => {
+    match operation {
+        super::TaskOperation::Get => {
             let history = query.get("historyLength").or_else(|| query.get("history_length"));
             let history_length = match history.map(|text| text.trim().parse::<i32>()) {
                 None => None,
@@ -229,7 +226,7 @@ async fn task_route(
                 Err(failure) => fail(&failure),
             }
         }
-        (Method::POST, Some("cancel")) => {
+        super::TaskOperation::Cancel => {
             let cancel = a2a::CancelTaskRequest { tenant: None, id, metadata: None };
             if let Err(failure) = cancel.validate() {
                 return fail(&failure.into());
@@ -239,12 +236,8 @@ async fn task_route(
                 Err(failure) => fail(&failure),
             }
         }
-        (Method::GET | Method::POST, Some("subscribe")) => {
-            let last_event_id = request
-                .headers()
-                .get("last-event-id")
-                .and_then(|value| value.to_str().ok())
-                .and_then(super::EventId::parse);
+        super::TaskOperation::Subscribe => {
+            let last_event_id = super::EventId::of_headers(request.headers());
             let subscribe = a2a::SubscribeToTaskRequest { tenant: None, id };
             if let Err(failure) = subscribe.validate() {
                 return fail(&failure.into());
@@ -254,7 +247,6 @@ async fn task_route(
                 Err(failure) => fail(&failure),
             }
         }
-        _ => fail(&A2aError::new(A2aErrorKind::MethodNotFound).with_message("no such operation on a task")),
     }
 }
 
@@ -392,13 +384,6 @@ async fn extended_card(
 /// A 0.3 REST stream: each `data:` a bare proto `StreamResponse`, the log sequence as the SSE
 /// `id`, ending after the `final` status update.
 fn sse(stream: super::A2aStream) -> Response {
-    let events = super::v03::events(stream).map(|(sequence, event)| {
-        let data = serde_json::to_string(&proto::StreamResponse::from(event)).unwrap_or_default();
-        let event = Event::default().data(data);
-        Ok::<_, Infallible>(match sequence {
-            Some(sequence) => event.id(sequence.to_string()),
-            None => event,
-        })
-    });
-    crate::sse::sse_response(Sse::new(events).keep_alive(KeepAlive::default()))
+    let events = super::v03::events(stream).map(|(sequence, event)| (sequence, proto::StreamResponse::from(event)));
+    super::event_stream::sse(events)
 }
