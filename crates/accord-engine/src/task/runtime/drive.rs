@@ -189,7 +189,11 @@ impl StartedRun {
         span.follows_from(tracing::Span::current());
         let runtime = Arc::clone(inner);
         let handler_cancel = cancel.clone();
-        let run = async move { runtime.agent.run_for_task(valid, task, &owner, handler_cancel, Some(sink)).await };
+        // The runtime's closing token: it fires before `close` cancels the run, so the handler
+        // can tell the server's stop from its caller's cancel.
+        let stopping = inner.closing.clone();
+        let run =
+            async move { runtime.agent.run_for_task(valid, task, &owner, handler_cancel, stopping, Some(sink)).await };
         Self {
             id,
             run: Box::pin(tracing::Instrument::instrument(run, span)),

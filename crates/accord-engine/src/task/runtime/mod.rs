@@ -553,7 +553,8 @@ impl TaskRuntime {
     /// Stops this runtime: local handlers are aborted without touching their tasks, so a durable
     /// store keeps them `working`; their leases are given up, so that another worker's next
     /// recovery pass takes them over at once instead of after the lease's time to live. Then the
-    /// store closes.
+    /// store closes. A handler sees its run cancelled with [`Run::is_stopping`](crate::Run::is_stopping)
+    /// true: the server stops, nobody cancelled its task.
     pub async fn close(&self) {
         self.inner.closing.cancel();
         let runs: Vec<_> = self.inner.local().iter().map(|(id, run)| (id.clone(), run.cancel.clone())).collect();
