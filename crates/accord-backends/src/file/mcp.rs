@@ -1,10 +1,10 @@
 //! `[[mcp]]`: the MCP servers whose tools become skills.
 
-use accord_engine::Pricing;
 use toml::{Table, Value};
 
 use super::McpSpec;
 use super::reader::{Fields, Reader, kind};
+use super::skill::Terms;
 use crate::command::CommandConfig;
 use crate::http::HttpConfig;
 
@@ -66,15 +66,7 @@ impl Reader<'_> {
         let timeout = self.duration(&mut fields, "timeout").unwrap_or(crate::mcp::DEFAULT_MCP_TIMEOUT);
         let startup_timeout =
             self.duration(&mut fields, "startup_timeout").unwrap_or(crate::mcp::DEFAULT_MCP_STARTUP_TIMEOUT);
-        let pricing = match fields.get("price") {
-            Some(value) => self.price(value, &fields.key("price")),
-            None => Some(Pricing::default()),
-        };
-        let scope = self.string(&mut fields, "scope");
-        if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
-            self.error(fields.key("scope"), "must not be empty");
-        }
-        let safe_to_repeat = self.boolean(&mut fields, "safe_to_repeat");
+        let Terms { pricing, scope, safe_to_repeat } = self.terms(&mut fields);
         self.finish(fields);
         if self.errors.len() > before {
             return None;

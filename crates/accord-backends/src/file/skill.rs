@@ -9,7 +9,32 @@ use toml::{Table, Value};
 use super::reader::{Fields, Reader, kind, to_json};
 use super::{Backend, SkillSpec, read_text};
 
+/// What a `[[skill]]` and an `[[mcp]]` server (for each of its tools) both say of their runs:
+/// their price, the scope a caller needs, and whether a run may be repeated.
+pub(super) struct Terms {
+    /// `price` (free when not given); `None` when it is wrong.
+    pub(super) pricing: Option<Pricing>,
+    /// `scope`.
+    pub(super) scope: Option<String>,
+    /// `safe_to_repeat`.
+    pub(super) safe_to_repeat: Option<bool>,
+}
+
 impl Reader<'_> {
+    /// Reads `price`, `scope` and `safe_to_repeat` of `fields`, in that order.
+    pub(super) fn terms(&mut self, fields: &mut Fields<'_>) -> Terms {
+        let pricing = match fields.get("price") {
+            Some(value) => self.price(value, &fields.key("price")),
+            None => Some(Pricing::default()),
+        };
+        let scope = self.string(fields, "scope");
+        if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
+            self.error(fields.key("scope"), "must not be empty");
+        }
+        let safe_to_repeat = self.boolean(fields, "safe_to_repeat");
+        Terms { pricing, scope, safe_to_repeat }
+    }
+
     /// Reads the `[[skill]]` array; with no `[[skill]]` at all, the file needs an `[[mcp]]`
     /// server (a non-empty `mcp` array).
     pub(super) fn skills(&mut self, skills: Option<&Value>, mcp: Option<&Value>) -> Vec<SkillSpec> {
@@ -61,15 +86,7 @@ impl Reader<'_> {
         };
         let input_schema = self.schema(&mut fields, "input_schema", "input_schema_file");
         let output_schema = self.schema(&mut fields, "output_schema", "output_schema_file");
-        let pricing = match fields.get("price") {
-            Some(value) => self.price(value, &fields.key("price")),
-            None => Some(Pricing::default()),
-        };
-        let scope = self.string(&mut fields, "scope");
-        if scope.as_deref().is_some_and(|scope| scope.trim().is_empty()) {
-            self.error(fields.key("scope"), "must not be empty");
-        }
-        let safe_to_repeat = self.boolean(&mut fields, "safe_to_repeat");
+        let Terms { pricing, scope, safe_to_repeat } = self.terms(&mut fields);
         let http = fields.get("http");
         let command = fields.get("command");
         let backend = match (http, command) {
@@ -165,7 +182,7 @@ impl Reader<'_> {
         Some(Some(schema))
     }
 
-    pub(super) fn price(&mut self, value: &Value, path: &str) -> Option<Pricing> {
+    fn price(&mut self, value: &Value, path: &str) -> Option<Pricing> {
         match value {
             Value::String(amount) => Some(Pricing {
                 invoke: Some(amount.clone()),
