@@ -1,8 +1,8 @@
 //! The MCP backend against a real MCP server process on stdio (`tests/data/mcp_tools.py`), through
 //! the official Rust MCP SDK: its tools become skills with their schemas; results, structured
 //! results, progress and tool errors map onto runs; a cancelled run cancels the call on the
-//! server, saying whether the task was cancelled or the server is stopping; and a bad tool, a missing tool or a server that does not start stops the build with
-//! its reason.
+//! server, saying whether the task was cancelled or the server is stopping; and a bad tool, a
+//! missing tool or a server that does not start stops the build with its reason.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -98,12 +98,19 @@ async fn progress_notifications_are_working_updates_with_their_words() {
     }
 }
 
-#[tokio::test]
-async fn a_cancelled_run_cancels_the_call_on_the_server() {
+/// An agent on the test server, which appends each `notifications/cancelled` it receives to the
+/// returned file (in the returned directory, removed when it is dropped).
+async fn recording_cancellations() -> (tempfile::TempDir, PathBuf, Agent) {
     let dir = tempfile::tempdir().expect("dir");
     let marker = dir.path().join("cancelled.jsonl");
     let extra = [("MCP_CANCELLED_FILE", marker.display().to_string())];
     let (agent, _) = build(&stdio(""), &extra).await.expect("agent");
+    (dir, marker, agent)
+}
+
+#[tokio::test]
+async fn a_cancelled_run_cancels_the_call_on_the_server() {
+    let (_dir, marker, agent) = recording_cancellations().await;
     let valid = agent.skill("slow").expect("slow").validate_input(json!({"seconds": 30})).expect("valid");
     let mut stream = agent.stream(valid).expect("stream");
     // Wait for the first progress, then drop the stream: the run is cancelled.
@@ -135,10 +142,7 @@ async fn first_cancellation(marker: &Path) -> Value {
 
 #[tokio::test]
 async fn a_task_stopped_by_the_server_shutting_down_tells_the_server_it_stops() {
-    let dir = tempfile::tempdir().expect("dir");
-    let marker = dir.path().join("cancelled.jsonl");
-    let extra = [("MCP_CANCELLED_FILE", marker.display().to_string())];
-    let (agent, _) = build(&stdio(""), &extra).await.expect("agent");
+    let (_dir, marker, agent) = recording_cancellations().await;
     let runtime = TaskRuntime::new(agent, Arc::new(MemoryStore::default()), RuntimeConfig::default());
     let owner = AccessToken::generate().owner();
     let valid = runtime.agent().skill("slow").expect("slow").validate_input(json!({"seconds": 30})).expect("valid");
