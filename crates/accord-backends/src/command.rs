@@ -18,11 +18,11 @@ use accord_engine::{BoxFuture, Handler, Outcome, Run, SkillError};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout, Command};
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::Secret;
 use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, bounded, failure, invalid_answer};
+use crate::gate::{self, Gate};
 use crate::http::seconds;
 
 /// The longest stderr line logged; the rest of a longer line is dropped.
@@ -130,7 +130,7 @@ impl CommandConfig {
 
     /// The most children at once (`None`: no limit). Runs beyond it wait (cancellable).
     pub fn concurrency(mut self, limit: Option<usize>) -> Self {
-        self.concurrency = limit.map(|limit| limit.max(1));
+        self.concurrency = gate::at_least_one(limit);
         self
     }
 
@@ -165,7 +165,7 @@ pub struct CommandBackend {
 
 struct Inner {
     config: CommandConfig,
-    limit: Option<Arc<Semaphore>>,
+    gate: Gate,
 }
 
 impl std::fmt::Debug for CommandBackend {
@@ -177,8 +177,8 @@ impl std::fmt::Debug for CommandBackend {
 impl CommandBackend {
     /// A handler for `config`.
     pub fn new(config: CommandConfig) -> Self {
-        let limit = config.concurrency.map(|limit| Arc::new(Semaphore::new(limit)));
-        Self { inner: Arc::new(Inner { config, limit }) }
+        let gate = Gate::new(config.concurrency);
+        Self { inner: Arc::new(Inner { config, gate }) }
     }
 
     /// The configuration.
@@ -206,13 +206,7 @@ enum Stop {
 
 impl Inner {
     async fn run(&self, run: Run) -> Result<Outcome, SkillError> {
-        let _permit = match &self.limit {
-            None => None,
-            Some(limit) => tokio::select! {
-                permit = Arc::clone(limit).acquire_owned() => permit.ok(),
-                () = run.cancelled() => return Err(contract::cancelled()),
-            },
-        };
+        let _place = self.gate.enter(&run).await?;
         let deadline = Instant::now() + self.config.timeout;
         let mut body = serde_json::to_vec(&contract::request_body(&run))
             .map_err(|_| SkillError::internal("the input does not encode"))?;

@@ -16,11 +16,11 @@ use accord_engine::{BoxFuture, Handler, Message, Outcome, Run, SkillError};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Response, StatusCode};
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use url::Url;
 
 use crate::contract::{self, Files, Lines, MAX_REASON_CHARS, SseEvents, StreamEvent, bounded, failure, invalid_answer};
+use crate::gate::{self, Gate};
 use crate::{BackendError, Secret};
 
 /// Headers Accord sets on every request; a configuration may not set them.
@@ -309,7 +309,7 @@ impl HttpConfig {
     /// The most runs that call the backend at once (`None`: no limit). Runs beyond it wait
     /// (cancellable) for a place.
     pub fn concurrency(mut self, limit: Option<usize>) -> Self {
-        self.concurrency = limit.map(|limit| limit.max(1));
+        self.concurrency = gate::at_least_one(limit);
         self
     }
 
@@ -348,7 +348,7 @@ struct Inner {
     config: HttpConfig,
     client: reqwest::Client,
     headers: HeaderMap,
-    limit: Option<Arc<Semaphore>>,
+    gate: Gate,
 }
 
 impl std::fmt::Debug for HttpBackend {
@@ -374,8 +374,8 @@ impl HttpBackend {
             .connect_timeout(config.timeout)
             .build()
             .map_err(|_| BackendError::new("the HTTP client could not be created"))?;
-        let limit = config.concurrency.map(|limit| Arc::new(Semaphore::new(limit)));
-        Ok(Self { inner: Arc::new(Inner { config, client, headers, limit }) })
+        let gate = Gate::new(config.concurrency);
+        Ok(Self { inner: Arc::new(Inner { config, client, headers, gate }) })
     }
 
     /// The configuration.
@@ -419,13 +419,7 @@ enum ReadFailure {
 impl Inner {
     async fn run(&self, run: Run) -> Result<Outcome, SkillError> {
         // Held until the run ends; a run waiting for a place still answers to cancellation.
-        let _permit = match &self.limit {
-            None => None,
-            Some(limit) => tokio::select! {
-                permit = Arc::clone(limit).acquire_owned() => permit.ok(),
-                () = run.cancelled() => return Err(contract::cancelled()),
-            },
-        };
+        let _place = self.gate.enter(&run).await?;
         // Cancelling drops the request in flight, which closes its connection.
         tokio::select! {
             outcome = self.exchange(&run) => outcome,

@@ -28,6 +28,7 @@
 mod command;
 mod contract;
 pub mod file;
+mod gate;
 mod http;
 mod mcp;
 mod secret;

@@ -17,7 +17,9 @@
 //!   blocks joined by newlines). Images, audio, embedded resources and resource links become
 //!   file parts of an artifact named `content`. `isError: true` fails the run (`tool_error`)
 //!   with the tool's text.
-//! - Cancelling the run sends `notifications/cancelled` for the request and stops waiting.
+//! - Cancelling the run sends `notifications/cancelled` for the request and stops waiting. Its
+//!   reason is "the task was cancelled", or "the server is stopping" when the run is cancelled
+//!   because Accord shuts down ([`accord_engine::Run::is_stopping`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -778,7 +780,9 @@ impl McpTool {
                     run.emit(progress_update(delta)).await;
                 }
                 () = run.cancelled() => {
-                    notify_cancelled(&session.peer, id, "the task was cancelled").await;
+                    // The server tells its tool why: the caller's cancel, or our own shutdown.
+                    let reason = if run.is_stopping() { "the server is stopping" } else { "the task was cancelled" };
+                    notify_cancelled(&session.peer, id, reason).await;
                     return Err(cancelled());
                 }
                 cause = &mut went_away => {

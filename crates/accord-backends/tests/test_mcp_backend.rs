@@ -1,14 +1,16 @@
 //! The MCP backend against a real MCP server process on stdio (`tests/data/mcp_tools.py`), through
 //! the official Rust MCP SDK: its tools become skills with their schemas; results, structured
 //! results, progress and tool errors map onto runs; a cancelled run cancels the call on the
-//! server; and a bad tool, a missing tool or a server that does not start stops the build with
-//! its reason.
+//! server, saying whether the task was cancelled or the server is stopping; and a bad tool, a
+//! missing tool or a server that does not start stops the build with its reason.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use accord_backends::AgentFile;
+use accord_engine::task::{AccessToken, MemoryStore, Reservation, RuntimeConfig, TaskEventKind, TaskRuntime};
 use accord_engine::{Agent, RunError, RunEvent};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -96,12 +98,19 @@ async fn progress_notifications_are_working_updates_with_their_words() {
     }
 }
 
-#[tokio::test]
-async fn a_cancelled_run_cancels_the_call_on_the_server() {
+/// An agent on the test server, which appends each `notifications/cancelled` it receives to the
+/// returned file (in the returned directory, removed when it is dropped).
+async fn recording_cancellations() -> (tempfile::TempDir, PathBuf, Agent) {
     let dir = tempfile::tempdir().expect("dir");
     let marker = dir.path().join("cancelled.jsonl");
     let extra = [("MCP_CANCELLED_FILE", marker.display().to_string())];
     let (agent, _) = build(&stdio(""), &extra).await.expect("agent");
+    (dir, marker, agent)
+}
+
+#[tokio::test]
+async fn a_cancelled_run_cancels_the_call_on_the_server() {
+    let (_dir, marker, agent) = recording_cancellations().await;
     let valid = agent.skill("slow").expect("slow").validate_input(json!({"seconds": 30})).expect("valid");
     let mut stream = agent.stream(valid).expect("stream");
     // Wait for the first progress, then drop the stream: the run is cancelled.
@@ -111,19 +120,47 @@ async fn a_cancelled_run_cancels_the_call_on_the_server() {
         }
     }
     drop(stream);
+    let notice = first_cancellation(&marker).await;
+    assert_eq!(notice["reason"], "the task was cancelled", "{notice}");
+    assert!(notice["requestId"].is_number() || notice["requestId"].is_string(), "{notice}");
+    // The session goes on serving.
+    assert_eq!(invoke(&agent, "add", json!({"a": 1, "b": 1})).await.expect("sum"), json!({"sum": 2}));
+}
+
+/// The first `notifications/cancelled` the server recorded in `marker` (waiting up to 5 s for it).
+async fn first_cancellation(marker: &Path) -> Value {
     let mut seen = String::new();
     for _ in 0..100 {
-        seen = std::fs::read_to_string(&marker).unwrap_or_default();
+        seen = std::fs::read_to_string(marker).unwrap_or_default();
         if !seen.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let notice: Value = serde_json::from_str(seen.lines().next().expect("a cancellation")).expect("json");
-    assert_eq!(notice["reason"], "the task was cancelled", "{notice}");
-    assert!(notice["requestId"].is_number() || notice["requestId"].is_string(), "{notice}");
-    // The session goes on serving.
-    assert_eq!(invoke(&agent, "add", json!({"a": 1, "b": 1})).await.expect("sum"), json!({"sum": 2}));
+    serde_json::from_str(seen.lines().next().expect("a cancellation")).expect("json")
+}
+
+#[tokio::test]
+async fn a_task_stopped_by_the_server_shutting_down_tells_the_server_it_stops() {
+    let (_dir, marker, agent) = recording_cancellations().await;
+    let runtime = TaskRuntime::new(agent, Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let owner = AccessToken::generate().owner();
+    let valid = runtime.agent().skill("slow").expect("slow").validate_input(json!({"seconds": 30})).expect("valid");
+    let task = runtime.start(Reservation::new(owner, valid)).await.expect("started");
+    // Wait for the tool's first progress (the call is on the server), then shut the runtime down.
+    let mut events = runtime.events(&task.id, &owner, 0).await.expect("events");
+    let progress = async {
+        while let Some(event) = events.next().await {
+            if matches!(event.expect("an event").kind, TaskEventKind::Status { message: Some(_), .. }) {
+                return;
+            }
+        }
+        panic!("the task ended without progress");
+    };
+    tokio::time::timeout(Duration::from_secs(10), progress).await.expect("progress");
+    runtime.close().await;
+    let notice = first_cancellation(&marker).await;
+    assert_eq!(notice["reason"], "the server is stopping", "{notice}");
 }
 
 #[tokio::test]

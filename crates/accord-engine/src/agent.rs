@@ -242,6 +242,7 @@ impl Agent {
             skill: Arc::clone(&valid.skill.key),
             input: Arc::new(valid.input),
             cancel,
+            stopping: None,
             sink: None,
             task: None,
             owner: None,
@@ -276,6 +277,7 @@ impl Agent {
             skill: Arc::clone(&valid.skill.key),
             input: Arc::new(valid.input),
             cancel: cancel.clone(),
+            stopping: None,
             sink: Some(Arc::clone(&sink)),
             task: None,
             owner: None,
@@ -308,13 +310,15 @@ impl Agent {
     }
 
     /// Runs a skill's invoke handler for a task: the run id is the task id, the handler sees the
-    /// task, the caller owns the cancellation token, and events go to `sink` when given.
+    /// task, the caller owns the cancellation token, `stopping` fires when the server stops
+    /// ([`Run::is_stopping`]), and events go to `sink` when given.
     pub(crate) async fn run_for_task(
         &self,
         valid: ValidInput,
         task: Arc<crate::model::Task>,
         owner: &crate::task::OwnerHash,
         cancel: CancellationToken,
+        stopping: CancellationToken,
         sink: Option<Arc<EventSink>>,
     ) -> Result<Completion, RunError> {
         let handler =
@@ -324,6 +328,7 @@ impl Agent {
             skill: Arc::clone(&valid.skill.key),
             input: Arc::new(valid.input),
             cancel,
+            stopping: Some(stopping),
             sink,
             task: Some(task),
             owner: Some(*owner),

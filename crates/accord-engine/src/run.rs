@@ -18,14 +18,20 @@ pub use crate::model::{Artifact, EndStatus, Message, Part, Role, TaskState};
 /// The context of one run of a skill, handed to its handler.
 ///
 /// A run is cancelled when its caller goes away (a stream's connection drops, an invocation's
-/// request is abandoned) or is cancelled explicitly. Handlers that wait or loop should watch
-/// [`Run::cancelled`]; the engine aborts a handler that ignores cancellation after a grace period.
+/// request is abandoned) or is cancelled explicitly, and a task's run also when the server stops
+/// (its [`TaskRuntime`](crate::task::TaskRuntime) closes): [`Run::is_stopping`] tells the two
+/// apart, for a handler that tells its own backend why it stops. Handlers that wait or loop should
+/// watch [`Run::cancelled`]; the engine aborts a handler that ignores cancellation after a grace
+/// period.
 #[derive(Clone)]
 pub struct Run {
     pub(crate) run_id: Arc<str>,
     pub(crate) skill: Arc<str>,
     pub(crate) input: Arc<Value>,
     pub(crate) cancel: CancellationToken,
+    /// Fired when the server stops: the closing of the task runtime that runs this task (`None`
+    /// for a direct invocation or stream).
+    pub(crate) stopping: Option<CancellationToken>,
     pub(crate) sink: Option<Arc<EventSink>>,
     pub(crate) task: Option<Arc<crate::model::Task>>,
     /// The owner of the task run, if any; its pseudonym is made on the first
@@ -101,6 +107,15 @@ impl Run {
     /// Completes when the run is cancelled.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await;
+    }
+
+    /// Whether the server is stopping: the run is cancelled because the
+    /// [`TaskRuntime`](crate::task::TaskRuntime) that runs its task is closing, not because its
+    /// caller cancelled the task, its time ran out or another worker took it over. The runtime
+    /// says so before it cancels the run, so a handler that sees [`Run::cancelled`] fire can ask
+    /// this to tell its backend why it stops. Always `false` for a direct invocation or stream.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.as_ref().is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Whether events emitted by this run reach anyone (true for streams, false for a direct

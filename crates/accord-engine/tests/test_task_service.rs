@@ -431,6 +431,9 @@ mod list {
 }
 
 mod cancel {
+    use accord_engine::task::{OwnerHash, Reservation};
+    use tokio::sync::mpsc;
+
     use super::*;
 
     #[tokio::test]
@@ -459,6 +462,53 @@ mod cancel {
         let still = fixture.service.get(&caller, &running.id, None).await.expect("get");
         assert_eq!(still.state, TaskState::Working);
         assert_eq!(kind(fixture.service.cancel(&caller, &TaskId::generate()).await), ErrorKind::TaskNotFound);
+    }
+
+    /// A runtime whose `watch` skill runs until it is cancelled, then says on `told` whether the
+    /// server was stopping ([`Run::is_stopping`]); `started` is notified once it runs.
+    fn watching(started: Arc<Notify>, told: mpsc::UnboundedSender<bool>) -> TaskRuntime {
+        let watch = Skill::builder("watch").invoke(move |run: Run| {
+            let (started, told) = (Arc::clone(&started), told.clone());
+            async move {
+                started.notify_one();
+                run.cancelled().await;
+                let _ = told.send(run.is_stopping());
+                Ok(Completion::new(json!("stopped")).into())
+            }
+        });
+        let agent = Agent::builder("watching").skill(watch).build().expect("agent");
+        TaskRuntime::new(agent, Arc::new(MemoryStore::default()), RuntimeConfig::default())
+    }
+
+    /// A `watch` task started on `runtime`, once its handler runs, and its owner.
+    async fn watched(runtime: &TaskRuntime, started: &Notify) -> (Task, OwnerHash) {
+        let owner = AccessToken::generate().owner();
+        let input = runtime.agent().skill("watch").expect("the skill").validate_input(json!({})).expect("input");
+        let task = runtime.start(Reservation::new(owner, input)).await.expect("started");
+        tokio::time::timeout(SETTLE, started.notified()).await.expect("the handler runs");
+        (task, owner)
+    }
+
+    #[tokio::test]
+    async fn a_run_its_caller_cancels_is_not_told_the_server_stops() {
+        let started = Arc::new(Notify::new());
+        let (told, mut stopping) = mpsc::unbounded_channel();
+        let runtime = watching(Arc::clone(&started), told);
+        let (task, owner) = watched(&runtime, &started).await;
+        runtime.cancel(&task.id, &owner).await.expect("cancelled");
+        let stopping = tokio::time::timeout(SETTLE, stopping.recv()).await.expect("the handler ends").expect("told");
+        assert!(!stopping, "a caller's cancel is not the server stopping");
+    }
+
+    #[tokio::test]
+    async fn a_run_the_closing_runtime_cancels_is_told_the_server_stops() {
+        let started = Arc::new(Notify::new());
+        let (told, mut stopping) = mpsc::unbounded_channel();
+        let runtime = watching(Arc::clone(&started), told);
+        watched(&runtime, &started).await;
+        runtime.close().await;
+        let stopping = tokio::time::timeout(SETTLE, stopping.recv()).await.expect("the handler ends").expect("told");
+        assert!(stopping, "the runtime's close is the server stopping");
     }
 }
 
