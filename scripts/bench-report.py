@@ -55,6 +55,7 @@ def medians(reports):
         "server_cpu_us_per_delta_min": min((r["server_cpu_us_per_delta"] for r in reports if r.get("server_cpu_us_per_delta") is not None), default=None),
         "server_cpu_us_per_delta_max": max((r["server_cpu_us_per_delta"] for r in reports if r.get("server_cpu_us_per_delta") is not None), default=None),
         "bytes_per_delta": median("bytes_per_delta"),
+        "events_per_op": median("events_per_op"),
         "server_busy": statistics.median(busy_values) if busy_values else None,
         "errors": sum(report["errors"] for report in reports),
         "rounds": rates,
@@ -174,7 +175,7 @@ def main():
                 if scenario == "a2a-deltas" and row.get("server_cpu_us_per_delta") is not None:
                     rate += (f" ({row['server_cpu_us_per_delta']:.2f} µs CPU/delta "
                              f"({row['server_cpu_us_per_delta_min']:.2f}–{row['server_cpu_us_per_delta_max']:.2f}), "
-                             f"{row['bytes_per_delta']:.1f} bytes/delta)")
+                             f"{row['bytes_per_delta']:.1f} bytes/delta, {row['events_per_op']:.0f} events a stream)")
                 cpu = row["server_cpu_us_per_op"]
                 ratio = row.get("ratio_to_" + baseline.replace("-", "_"))
                 server_busy = row["server_busy"]

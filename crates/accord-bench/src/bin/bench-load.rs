@@ -49,6 +49,9 @@ struct Args {
     /// For `list`: the least `totalSize` a right answer has.
     #[arg(long)]
     list_min_total: Option<u64>,
+    /// For `a2a-deltas`: milliseconds between two deltas of a task.
+    #[arg(long, default_value_t = accord_bench::load::DEFAULT_DELTA_INTERVAL_MS)]
+    delta_interval_ms: u64,
     /// The server's process id: its CPU time over the window is divided among the operations.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -122,6 +125,7 @@ async fn main_async(args: Args) -> ExitCode {
         warmup,
         timeout,
         list_min_total: args.list_min_total,
+        delta_interval_ms: args.delta_interval_ms,
         server_pid: args.server_pid,
         clock_ticks: args.clock_ticks,
         max_operations: args.requests,

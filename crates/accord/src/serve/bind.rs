@@ -192,22 +192,8 @@ struct Lines {
 impl Prepared {
     /// Binds the agent's listener and starts every listener; the summary says where each is.
     async fn listen(self) -> Result<Running, ServeError> {
-        let Self {
-            args,
-            app,
-            base_path,
-            label,
-            mapping,
-            served,
-            durability,
-            grpc,
-            metrics_at,
-            readiness,
-            runtime,
-            telemetry,
-            backend_metrics,
-            lines,
-        } = self;
+        let Self { args, app, base_path, label, served, grpc, runtime, lines, .. } = self;
+        let (mapping, durability, metrics_at) = (self.mapping, self.durability, self.metrics_at);
         let listener = bind(&args.host, args.port, "--port").await?;
         let address = local_addr(&listener)?;
         let host_part = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
@@ -245,7 +231,7 @@ impl Prepared {
         });
         let (stop, requested) = watch::channel(StopLevel::Serving);
         let (close, stopped) = watch::channel(StopLevel::Serving);
-        tokio::spawn(coordinate_stop(requested, close, readiness, args.connections.shutdown_delay()));
+        tokio::spawn(coordinate_stop(requested, close, self.readiness, args.connections.shutdown_delay()));
         let until = |mut stopped: watch::Receiver<StopLevel>, level: StopLevel| async move {
             let _ = stopped.wait_for(|stop| *stop >= level).await;
         };
@@ -313,9 +299,9 @@ impl Prepared {
             stop,
             servers,
             runtime,
-            telemetry,
+            telemetry: self.telemetry,
             grace,
-            backend_metrics,
+            backend_metrics: self.backend_metrics,
         })
     }
 }
