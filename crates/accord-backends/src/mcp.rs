@@ -52,6 +52,24 @@ fn progress_update(words: String) -> RunEvent {
     }
 }
 
+/// The histogram of the seconds each finished MCP tool call took, by `backend` (the server's
+/// name): answered or failed, whatever the reason, but not cancelled. Recorded through the
+/// `metrics` facade, so it shows wherever the process installed a recorder (`/metrics`).
+pub const BACKEND_CALL_SECONDS: &str = "accord_backend_call_duration_seconds";
+
+/// Records one finished call of the server `backend` in [`BACKEND_CALL_SECONDS`].
+fn record_call_duration(backend: &str, took: Duration) {
+    static DESCRIBED: std::sync::Once = std::sync::Once::new();
+    DESCRIBED.call_once(|| {
+        metrics::describe_histogram!(
+            BACKEND_CALL_SECONDS,
+            metrics::Unit::Seconds,
+            "Seconds an MCP tool call took until its answer or its failure (not a cancelled one), by backend."
+        );
+    });
+    metrics::histogram!(BACKEND_CALL_SECONDS, "backend" => backend.to_owned()).record(took.as_secs_f64());
+}
+
 /// The default time a tool call may take.
 pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -734,11 +752,16 @@ impl McpTool {
     async fn run(&self, run: Run) -> Result<Outcome, SkillError> {
         let shared = &self.server.inner;
         shared.calls.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let result = self.call(run).await;
         if let Err(error) = &result
             && matches!(error.code.as_str(), "backend_unavailable" | "backend_timeout" | "backend_invalid_answer")
         {
             shared.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        // A cancelled run did not finish: its time says nothing of the server.
+        if !matches!(&result, Err(error) if error.code == "cancelled") {
+            record_call_duration(&shared.options.name, started.elapsed());
         }
         result
     }
