@@ -37,7 +37,7 @@ pub use command::{CommandBackend, CommandConfig};
 pub use file::{AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
 pub use http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 pub use mcp::{
-    BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,
+    BACKEND_CALL_SECONDS, BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,
     MCP_RECONNECT_MAX_DELAY, McpOptions, McpServer, McpTool, McpTransport, ToolHints,
 };
 pub use secret::Secret;

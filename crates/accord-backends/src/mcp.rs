@@ -54,6 +54,24 @@ fn progress_update(words: String) -> RunEvent {
     }
 }
 
+/// The histogram of the seconds each finished MCP tool call took, by `backend` (the server's
+/// name): answered or failed, whatever the reason, but not cancelled. Recorded through the
+/// `metrics` facade, so it shows wherever the process installed a recorder (`/metrics`).
+pub const BACKEND_CALL_SECONDS: &str = "accord_backend_call_duration_seconds";
+
+/// Records one finished call of the server `backend` in [`BACKEND_CALL_SECONDS`].
+fn record_call_duration(backend: &str, took: Duration) {
+    static DESCRIBED: std::sync::Once = std::sync::Once::new();
+    DESCRIBED.call_once(|| {
+        metrics::describe_histogram!(
+            BACKEND_CALL_SECONDS,
+            metrics::Unit::Seconds,
+            "Seconds an MCP tool call took until its answer or its failure (not a cancelled one), by backend."
+        );
+    });
+    metrics::histogram!(BACKEND_CALL_SECONDS, "backend" => backend.to_owned()).record(took.as_secs_f64());
+}
+
 /// The default time a tool call may take.
 pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -247,7 +265,7 @@ struct Shared {
     failures: AtomicU64,
     reconnecting: AtomicBool,
     generation: AtomicU64,
-    /// Tools a stdio server listed as requiring MCP tasks.
+    /// Tools the server listed as requiring MCP tasks (read from the raw `tools/list` answers).
     task_tools: Arc<Mutex<BTreeSet<String>>>,
 }
 
@@ -362,8 +380,9 @@ impl McpServer {
 
     /// The tools the server listed as requiring MCP task augmentation
     /// (`execution.taskSupport: "required"`), which Accord cannot call: the MCP SDK it uses
-    /// speaks a later tasks extension, not the 2025-11-25 one. Seen on stdio servers only (over
-    /// HTTP the SDK drops the field before Accord sees it).
+    /// speaks a later tasks extension, not the 2025-11-25 one. Known once [`McpServer::tools`]
+    /// has listed them, over stdio and streamable HTTP alike (read from the raw answers: the SDK
+    /// drops the field).
     pub fn tools_requiring_tasks(&self) -> Vec<String> {
         self.inner.task_tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
     }
@@ -543,7 +562,12 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Session>, String> {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|_| format!("mcp server '{name}': could not build the HTTP client"))?;
-            let transport = StreamableHttpClientTransport::with_client(SessionClient(client_http), config);
+            let session_client = SessionClient {
+                http: client_http,
+                name: Arc::from(name.as_str()),
+                task_tools: shared.task_tools.clone(),
+            };
+            let transport = StreamableHttpClientTransport::with_client(session_client, config);
             // The URL is configuration, not a secret; the error names no header value.
             match tokio::time::timeout(timeout, client.clone().serve(transport)).await {
                 Ok(Ok(service)) => (service, None, None),
@@ -663,10 +687,7 @@ impl<R> TaskToolTap<R> {
                 if line.windows(11).any(|window| window == b"taskSupport")
                     && let Ok(message) = serde_json::from_slice::<Value>(&line)
                 {
-                    let names = tools_requiring_tasks(&message["result"]);
-                    if !names.is_empty() {
-                        self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(names);
-                    }
+                    note_task_tools(&self.found, &message);
                 }
             }
         }
@@ -733,11 +754,16 @@ impl McpTool {
     async fn run(&self, run: Run) -> Result<Outcome, SkillError> {
         let shared = &self.server.inner;
         shared.calls.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let result = self.call(run).await;
         if let Err(error) = &result
             && matches!(error.code.as_str(), "backend_unavailable" | "backend_timeout" | "backend_invalid_answer")
         {
             shared.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        // A cancelled run did not finish: its time says nothing of the server.
+        if !matches!(&result, Err(error) if error.code == "cancelled") {
+            record_call_duration(&shared.options.name, started.elapsed());
         }
         result
     }
@@ -1046,14 +1072,27 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// The streamable-HTTP client of an MCP session: reqwest, with one correction. A server that no
-/// longer knows a session (it restarted) must answer 404, and the MCP SDK then starts a new session
-/// and sends the request again; some servers answer 400 instead ("no valid session ID"), which the
-/// SDK took for an answer, so the call waited out its whole timeout, and every later one too. An
-/// error answer of HTTP 400 to a request that carried a session id, or a JSON-RPC error that says
-/// the session is not valid, is taken as the end of the session, as a 404 is.
+/// The streamable-HTTP client of an MCP session: reqwest, with two additions.
+///
+/// A server that no longer knows a session (it restarted) must answer 404, and the MCP SDK then
+/// starts a new session and sends the request again; some servers answer 400 instead ("no valid
+/// session ID"), which the SDK took for an answer, so the call waited out its whole timeout, and
+/// every later one too. An error answer of HTTP 400 to a request that carried a session id, or a
+/// JSON-RPC error that says the session is not valid, is taken as the end of the session, as a
+/// 404 is.
+///
+/// The SDK drops a tool's `execution` field when it reads a `tools/list` answer, so the tools that
+/// require MCP tasks are noted here, from the raw answer: an SSE answer's events are read as they
+/// pass to the SDK; a plain JSON answer, already read, is asked for once more, raw, in the same
+/// session (a `tools/list` changes nothing on the server).
 #[derive(Clone)]
-struct SessionClient(reqwest::Client);
+struct SessionClient {
+    http: reqwest::Client,
+    /// The server's name, for the log.
+    name: Arc<str>,
+    /// Where the names of the tools that require MCP tasks go.
+    task_tools: Arc<Mutex<BTreeSet<String>>>,
+}
 
 /// `result`, an answer to a request that carried a session id when `attached`, with a refusal of
 /// the session turned into the SDK's "session expired".
@@ -1078,6 +1117,167 @@ fn session_refused(
     result
 }
 
+/// Whether `message` is a `tools/list` request.
+fn is_tools_list(message: &rmcp::model::ClientJsonRpcMessage) -> bool {
+    matches!(message, rmcp::model::JsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::ListToolsRequest(_)))
+}
+
+/// Notes in `found` the tools of a raw JSON-RPC message (a `tools/list` answer) that require
+/// MCP tasks.
+fn note_task_tools(found: &Mutex<BTreeSet<String>>, message: &Value) {
+    let names = tools_requiring_tasks(&message["result"]);
+    if !names.is_empty() {
+        found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(names);
+    }
+}
+
+/// The JSON-RPC messages of an SSE body: each event's `data` lines, joined by newlines.
+fn sse_messages(body: &str) -> Vec<Value> {
+    let mut messages = Vec::new();
+    let mut data: Vec<&str> = Vec::new();
+    for line in body.lines().chain(std::iter::once("")) {
+        if line.is_empty() {
+            if !data.is_empty()
+                && let Ok(message) = serde_json::from_str(&data.join("\n"))
+            {
+                messages.push(message);
+            }
+            data.clear();
+        } else if let Some(value) = line.strip_prefix("data:") {
+            data.push(value.strip_prefix(' ').unwrap_or(value));
+        }
+    }
+    messages
+}
+
+/// How long the raw `tools/list` of a JSON answer may take.
+const RAW_TOOLS_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the raw second `tools/list` sends: the request the SDK sent, and where.
+struct ToolsListRequest {
+    uri: Arc<str>,
+    message: Value,
+    session_id: Option<Arc<str>>,
+    auth_header: Option<String>,
+    custom_headers: Headers,
+    max_body: usize,
+}
+
+impl SessionClient {
+    /// The SDK's answer to a request, with a refused session turned into an expired one and
+    /// the tools that require MCP tasks noted when it answers `tools/list`.
+    async fn answered(
+        &self,
+        attached: bool,
+        listing: Option<ToolsListRequest>,
+        answer: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        let answer = session_refused(attached, answer)?;
+        let Some(listing) = listing else { return Ok(answer) };
+        match answer {
+            StreamableHttpPostResponse::Sse(events, session) => {
+                use futures_util::StreamExt as _;
+                let found = self.task_tools.clone();
+                let events = events
+                    .inspect(move |event| {
+                        if let Ok(sse_stream::Sse { data: Some(data), .. }) = event
+                            && data.contains("taskSupport")
+                            && let Ok(message) = serde_json::from_str::<Value>(data)
+                        {
+                            note_task_tools(&found, &message);
+                        }
+                    })
+                    .boxed();
+                Ok(StreamableHttpPostResponse::Sse(events, session))
+            }
+            json @ StreamableHttpPostResponse::Json(rmcp::model::JsonRpcMessage::Response(_), _) => {
+                if let Err(cause) = self.list_tools_raw(listing).await {
+                    tracing::warn!(
+                        server = %self.name,
+                        "could not tell which tools of MCP server '{}' require MCP tasks: {cause}",
+                        self.name
+                    );
+                }
+                Ok(json)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Sends `listing` again and notes, from the raw answer (JSON or SSE), the tools that
+    /// require MCP tasks.
+    async fn list_tools_raw(&self, listing: ToolsListRequest) -> Result<(), String> {
+        let ToolsListRequest { uri, mut message, session_id, auth_header, custom_headers, max_body } = listing;
+        // Its own id: the server never takes it for the SDK's request.
+        message["id"] = Value::String("accord-task-support".into());
+        let mut request = self
+            .http
+            .post(uri.as_ref())
+            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .timeout(RAW_TOOLS_LIST_TIMEOUT)
+            .json(&message);
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session_id) = session_id {
+            request = request.header("mcp-session-id", session_id.as_ref());
+        }
+        let mut response = request.send().await.map_err(|error| root_cause(&error))?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {} to tools/list", response.status()));
+        }
+        let sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|error| root_cause(&error))? {
+            if body.len() + chunk.len() > max_body {
+                return Err(format!("the answer to tools/list is larger than {max_body} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let messages = if sse {
+            sse_messages(&String::from_utf8_lossy(&body))
+        } else {
+            vec![serde_json::from_slice(&body).map_err(|_| "the answer to tools/list is not JSON".to_owned())?]
+        };
+        let answer = messages
+            .iter()
+            .find(|message| message["id"] == "accord-task-support" && message.get("result").is_some())
+            .ok_or_else(|| "no answer to tools/list".to_owned())?;
+        note_task_tools(&self.task_tools, answer);
+        Ok(())
+    }
+
+    /// What a raw second `tools/list` would send, when `message` is one.
+    fn listing(
+        message: &rmcp::model::ClientJsonRpcMessage,
+        uri: &Arc<str>,
+        session_id: &Option<Arc<str>>,
+        auth_header: &Option<String>,
+        custom_headers: &Headers,
+        max_body: usize,
+    ) -> Option<ToolsListRequest> {
+        if !is_tools_list(message) {
+            return None;
+        }
+        Some(ToolsListRequest {
+            uri: uri.clone(),
+            message: serde_json::to_value(message).ok()?,
+            session_id: session_id.clone(),
+            auth_header: auth_header.clone(),
+            custom_headers: custom_headers.clone(),
+            max_body,
+        })
+    }
+}
+
 type Headers = HashMap<http::HeaderName, http::HeaderValue>;
 type SseResult = Result<
     futures_util::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>,
@@ -1096,7 +1296,10 @@ impl StreamableHttpClient for SessionClient {
         custom_headers: Headers,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
         let attached = session_id.is_some();
-        session_refused(attached, self.0.post_message(uri, message, session_id, auth_header, custom_headers).await)
+        let max_body = StreamableHttpResponseLimits::default().max_json_response_size;
+        let listing = Self::listing(&message, &uri, &session_id, &auth_header, &custom_headers, max_body);
+        let answer = self.http.post_message(uri, message, session_id, auth_header, custom_headers).await;
+        self.answered(attached, listing, answer).await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -1109,8 +1312,10 @@ impl StreamableHttpClient for SessionClient {
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
         let attached = session_id.is_some();
+        let max_body = StreamableHttpResponseLimits::default().max_json_response_size;
+        let listing = Self::listing(&message, &uri, &session_id, &auth_header, &custom_headers, max_body);
         let answer = self
-            .0
+            .http
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -1120,7 +1325,7 @@ impl StreamableHttpClient for SessionClient {
                 max_sse_event_size,
             )
             .await;
-        session_refused(attached, answer)
+        self.answered(attached, listing, answer).await
     }
 
     async fn post_message_with_response_limits(
@@ -1133,11 +1338,13 @@ impl StreamableHttpClient for SessionClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
         let attached = session_id.is_some();
+        let listing =
+            Self::listing(&message, &uri, &session_id, &auth_header, &custom_headers, limits.max_json_response_size);
         let answer = self
-            .0
+            .http
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await;
-        session_refused(attached, answer)
+        self.answered(attached, listing, answer).await
     }
 
     async fn delete_session(
@@ -1147,7 +1354,7 @@ impl StreamableHttpClient for SessionClient {
         auth_header: Option<String>,
         custom_headers: Headers,
     ) -> Result<(), StreamableHttpError<reqwest::Error>> {
-        self.0.delete_session(uri, session_id, auth_header, custom_headers).await
+        self.http.delete_session(uri, session_id, auth_header, custom_headers).await
     }
 
     async fn get_stream(
@@ -1158,7 +1365,7 @@ impl StreamableHttpClient for SessionClient {
         auth_header: Option<String>,
         custom_headers: Headers,
     ) -> SseResult {
-        self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        self.http.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -1170,7 +1377,7 @@ impl StreamableHttpClient for SessionClient {
         custom_headers: Headers,
         max_sse_event_size: usize,
     ) -> SseResult {
-        self.0
+        self.http
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -1312,6 +1519,21 @@ mod tests {
         }
         assert_eq!(found.lock().expect("lock").iter().collect::<Vec<_>>(), ["render"]);
         assert!(tap.line.is_empty());
+    }
+
+    #[test]
+    fn an_sse_body_is_read_as_its_events_messages() {
+        let body = "event: message\r\nid: 1\r\ndata: {\"id\": 1,\r\ndata: \"result\": {}}\r\n\r\n: a comment\n\ndata:{\"id\":2}";
+        assert_eq!(sse_messages(body), [json!({"id": 1, "result": {}}), json!({"id": 2})]);
+        let found = Mutex::new(BTreeSet::new());
+        note_task_tools(
+            &found,
+            &json!({"result": {"tools": [
+                {"name": "later", "execution": {"taskSupport": "required"}},
+                {"name": "now", "execution": {"taskSupport": "forbidden"}},
+            ]}}),
+        );
+        assert_eq!(found.lock().expect("lock").iter().collect::<Vec<_>>(), ["later"]);
     }
 
     #[test]

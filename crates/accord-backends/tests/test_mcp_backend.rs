@@ -492,3 +492,97 @@ async fn a_server_in_a_crash_loop_is_restarted_ever_more_slowly() {
     assert!((2..=3).contains(&status.reconnects), "{status:?}");
     assert_eq!(status.last_error.as_deref(), Some("the server process exited (exit code 1)"), "{status:?}");
 }
+
+// ---- tools that require MCP tasks, over streamable HTTP ---------------------------------------
+
+/// How the test endpoint answers a request: one JSON body, or an SSE stream of one event.
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    Json,
+    Sse,
+}
+
+/// A streamable HTTP MCP endpoint in the test, answering in `answer`'s shape. Its `tools/list`
+/// has two pages: `plain` and `render` (`taskSupport: "required"`), then `maybe`
+/// (`taskSupport: "optional"`); `maybe` answers `called maybe`. A request without the session id
+/// it gave is refused with 400.
+async fn task_tools_endpoint(answer: Answer) -> String {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+
+    async fn post(answer: Answer, headers: HeaderMap, body: axum::Json<Value>) -> axum::response::Response {
+        let request = body.0;
+        let method = request["method"].as_str().unwrap_or_default().to_owned();
+        let Some(id) = request.get("id").cloned() else { return StatusCode::ACCEPTED.into_response() };
+        let session = headers.get("mcp-session-id").and_then(|value| value.to_str().ok());
+        if method != "initialize" && session != Some("task-tools-session") {
+            return (StatusCode::BAD_REQUEST, "no valid session id").into_response();
+        }
+        let tool = |name: &str, support: Option<&str>| {
+            let mut tool = json!({"name": name, "description": name, "inputSchema": {"type": "object"}});
+            if let Some(support) = support {
+                tool["execution"] = json!({"taskSupport": support});
+            }
+            tool
+        };
+        let result = match method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "task-tools", "version": "1.0.0"}
+            }),
+            "tools/list" if request["params"]["cursor"] == "2" => json!({"tools": [tool("maybe", Some("optional"))]}),
+            "tools/list" => {
+                json!({"tools": [tool("plain", None), tool("render", Some("required"))], "nextCursor": "2"})
+            }
+            "tools/call" => {
+                let text = format!("called {}", request["params"]["name"].as_str().unwrap_or_default());
+                json!({"content": [{"type": "text", "text": text}]})
+            }
+            _ => {
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown method"}});
+                return axum::Json(error).into_response();
+            }
+        };
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let mut response = match answer {
+            Answer::Json => axum::Json(message).into_response(),
+            Answer::Sse => {
+                ([(header::CONTENT_TYPE, "text/event-stream")], format!("event: message\ndata: {message}\n\n"))
+                    .into_response()
+            }
+        };
+        response.headers_mut().insert("mcp-session-id", "task-tools-session".parse().expect("header"));
+        response
+    }
+
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |headers, body| post(answer, headers, body))
+            .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+            .delete(|| async { StatusCode::OK }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_mcp_tasks_over_streamable_http_is_left_out_of_the_card() {
+    for answer in [Answer::Json, Answer::Sse] {
+        let url = task_tools_endpoint(answer).await;
+        let mcp = format!("[[mcp]]\nname = \"web\"\nhttp = {{ url = \"{url}\" }}\n");
+        let built =
+            within(20, "build", build_servers(&mcp, &[])).await.unwrap_or_else(|error| panic!("{answer:?}: {error}"));
+        assert_eq!(built.mcp_servers[0].tools_requiring_tasks(), ["render"], "{answer:?}");
+        let agent = &built.agent;
+        assert!(agent.skill("render").is_err(), "{answer:?}: a required-task tool is published");
+        // A tool whose tasks are optional is an ordinary tool: published, and it answers.
+        assert_eq!(invoke(agent, "maybe", json!({})).await.expect("maybe"), json!({"text": "called maybe"}));
+        assert_eq!(invoke(agent, "plain", json!({})).await.expect("plain"), json!({"text": "called plain"}));
+        let named = format!("{mcp}tools = [\"plain\", \"render\"]\n");
+        let named = within(20, "build", build(&named, &[])).await.expect_err("a task tool asked for");
+        assert!(named.contains("tool \"render\" requires MCP tasks"), "{answer:?}: {named}");
+    }
+}

@@ -1,6 +1,7 @@
 //! The log of an MCP server going down and coming back, read through the default filter a
 //! process using the backends sets (`info` plus `accord_backends::LOG_DIRECTIVES`): one WARN with
-//! the cause, one INFO when it is back, and no line per progress step. Alone in its file, so
+//! the cause, one INFO when it is back, and no line per progress step; and a WARN naming a tool
+//! left out because it requires MCP tasks. Alone in its file, so
 //! that its subscriber is the process's and no other test's events mix in.
 
 use std::collections::HashMap;
@@ -42,13 +43,18 @@ async fn going_down_is_a_warning_coming_back_is_info_and_progress_is_not_logged_
     tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_tools.py");
     let text = format!(
-        "[agent]\nname = \"logs\"\n[[mcp]]\nname = \"tools\"\ncommand = [\"python3\", {:?}]\n",
+        "[agent]\nname = \"logs\"\n[[mcp]]\nname = \"tools\"\ncommand = {{ argv = [\"python3\", {:?}], env_set = {{ MCP_TASK_TOOL = \"1\" }} }}\n",
         script.display().to_string()
     );
     let env = HashMap::from([("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))]);
     let file = AgentFile::parse_with_env(&text, "logs.toml", ".", &|name| env.get(name).cloned()).expect("file");
     let built = file.build_with_servers().await.expect("agent");
     let (agent, server) = (&built.agent, &built.mcp_servers[0]);
+    // A tool that requires MCP tasks is left out with a WARN naming it.
+    let log = capture.text();
+    let left_out =
+        log.lines().find(|line| line.contains("are left out")).unwrap_or_else(|| panic!("no left-out line: {log}"));
+    assert!(left_out.contains(" WARN ") && left_out.contains("tools \"render\" of mcp server 'tools'"), "{left_out}");
     // Progress steps are not INFO lines.
     let valid = agent.skill("slow").expect("slow").validate_input(json!({"seconds": 0.3})).expect("valid");
     agent.invoke(valid).await.expect("slow");
