@@ -689,6 +689,42 @@ async fn after_a_sigkill_a_read_only_tool_runs_again_and_a_destructive_one_fails
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_tool_that_needs_mcp_tasks_is_left_off_the_card_with_a_warning_in_the_log() {
+    let dir = scratch("task-tool");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../accord-backends/tests/data/mcp_tools.py");
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[mcp]]\nname = \"tools\"\ncommand = {{ argv = [\"python3\", {:?}], env_set = {{ MCP_TASK_TOOL = \"1\" }} }}\n",
+        server.display().to_string()
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--store", "memory", "--config", "agent.toml"])
+        .current_dir(&dir)
+        .env("ACCORD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start accord serve");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = stdout.next().expect("a first line").expect("text");
+    let url = first.rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
+    let card: Value =
+        reqwest::get(format!("{url}/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let skills: Vec<&str> =
+        card["skills"].as_array().expect("skills").iter().filter_map(|skill| skill["id"].as_str()).collect();
+    assert!(skills.contains(&"echo") && !skills.contains(&"render"), "{skills:?}");
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Logged while the MCP server is started: before the log was installed first, it was lost.
+    assert!(
+        stderr.contains("tools \"render\" of mcp server 'tools' are left out: they require MCP tasks"),
+        "the warning names the tool:\n{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn health_and_metrics_show_an_mcp_server_that_dies_and_comes_back_and_stay_200() {
     let dir = scratch("health");
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../accord-backends/tests/data/mcp_tools.py");

@@ -42,6 +42,7 @@ impl Serve {
             notes,
             stop_on: _,
             logging,
+            telemetry,
             from_file,
         } = self;
         if let Some(path) = args.config.as_ref().filter(|_| !from_file) {
@@ -54,7 +55,11 @@ impl Serve {
         for (skill, scope) in &skill_scopes {
             agent = agent.with_skill_scope(skill, scope).map_err(|error| ServeError::usage(error.to_string()))?;
         }
-        let telemetry = if logging { Some(args.observe.init().map_err(ServeError::usage)?) } else { None };
+        let telemetry = match telemetry {
+            Some(installed) => Some(installed),
+            None if logging => Some(args.observe.init().map_err(ServeError::usage)?),
+            None => None,
+        };
         let mapping = args.a2a_error_mapping.map_or(error_mapping, ErrorMapping::from);
         let jws_card = args.signed_card.load_jws()?;
         let signed_card = args.signed_card.load(&args.host, agent.name())?;

@@ -150,6 +150,9 @@ pub struct Serve {
     notes: Vec<String>,
     stop_on: Option<StopSignal>,
     logging: bool,
+    /// The log subscriber [`Serve::from_agent_file`] installed before it started the file's
+    /// servers.
+    telemetry: Option<Telemetry>,
     /// Whether the agent is the one of the agent file `--config` names.
     from_file: bool,
 }
@@ -184,6 +187,7 @@ impl Serve {
             notes: Vec::new(),
             stop_on: None,
             logging: true,
+            telemetry: None,
             from_file: false,
         }
     }
@@ -193,14 +197,21 @@ impl Serve {
     /// asked for their tools first), labelled with its name, each skill's `scope` required on every
     /// face and held by every credential of [`AuthArgs`] (the operator's). The file's `[serve]`
     /// and `[payments]` tables are flags: read the command line with [`parse_with_agent_file`],
-    /// which merges them into `args` (as `accord serve --config` does). A file whose agent cannot
+    /// which merges them into `args` (as `accord serve --config` does). The log subscriber
+    /// `--log-format` describes is installed first, so that what starting the servers logs is
+    /// seen (unless the application installed a subscriber of its own before: then that one
+    /// stays, as with [`Serve::logging`]). A file whose agent cannot
     /// be built is a usage error listing every problem, one per line.
     #[cfg(feature = "backends")]
     pub async fn from_agent_file(file: &accord_backends::AgentFile, args: ServeArgs) -> Result<Self, ServeError> {
+        // The log first: what starting the file's servers says (a tool left out, a server that
+        // does not answer) is seen.
+        let telemetry = args.observe.init().map_err(ServeError::usage)?;
         let built = file.build_with_servers().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
         let accord_backends::BuiltAgent { agent, tool_keys: tools, mcp_servers, .. } = built;
         let mut serve = Self::with_args(agent, args).label(file.name());
         serve.from_file = true;
+        serve.telemetry = Some(telemetry);
         if !mcp_servers.is_empty() {
             serve.backends = Some(mcp_health(mcp_servers));
         }
@@ -317,7 +328,8 @@ impl Serve {
     }
 
     /// Whether to install the log subscriber `--log-format` describes (default yes; it is never
-    /// installed over one the application installed first).
+    /// installed over one the application installed first). [`Serve::from_agent_file`] has
+    /// installed it already.
     pub fn logging(mut self, install: bool) -> Self {
         self.logging = install;
         self
