@@ -98,6 +98,59 @@ impl EventId {
     }
 }
 
+/// A request to one task of an HTTP+JSON binding, 1.0 or 0.3 (`/tasks/{id}`, `…:cancel`,
+/// `…:subscribe`): who asks, which task, what of it, the path's tenant, the query and the
+/// `Last-Event-ID`. An extractor: a handler takes `Result<TaskCall, TaskCallRefused>` and renders
+/// the refusal in its own shape.
+#[derive(Debug)]
+pub(crate) struct TaskCall {
+    pub(crate) owner: accord_engine::task::Caller,
+    pub(crate) id: String,
+    pub(crate) operation: TaskOperation,
+    /// The path's tenant, where the route has one.
+    pub(crate) tenant: Option<String>,
+    pub(crate) query: std::collections::HashMap<String, String>,
+    pub(crate) last_event_id: Option<EventId>,
+}
+
+/// Why a [`TaskCall`] could not be read: the A2A error its face renders.
+#[derive(Debug)]
+pub(crate) struct TaskCallRefused(pub(crate) A2aError);
+
+impl axum::response::IntoResponse for TaskCallRefused {
+    /// Only for a handler that takes a bare `TaskCall`: the 1.0 HTTP+JSON shape, current mapping.
+    fn into_response(self) -> axum::response::Response {
+        let mapping = a2a::ErrorMapping::V1_0_1;
+        let status = http::StatusCode::from_u16(self.0.http_status(mapping)).unwrap_or(http::StatusCode::BAD_REQUEST);
+        (status, axum::Json(self.0.to_rest_body(mapping))).into_response()
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TaskCall {
+    type Rejection = TaskCallRefused;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::{Path, Query};
+        type Params = std::collections::HashMap<String, String>;
+        let refused = |text: String| TaskCallRefused(invalid_params(&text));
+        let Path(params) = Path::<Params>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| refused(rejection.body_text()))?;
+        let Query(query) = Query::<Params>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| refused(rejection.body_text()))?;
+        let (id, operation) = TaskOperation::of(&parts.method, &params).map_err(TaskCallRefused)?;
+        Ok(Self {
+            owner: crate::auth::caller_of(&parts.extensions),
+            id,
+            operation,
+            tenant: params.get("tenant").cloned(),
+            query,
+            last_event_id: EventId::of_headers(&parts.headers),
+        })
+    }
+}
+
 /// What an HTTP+JSON request asks of one task. Both REST bindings (1.0 and 0.3) route
 /// `/tasks/{task}`, whose segment is the task's id, optionally followed by `:cancel` or
 /// `:subscribe` (`:` cannot split a path into two axum parameters).

@@ -225,20 +225,13 @@ async fn list(
 }
 
 /// `/tasks/{id}`, `/tasks/{id}:cancel` and `/tasks/{id}:subscribe` share one path segment.
-async fn task_route(
-    State(state): Shared,
-    Path(params): Path<HashMap<String, String>>,
-    Query(query): Query<HashMap<String, String>>,
-    request: Request,
-) -> Response {
+async fn task_route(State(state): Shared, call: Result<super::TaskCall, super::TaskCallRefused>) -> Response {
     let error = |failure: &A2aError| error_with(state.mapping, failure);
-    let owner = owner(&request);
-    let (id, operation) = match super::TaskOperation::of(request.method(), &params) {
-        Ok(parsed) => parsed,
-        Err(failure) => return error(&failure),
+    let super::TaskCall { owner, id, operation, tenant, mut query, last_event_id } = match call {
+        Ok(call) => call,
+        Err(refused) => return error(&refused.0),
     };
-    let tenant = params.get("tenant").map(|tenant| ("tenant", Value::String(tenant.clone())));
-    let mut query = query;
+    let tenant = tenant.map(|tenant| ("tenant", Value::String(tenant)));
     query.remove("tenant");
     let path_fields: Vec<(&str, Value)> = [Some(("id", Value::String(id))), tenant].into_iter().flatten().collect();
     match operation {
@@ -251,7 +244,6 @@ async fn task_route(
             Err(failure) => error(&failure),
         },
         super::TaskOperation::Subscribe => {
-            let last_event_id = super::EventId::of_headers(request.headers());
             match from_query::<a2a::SubscribeToTaskRequest>(&HashMap::new(), &path_fields) {
                 Ok(subscribe) => match state.core.subscribe(subscribe, owner, last_event_id).await {
                     Ok(stream) => sse(stream),

@@ -26,7 +26,7 @@ use accord_types::a2a::v03::{self, proto};
 use accord_types::a2a::{self, A2aError, A2aErrorKind, ErrorMapping, Validate};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -197,17 +197,11 @@ async fn stream(State(state): Shared, request: Request) -> Response {
 
 /// `GET /v1/tasks/{id}` (`historyLength` in the query), `POST …:cancel`, `GET|POST …:subscribe`:
 /// one path segment.
-async fn task_route(
-    State(state): Shared,
-    Path(params): Path<HashMap<String, String>>,
-    Query(query): Query<HashMap<String, String>>,
-    request: Request,
-) -> Response {
+async fn task_route(State(state): Shared, call: Result<super::TaskCall, super::TaskCallRefused>) -> Response {
     let fail = |failure: &A2aError| error(state.mapping, failure);
-    let owner = owner(&request);
-    let (id, operation) = match super::TaskOperation::of(request.method(), &params) {
-        Ok(parsed) => parsed,
-        Err(failure) => return fail(&failure),
+    let super::TaskCall { owner, id, operation, query, last_event_id, .. } = match call {
+        Ok(call) => call,
+        Err(refused) => return fail(&refused.0),
     };
     match operation {
         super::TaskOperation::Get => {
@@ -237,7 +231,6 @@ async fn task_route(
             }
         }
         super::TaskOperation::Subscribe => {
-            let last_event_id = super::EventId::of_headers(request.headers());
             let subscribe = a2a::SubscribeToTaskRequest { tenant: None, id };
             if let Err(failure) = subscribe.validate() {
                 return fail(&failure.into());
