@@ -49,6 +49,7 @@ pub mod push;
 mod refusal;
 pub mod serve;
 mod sse;
+pub mod tls;
 mod version;
 
 pub use card::SIGNED_CARD_PATH;

@@ -43,9 +43,11 @@ fn base_path(path: &str) -> &str {
         .trim_end_matches('/')
 }
 
-/// The public origin. `X-Forwarded-Proto` (`http` or `https` only) and `X-Forwarded-Host` are
-/// honoured, except when the resulting host is a loopback name (`localhost`, `127.0.0.1…`), where
-/// the request's own origin is used: a loopback card must stay reachable from where it was asked.
+/// The public origin. The request's own scheme is `https` when its URI says so (the serve loop
+/// gives every request of a TLS connection that scheme), `http` otherwise. `X-Forwarded-Proto`
+/// (`http` or `https` only) and `X-Forwarded-Host` are honoured, except when the resulting host is
+/// a loopback name (`localhost`, `127.0.0.1…`), where the request's own origin is used: a loopback
+/// card must stay reachable from where it was asked.
 pub(crate) fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
     let first = |name: &str| {
         headers
@@ -57,10 +59,12 @@ pub(crate) fn origin(headers: &HeaderMap, uri: &axum::http::Uri) -> String {
     };
     let request_host =
         first("host").or_else(|| uri.authority().map(|authority| authority.as_str())).unwrap_or("localhost");
-    let request_origin = format!("http://{request_host}");
+    let request_scheme = if uri.scheme() == Some(&axum::http::uri::Scheme::HTTPS) { "https" } else { "http" };
+    let request_origin = format!("{request_scheme}://{request_host}");
     let scheme = match first("x-forwarded-proto").map(str::to_ascii_lowercase).as_deref() {
         Some("https") => "https",
-        _ => "http",
+        Some("http") => "http",
+        _ => request_scheme,
     };
     let host = first("x-forwarded-host").unwrap_or(request_host);
     if host.contains("localhost") || host.starts_with("127.0.0.1") {

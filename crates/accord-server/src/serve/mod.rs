@@ -32,6 +32,14 @@
 //! # }
 //! ```
 //!
+//! With [`Server::tls`] every connection is TLS (1.2 or 1.3, ALPN `h2` or `http/1.1`): the
+//! handshake runs in the connection's own task, under the first-byte timeout and the connection
+//! cap, and at most [`TlsConfig::max_handshakes`] run at once. A refused handshake is logged with
+//! its cause at INFO at most once per [`HANDSHAKE_LOG_PERIOD`] (at DEBUG otherwise), so that a
+//! scanner cannot flood the log. Requests of a TLS connection carry the `https` scheme in their
+//! URI (HTTP/1.1 requests are given it from their `Host`), so that the faces write `https://`
+//! URLs.
+//!
 //! What this module must not do: look inside requests. Which request is too big or malformed is
 //! the faces' business.
 
@@ -59,6 +67,11 @@ use tower::ServiceExt;
 
 use self::watch::{DeadlineBody, EndOnStop, GuardedBody, IdleCount, Overstep, StreamEnd, Watch, WatchedIo};
 use crate::refusal::{Busy, BusyAnswered, Refusal, RefusalKind};
+use crate::tls::TlsConfig;
+
+/// How often, at most, a refused TLS handshake is logged at INFO; the others in the period are
+/// logged at DEBUG and counted in the next INFO line.
+pub const HANDSHAKE_LOG_PERIOD: Duration = Duration::from_secs(10);
 
 /// How often, at most, a run of accept errors is logged.
 pub const ACCEPT_ERROR_LOG_PERIOD: Duration = Duration::from_secs(30);
@@ -181,18 +194,38 @@ pub struct Server {
     shutdown: Option<ShutdownSignal>,
     forced: Option<ShutdownSignal>,
     grace: Option<Duration>,
+    tls: Option<TlsConfig>,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("listener", &self.listener).field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("listener", &self.listener)
+            .field("limits", &self.limits)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
     }
 }
 
 impl Server {
     /// A server for `router` on `listener`, with the default limits and no shutdown signal.
     pub fn new(listener: TcpListener, router: Router) -> Self {
-        Self { listener, router, limits: ConnectionLimits::default(), shutdown: None, forced: None, grace: None }
+        Self {
+            listener,
+            router,
+            limits: ConnectionLimits::default(),
+            shutdown: None,
+            forced: None,
+            grace: None,
+            tls: None,
+        }
+    }
+
+    /// Serves every connection over TLS with `tls`'s certificate (reloaded through any clone of
+    /// it, for new handshakes).
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// Sets the limits.
@@ -231,7 +264,7 @@ impl Server {
     /// Serves until the shutdown signal, if any, completes and every connection has finished.
     /// Errors only if the limits are unusable (a zero cap, or a buffer under 8,192 bytes).
     pub async fn run(self) -> io::Result<()> {
-        let Self { listener, router, limits, shutdown, forced, grace } = self;
+        let Self { listener, router, limits, shutdown, forced, grace, tls } = self;
         if limits.max_connections == 0 || limits.max_in_flight == 0 || limits.max_buffer < 8192 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -262,6 +295,11 @@ impl Server {
             limits,
             idle: idle.clone(),
             stopping,
+            tls: tls.map(|tls| Tls {
+                acceptor: tokio_rustls::TlsAcceptor::from(tls.server_config()),
+                handshakes: Arc::new(Semaphore::new(tls.handshake_cap())),
+                refusals: std::sync::Mutex::new(HandshakeLog::default()),
+            }),
         });
         let mut backoff = AcceptBackoff::default();
         let (already_forced, mut forced) = 'accepting: loop {
@@ -339,6 +377,43 @@ struct Shared {
     idle: IdleCount,
     /// Set when the graceful shutdown starts.
     stopping: signal::Receiver<bool>,
+    tls: Option<Tls>,
+}
+
+/// The TLS side of a server: the acceptor, the cap on handshakes in progress and the log of
+/// refused ones.
+struct Tls {
+    acceptor: tokio_rustls::TlsAcceptor,
+    handshakes: Arc<Semaphore>,
+    refusals: std::sync::Mutex<HandshakeLog>,
+}
+
+/// When a refused handshake was last logged at INFO, and how many were logged at DEBUG since.
+#[derive(Debug, Default)]
+struct HandshakeLog {
+    last_logged: Option<Instant>,
+    since: u64,
+}
+
+impl HandshakeLog {
+    /// Logs a refused handshake: at INFO if none was in the last [`HANDSHAKE_LOG_PERIOD`], else
+    /// at DEBUG. The cause is rustls's (an alert, a certificate check), never key material.
+    fn refused(&mut self, error: &io::Error, now: Instant) {
+        let due = self.last_logged.is_none_or(|last| now.duration_since(last) >= HANDSHAKE_LOG_PERIOD);
+        if due {
+            tracing::info!(
+                cause = %error,
+                refused_since = self.since,
+                "TLS handshake refused (logged at most every {} s)",
+                HANDSHAKE_LOG_PERIOD.as_secs()
+            );
+            self.last_logged = Some(now);
+            self.since = 0;
+        } else {
+            self.since += 1;
+            tracing::debug!(cause = %error, "TLS handshake refused");
+        }
+    }
 }
 
 fn http1_builder(limits: &ConnectionLimits) -> http1::Builder {
@@ -451,38 +526,101 @@ async fn serve_watched(
     }
     let mut ticks = tokio::time::interval(shared.limits.tick());
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first bytes tell the protocol, under the same limits as any connection that has sent
-    // nothing yet.
-    let protocol = loop {
-        tokio::select! {
-            protocol = sniff(&stream) => match protocol {
-                Ok(protocol) => break protocol,
-                Err(error) => {
-                    tracing::debug!(%error, "connection ended before its first request");
-                    return;
-                }
-            },
-            // Nothing sent yet: closed at once, as an idle connection is.
-            _ = stopping.wait_for(|stop| *stop) => return,
-            _ = cutting.wait_for(|cut| *cut) => return,
-            changed = room_wanted.changed() => {
-                if changed.is_ok() && watch.is_idle() {
-                    tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
-                    return;
-                }
-            }
-            _ = ticks.tick() => {
-                if let Some(overstep) = watch.overstep(&shared.limits, Instant::now()) {
-                    tracing::debug!(reason = overstep.as_str(), "closing a connection");
-                    return;
-                }
-            }
-        }
-    };
     // Handlers and layers see the client's address as axum's `ConnectInfo` (the rate limit counts
     // anonymous callers by it).
     let peer = stream.peer_addr().ok();
+    let Some(tls) = &shared.tls else {
+        // The first bytes tell the protocol, under the same limits as any connection that has
+        // sent nothing yet.
+        let protocol = {
+            let sniffing = sniff(&stream);
+            let mut watching =
+                Watching { shared, watch, stopping: &mut stopping, room_wanted, cutting, ticks: &mut ticks };
+            match watching.until(sniffing).await {
+                Some(Ok(protocol)) => protocol,
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "connection ended before its first request");
+                    return;
+                }
+                None => return,
+            }
+        };
+        drop(ticks);
+        let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
+        let loops = Loops { shared, watch, stopping, room_wanted, cutting };
+        return serve_http(io, protocol, peer, false, loops).await;
+    };
+    // The handshake, like a first byte, is due within the first-byte timeout: waiting for a
+    // handshake slot included.
+    let handshake = async {
+        let _slot = tls.handshakes.acquire().await;
+        tls.acceptor.accept(stream).await
+    };
+    let stream = {
+        let mut watching = Watching { shared, watch, stopping: &mut stopping, room_wanted, cutting, ticks: &mut ticks };
+        match watching.until(handshake).await {
+            Some(Ok(stream)) => stream,
+            Some(Err(error)) => {
+                tls.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).refused(&error, Instant::now());
+                return;
+            }
+            None => return,
+        }
+    };
+    drop(ticks);
+    let protocol = match stream.get_ref().1.alpn_protocol() {
+        Some(b"h2") => Protocol::Http2,
+        _ => Protocol::Http1,
+    };
     let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
+    let loops = Loops { shared, watch, stopping, room_wanted, cutting };
+    serve_http(io, protocol, peer, true, loops).await;
+}
+
+/// What a connection's task watches before its first request: the shutdown, the connection cap
+/// and the first-byte timeout.
+struct Watching<'a> {
+    shared: &'a Arc<Shared>,
+    watch: &'a Watch,
+    stopping: &'a mut signal::Receiver<bool>,
+    room_wanted: &'a mut signal::Receiver<u64>,
+    cutting: &'a mut signal::Receiver<bool>,
+    ticks: &'a mut tokio::time::Interval,
+}
+
+impl Watching<'_> {
+    /// Runs `work` until it ends (`Some`), or until the connection is to close (`None`): nothing
+    /// was sent yet, so it closes at once, as an idle connection does.
+    async fn until<T>(&mut self, work: impl Future<Output = T>) -> Option<T> {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return Some(done),
+                _ = self.stopping.wait_for(|stop| *stop) => return None,
+                _ = self.cutting.wait_for(|cut| *cut) => return None,
+                changed = self.room_wanted.changed() => {
+                    if changed.is_ok() && self.watch.is_idle() {
+                        tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
+                        return None;
+                    }
+                }
+                _ = self.ticks.tick() => {
+                    if let Some(overstep) = self.watch.overstep(&self.shared.limits, Instant::now()) {
+                        tracing::debug!(reason = overstep.as_str(), "closing a connection");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Serves HTTP on a connection whose protocol is known, until it ends.
+async fn serve_http<I>(io: TokioIo<I>, protocol: Protocol, peer: Option<SocketAddr>, https: bool, mut loops: Loops<'_>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (shared, watch) = (loops.shared, loops.watch);
     let service = {
         let shared = shared.clone();
         let watch = watch.clone();
@@ -492,16 +630,43 @@ async fn serve_watched(
             if let Some(peer) = peer {
                 request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             }
+            if https {
+                with_https_scheme(&mut request);
+            }
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })
     };
-    drop(ticks);
-    let mut loops = Loops { shared, watch, stopping, room_wanted, cutting };
     // Pinned here and lent to `drive`: moved into it, the connection (which holds the request
     // handler's future) would take room in this task twice.
     match protocol {
         Protocol::Http1 => loops.drive(std::pin::pin!(shared.http1.serve_connection(io, service))).await,
         Protocol::Http2 => loops.drive(std::pin::pin!(shared.http2.serve_connection(io, service))).await,
+    }
+}
+
+/// Gives a request that came over TLS the `https` scheme in its URI: an HTTP/2 request has it
+/// already (its `:scheme`), an HTTP/1.1 request in origin form is given it with its `Host` as
+/// the authority. A request without a usable `Host` is left as it is.
+fn with_https_scheme<B>(request: &mut Request<B>) {
+    if request.uri().scheme().is_some() {
+        return;
+    }
+    let Some(authority) = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .and_then(|host| host.parse::<axum::http::uri::Authority>().ok())
+    else {
+        return;
+    };
+    let mut parts = request.uri().clone().into_parts();
+    parts.scheme = Some(axum::http::uri::Scheme::HTTPS);
+    parts.authority = Some(authority);
+    if parts.path_and_query.is_none() {
+        parts.path_and_query = Some(axum::http::uri::PathAndQuery::from_static("/"));
+    }
+    if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+        *request.uri_mut() = uri;
     }
 }
 

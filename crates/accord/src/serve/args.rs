@@ -10,7 +10,7 @@ use clap::{CommandFactory as _, FromArgMatches as _};
 
 use super::{
     AuthArgs, BudgetArgs, ConnectionArgs, DEFAULT_STORE, ObserveArgs, PaymentArgs, PushArgs, SignedCardArgs,
-    StoreOptions, StoreSpec, Synchronous, parse_bytes,
+    StoreOptions, StoreSpec, Synchronous, TlsArgs, parse_bytes,
 };
 
 /// Every setting of a server, as flags and `ACCORD_*` environment variables.
@@ -85,6 +85,9 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub payments: PaymentArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub tls: TlsArgs,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub connections: ConnectionArgs,

@@ -61,6 +61,8 @@ impl Serve {
             None => None,
         };
         let mapping = args.a2a_error_mapping.map_or(error_mapping, ErrorMapping::from);
+        // The certificate first: a bad file stops the start before anything is opened.
+        let tls = args.tls.config()?;
         let jws_card = args.signed_card.load_jws()?;
         let signed_card = args.signed_card.load(&args.host, agent.name())?;
         let mut auth = args.auth.config(&operator_scopes).await.map_err(ServeError::usage)?;
@@ -161,6 +163,7 @@ impl Serve {
             telemetry,
             backend_metrics,
             lines,
+            tls,
         })
     }
 }
@@ -182,6 +185,8 @@ struct Prepared {
     telemetry: Option<Telemetry>,
     backend_metrics: Option<JoinHandle<()>>,
     lines: Lines,
+    /// The listeners' TLS, when `--tls-cert` is given.
+    tls: Option<accord_server::tls::TlsConfig>,
 }
 
 /// The summary's lines that the settings give, beside the addresses.
@@ -197,12 +202,13 @@ struct Lines {
 impl Prepared {
     /// Binds the agent's listener and starts every listener; the summary says where each is.
     async fn listen(self) -> Result<Running, ServeError> {
-        let Self { args, app, base_path, label, served, grpc, runtime, lines, .. } = self;
+        let Self { args, app, base_path, label, served, grpc, runtime, lines, tls, .. } = self;
         let (mapping, durability, metrics_at) = (self.mapping, self.durability, self.metrics_at);
         let listener = bind(&args.host, args.port, "--port").await?;
         let address = local_addr(&listener)?;
         let host_part = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
-        let url = format!("http://{host_part}:{}{base_path}/", address.port());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{host_part}:{}{base_path}/", address.port());
         let mut summary =
             vec![format!("Accord {label} agent listening on {url}"), format!("card: {url}.well-known/agent-card.json")];
         if served.jsonrpc_tasks {
@@ -248,19 +254,25 @@ impl Prepared {
             Some((_, Some(grpc_listener))) => {
                 let bound = local_addr(&grpc_listener)?;
                 grpc_addr = Some(bound);
-                summary.push(format!("A2A v1.0 gRPC: {host_part}:{} (and on the HTTP port)", bound.port()));
+                summary.push(format!("A2A v1.0 gRPC: {scheme}://{host_part}:{} (and on the HTTP port)", bound.port()));
                 // The gRPC listener serves the same app, so its card and extended card are right
                 // there too, and it stops with the HTTP one.
-                let server = accord_server::serve::Server::new(grpc_listener, app.clone())
+                let mut server = accord_server::serve::Server::new(grpc_listener, app.clone())
                     .limits(limits.clone())
                     .shutdown_grace(grace)
                     .with_graceful_shutdown(until_stopped(stopped.clone()))
                     .with_forced_shutdown(until_cut(stopped.clone()));
+                if let Some(tls) = &tls {
+                    server = server.tls(tls.clone());
+                }
                 servers.push(tokio::spawn(server.run()));
             }
             Some((_, None)) => {
                 grpc_addr = Some(address);
-                summary.push(format!("A2A v1.0 gRPC: {host_part}:{} (HTTP/2 on the same port)", address.port()));
+                summary.push(format!(
+                    "A2A v1.0 gRPC: {scheme}://{host_part}:{} (HTTP/2 on the same port)",
+                    address.port()
+                ));
             }
             None => {}
         }
@@ -288,12 +300,24 @@ impl Prepared {
         if let Some(metrics_url) = &metrics_url {
             summary.push(format!("metrics: {metrics_url}"));
         }
+        let mut tls_reload = None;
+        if let Some(tls) = &tls {
+            let expiry = tls.expiry().map_or_else(String::new, |expiry| format!(", notAfter {expiry} (Unix time)"));
+            summary.push(format!(
+                "TLS: {}{expiry}; reloaded when it changes and on SIGHUP",
+                tls.files().certificate.display()
+            ));
+            tls_reload = Some(tokio::spawn(super::tls::keep_reloaded(tls.clone())));
+        }
         summary.extend(lines.notes);
-        let server = accord_server::serve::Server::new(listener, app)
+        let mut server = accord_server::serve::Server::new(listener, app)
             .limits(limits)
             .shutdown_grace(grace)
             .with_graceful_shutdown(until_stopped(stopped.clone()))
             .with_forced_shutdown(until_cut(stopped));
+        if let Some(tls) = tls {
+            server = server.tls(tls);
+        }
         servers.insert(0, tokio::spawn(server.run()));
         Ok(Running {
             url,
@@ -307,6 +331,7 @@ impl Prepared {
             telemetry: self.telemetry,
             grace,
             backend_metrics: self.backend_metrics,
+            tls_reload,
         })
     }
 }

@@ -116,6 +116,8 @@ pub struct Running {
     pub(super) grace: Duration,
     /// Keeps the backends' metrics up to date; stopped with the server.
     pub(super) backend_metrics: Option<JoinHandle<()>>,
+    /// Reloads the TLS certificate when its files change; stopped with the server.
+    pub(super) tls_reload: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Running {
@@ -203,7 +205,7 @@ impl Running {
     /// Waits until the server stops (through a [`Stopper`], or a listener's failure), then
     /// closes the task runtime and flushes the span exporter.
     pub async fn wait(self) -> Result<(), ServeError> {
-        let Self { servers, runtime, telemetry, stop, backend_metrics, .. } = self;
+        let Self { servers, runtime, telemetry, stop, backend_metrics, tls_reload, .. } = self;
         let mut outcome = Ok(());
         for server in servers {
             let result = match server.await {
@@ -219,6 +221,9 @@ impl Running {
             }
         }
         if let Some(task) = backend_metrics {
+            task.abort();
+        }
+        if let Some(task) = tls_reload {
             task.abort();
         }
         runtime.close().await;

@@ -1,0 +1,338 @@
+//! TLS served by the serve loop: a certificate chain and its key, read from PEM files, swapped
+//! for new ones without a restart.
+//!
+//! [`TlsConfig`] is what [`crate::serve::Server::tls`] takes. It holds a rustls server
+//! configuration (TLS 1.2 and 1.3, the aws-lc-rs provider, ALPN `h2` and `http/1.1`) whose
+//! certificate is looked up on every handshake, so that [`TlsConfig::reload`] changes what new
+//! handshakes present while open connections go on with the one they have. A pair that does not
+//! load (a bad PEM, a key that does not match the certificate) leaves the current one in place.
+//! The certificate's notAfter is published as the gauge [`CERTIFICATE_EXPIRY_GAUGE`].
+//!
+//! What this module must not do: name a flag or a face. Which files, and when to reload them, is
+//! the program's business; errors name the file and the cause, never key material.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// The gauge of the served certificate's expiry: its notAfter, in seconds since the Unix epoch.
+pub const CERTIFICATE_EXPIRY_GAUGE: &str = "accord_tls_certificate_expiry_seconds";
+
+/// Why a certificate and key did not load. Its text names the file and the cause, never the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// The certificate file could not be read or holds no usable certificate.
+    Certificate {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        cause: String,
+    },
+    /// The key file could not be read or holds no usable private key.
+    Key {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        cause: String,
+    },
+    /// The key is not the certificate's (their public keys differ).
+    Mismatch {
+        /// The certificate file.
+        certificate: PathBuf,
+        /// The key file.
+        key: PathBuf,
+    },
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Certificate { file, cause } => write!(f, "TLS certificate {}: {cause}", file.display()),
+            Self::Key { file, cause } => write!(f, "TLS key {}: {cause}", file.display()),
+            Self::Mismatch { certificate, key } => write!(
+                f,
+                "TLS key {} does not match the certificate {} (their public keys differ)",
+                key.display(),
+                certificate.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+/// The files a certificate and its key are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, PEM: the server's certificate first, then its intermediates.
+    pub certificate: PathBuf,
+    /// The private key, PEM (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    pub key: PathBuf,
+}
+
+/// A loaded pair: the rustls key, the notAfter of its certificate, and the files' modification
+/// times when they were read.
+#[derive(Debug)]
+struct Loaded {
+    key: Arc<CertifiedKey>,
+    modified: (Option<SystemTime>, Option<SystemTime>),
+}
+
+/// The certificate every new handshake gets: the last pair that loaded.
+#[derive(Debug)]
+struct CurrentCertificate(RwLock<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for CurrentCertificate {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        // A poisoned lock still holds a whole `Arc` (it is swapped in one store).
+        Some(self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
+    }
+}
+
+/// How many handshakes may be in progress at once by default
+/// ([`TlsConfig::max_handshakes`]).
+pub const DEFAULT_MAX_HANDSHAKES: usize = 64;
+
+/// TLS for the serve loop: the certificate files, the rustls configuration built on them, and
+/// the cap on handshakes in progress. Cheap to clone; clones share the certificate, so a reload
+/// through one is seen by all.
+#[derive(Clone)]
+pub struct TlsConfig {
+    files: TlsFiles,
+    provider: Arc<CryptoProvider>,
+    current: Arc<CurrentCertificate>,
+    /// The modification times of the files the current pair was read from.
+    modified: Arc<std::sync::Mutex<(Option<SystemTime>, Option<SystemTime>)>>,
+    server: Arc<rustls::ServerConfig>,
+    max_handshakes: usize,
+}
+
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("files", &self.files)
+            .field("max_handshakes", &self.max_handshakes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsConfig {
+    /// Reads the certificate chain and key of `files` and builds the server configuration:
+    /// TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`. RSA, ECDSA and Ed25519 keys are accepted.
+    pub fn from_files(files: TlsFiles) -> Result<Self, TlsError> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let loaded = load(&files, &provider)?;
+        publish_expiry(&loaded.key);
+        let current = Arc::new(CurrentCertificate(RwLock::new(loaded.key)));
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|error| TlsError::Certificate { file: files.certificate.clone(), cause: error.to_string() })?;
+        let mut server = builder.with_no_client_auth().with_cert_resolver(current.clone());
+        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Self {
+            files,
+            provider,
+            current,
+            modified: Arc::new(std::sync::Mutex::new(loaded.modified)),
+            server: Arc::new(server),
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+        })
+    }
+
+    /// How many handshakes may be in progress at once (default [`DEFAULT_MAX_HANDSHAKES`]): a
+    /// connection beyond waits for one to finish, its wait counted, like the handshake itself,
+    /// under the first-byte timeout. At least 1.
+    pub fn max_handshakes(mut self, max: usize) -> Self {
+        self.max_handshakes = max.max(1);
+        self
+    }
+
+    /// The files the pair is read from.
+    pub fn files(&self) -> &TlsFiles {
+        &self.files
+    }
+
+    /// The notAfter of the certificate new handshakes present, in seconds since the Unix epoch
+    /// (`None` if it could not be read from the certificate).
+    pub fn expiry(&self) -> Option<i64> {
+        let key = self.current.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        key.cert.first().and_then(|certificate| not_after(certificate.as_ref()))
+    }
+
+    /// Reads the files again and, if they load, makes new handshakes present the new pair; if
+    /// not, the current pair stays and the error says why.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let loaded = load(&self.files, &self.provider)?;
+        publish_expiry(&loaded.key);
+        *self.current.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = loaded.key;
+        *self.modified.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = loaded.modified;
+        Ok(())
+    }
+
+    /// Reloads ([`TlsConfig::reload`]) if either file's modification time differs from when the
+    /// current pair was read; `None` when neither changed. A pair that failed is not tried again
+    /// until a file changes once more.
+    pub fn reload_if_changed(&self) -> Option<Result<(), TlsError>> {
+        let now = modified_times(&self.files);
+        {
+            let mut seen = self.modified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *seen == now {
+                return None;
+            }
+            // Remembered at once: a pair that does not load is reported once, not at every poll.
+            *seen = now;
+        }
+        Some(self.reload())
+    }
+
+    /// The rustls configuration of the serve loop's acceptor.
+    pub(crate) fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.server.clone()
+    }
+
+    pub(crate) fn handshake_cap(&self) -> usize {
+        self.max_handshakes
+    }
+}
+
+fn modified_times(files: &TlsFiles) -> (Option<SystemTime>, Option<SystemTime>) {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|metadata| metadata.modified()).ok();
+    (modified(&files.certificate), modified(&files.key))
+}
+
+fn load(files: &TlsFiles, provider: &CryptoProvider) -> Result<Loaded, TlsError> {
+    // The times are taken before the reads: a file written between the two is read again at the
+    // next poll rather than missed.
+    let modified = modified_times(files);
+    let certificate_error = |cause: String| TlsError::Certificate { file: files.certificate.clone(), cause };
+    let chain = CertificateDer::pem_file_iter(&files.certificate)
+        .map_err(|error| certificate_error(pem_cause(&error)))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| certificate_error(pem_cause(&error)))?;
+    if chain.is_empty() {
+        return Err(certificate_error("no CERTIFICATE block in the file".into()));
+    }
+    let key_error = |cause: String| TlsError::Key { file: files.key.clone(), cause };
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|error| key_error(pem_cause(&error)))?;
+    let certified = CertifiedKey::from_der(chain, key, provider).map_err(|error| match error {
+        rustls::Error::InconsistentKeys(_) => {
+            TlsError::Mismatch { certificate: files.certificate.clone(), key: files.key.clone() }
+        }
+        rustls::Error::InvalidCertificate(cause) => certificate_error(format!("not a usable certificate ({cause:?})")),
+        // The key provider's errors say which kind of key it could not use, not the key.
+        other => key_error(format!("not a usable private key ({other})")),
+    })?;
+    Ok(Loaded { key: Arc::new(certified), modified })
+}
+
+/// A PEM error in words; the file's bytes are never quoted.
+fn pem_cause(error: &rustls_pki_types::pem::Error) -> String {
+    use rustls_pki_types::pem::Error;
+    match error {
+        Error::Io(error) => format!("cannot read it ({error})"),
+        Error::NoItemsFound => "no PEM block of the expected kind in the file".into(),
+        Error::MissingSectionEnd { .. } => "a PEM block has no END line".into(),
+        Error::IllegalSectionStart { .. } => "a PEM BEGIN line is malformed".into(),
+        Error::Base64Decode(_) => "a PEM block is not valid base64".into(),
+        _ => "not a valid PEM file".into(),
+    }
+}
+
+fn publish_expiry(key: &CertifiedKey) {
+    if let Some(expiry) = key.cert.first().and_then(|certificate| not_after(certificate.as_ref())) {
+        // Unix seconds fit an f64 exactly for the next 285 million years.
+        #[allow(clippy::cast_precision_loss)]
+        metrics::gauge!(CERTIFICATE_EXPIRY_GAUGE).set(expiry as f64);
+    }
+}
+
+/// The notAfter of a DER certificate, in seconds since the Unix epoch.
+///
+/// No X.509 parser is in the dependency tree, and this is the one field the server reads, so it
+/// walks the DER by hand (RFC 5280 §4.1): Certificate ::= SEQUENCE { tbsCertificate SEQUENCE {
+/// [0] version OPTIONAL, serialNumber INTEGER, signature SEQUENCE, issuer SEQUENCE, validity
+/// SEQUENCE { notBefore Time, notAfter Time }, … } … }, where Time is a UTCTime
+/// (`YYMMDDHHMMSSZ`, years 1950–2049) or a GeneralizedTime (`YYYYMMDDHHMMSSZ`). rustls has
+/// checked the certificate parses by then; anything unexpected gives `None`.
+pub fn not_after(certificate: &[u8]) -> Option<i64> {
+    const SEQUENCE: u8 = 0x30;
+    let (tag, certificate, _) = der_item(certificate)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let (tag, mut tbs, _) = der_item(certificate)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let (tag, _, rest) = der_item(tbs)?;
+    if tag == 0xA0 {
+        tbs = rest;
+    }
+    // serialNumber, signature, issuer.
+    for _ in 0..3 {
+        tbs = der_item(tbs)?.2;
+    }
+    let (tag, validity, _) = der_item(tbs)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let not_before_rest = der_item(validity)?.2;
+    let (tag, time, _) = der_item(not_before_rest)?;
+    let text = std::str::from_utf8(time).ok()?.strip_suffix('Z')?;
+    if !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let (year, rest) = match (tag, text.len()) {
+        (0x17, 12) => {
+            let short: i32 = text[..2].parse().ok()?;
+            (if short >= 50 { 1900 + short } else { 2000 + short }, &text[2..])
+        }
+        (0x18, 14) => (text[..4].parse().ok()?, &text[4..]),
+        _ => return None,
+    };
+    let field = |at: usize| rest[at..at + 2].parse::<u8>().ok();
+    let month = time::Month::try_from(field(0)?).ok()?;
+    let date = time::Date::from_calendar_date(year, month, field(2)?).ok()?;
+    let clock = time::Time::from_hms(field(4)?, field(6)?, field(8)?).ok()?;
+    Some(time::PrimitiveDateTime::new(date, clock).assume_utc().unix_timestamp())
+}
+
+/// One DER item at the start of `bytes`: its tag, its content and what follows it.
+fn der_item(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = bytes.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (length, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let count = usize::from(first & 0x7F);
+        if count == 0 || count > 4 || rest.len() < count {
+            return None;
+        }
+        let length = rest[..count].iter().fold(0usize, |length, &byte| (length << 8) | usize::from(byte));
+        (length, &rest[count..])
+    };
+    if rest.len() < length {
+        return None;
+    }
+    Some((tag, &rest[..length], &rest[length..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn der_walk_refuses_truncated_input() {
+        assert_eq!(not_after(&[]), None);
+        assert_eq!(not_after(&[0x30, 0x82, 0x01]), None);
+        assert_eq!(not_after(&[0x30, 0x05, 0x30, 0x03, 0x02, 0x01]), None);
+    }
+}
