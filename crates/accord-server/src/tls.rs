@@ -167,6 +167,12 @@ impl TlsConfig {
         key.cert.first().and_then(|certificate| not_after(certificate.as_ref()))
     }
 
+    /// Sets the gauge [`CERTIFICATE_EXPIRY_GAUGE`] to the current certificate's notAfter (done on
+    /// every load; again here for a metrics recorder installed after the first).
+    pub fn publish_expiry(&self) {
+        publish_expiry(&self.current.0.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+    }
+
     /// Reads the files again and, if they load, makes new handshakes present the new pair; if
     /// not, the current pair stays and the error says why.
     pub fn reload(&self) -> Result<(), TlsError> {

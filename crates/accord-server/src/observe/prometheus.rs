@@ -78,6 +78,10 @@ fn describe() {
         "Seconds until a request's response head was ready (an event stream: until it started)."
     );
     metrics::describe_gauge!(SSE_SUBSCRIBERS, "Server-sent event streams open now, by face.");
+    metrics::describe_gauge!(
+        crate::tls::CERTIFICATE_EXPIRY_GAUGE,
+        "The notAfter of the TLS certificate new handshakes present, in seconds since the Unix epoch."
+    );
     metrics::describe_counter!(
         GRPC_CALLS,
         "gRPC calls of the A2A binding, by method and status code (a stream: the code it started with)."

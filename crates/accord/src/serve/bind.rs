@@ -276,6 +276,13 @@ impl Prepared {
             }
             None => {}
         }
+        if let Some(tls) = &tls {
+            let expiry = tls.expiry().map_or_else(String::new, |expiry| format!(", notAfter {expiry} (Unix time)"));
+            summary.push(format!(
+                "TLS: {}{expiry}; reloaded when it changes and on SIGHUP",
+                tls.files().certificate.display()
+            ));
+        }
         summary.push(format!("task store: {} ({})", args.store.describe(), durability.as_str()));
         let mut metrics_url = None;
         match metrics_at {
@@ -302,11 +309,7 @@ impl Prepared {
         }
         let mut tls_reload = None;
         if let Some(tls) = &tls {
-            let expiry = tls.expiry().map_or_else(String::new, |expiry| format!(", notAfter {expiry} (Unix time)"));
-            summary.push(format!(
-                "TLS: {}{expiry}; reloaded when it changes and on SIGHUP",
-                tls.files().certificate.display()
-            ));
+            tls.publish_expiry();
             tls_reload = Some(tokio::spawn(super::tls::keep_reloaded(tls.clone())));
         }
         summary.extend(lines.notes);

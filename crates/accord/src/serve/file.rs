@@ -405,6 +405,15 @@ mod path_tests {
     use super::*;
 
     #[test]
+    fn the_tls_files_of_serve_are_relative_to_the_agent_file() {
+        let table: toml::Table =
+            toml::from_str("tls-cert = \"tls/cert.pem\"\ntls-key = \"/etc/accord/key.pem\"\n").expect("toml");
+        let resolved = with_paths_from(&table, std::path::Path::new("/srv/shop"));
+        assert_eq!(resolved["tls-cert"].as_str(), Some("/srv/shop/tls/cert.pem"));
+        assert_eq!(resolved["tls-key"].as_str(), Some("/etc/accord/key.pem"), "an absolute path stays");
+    }
+
+    #[test]
     fn relative_paths_in_the_tables_are_relative_to_the_agent_file() {
         let table: toml::Table = toml::from_str(
             "store = \"sqlite://tasks.db?mode=rwc\"\npush-key-file = \"keys/push.key\"\nsigning-key = \"/etc/accord/key.pem\"\ngrpc-port = 0\n",
