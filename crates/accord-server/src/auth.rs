@@ -248,6 +248,9 @@ pub const JWT_SCHEME: &str = "jwt";
 /// See [`BEARER_SCHEME`].
 pub const API_KEY_SCHEME: &str = "apiKey";
 
+/// See [`BEARER_SCHEME`].
+pub const MTLS_SCHEME: &str = "mtls";
+
 /// The default header of API keys.
 pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 
@@ -333,6 +336,40 @@ impl ApiKeys {
     }
 }
 
+/// The principals of client certificates (mutual TLS): a certificate the serve loop verified
+/// ([`crate::tls::PeerCertificate`]) names its subject — its first URI subject alternative name
+/// (a SPIFFE id), else its first DNS name, else its common name — and the scopes of that subject
+/// are the operator's mapping. The owner of its tasks is derived from the issuing authority and
+/// the subject, so that two authorities' subjects of the same name own different tasks.
+#[derive(Clone, Default, Debug)]
+pub struct ClientCertificates {
+    scopes: HashMap<String, Vec<String>>,
+}
+
+impl ClientCertificates {
+    /// No mapping: every verified certificate is a principal with no scope.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Grants `scopes` to the certificates whose subject is `subject` (added to any granted
+    /// before).
+    pub fn scopes(mut self, subject: impl Into<String>, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes.entry(subject.into()).or_default().extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// The principal of a verified certificate; `None` when it names no subject.
+    pub fn principal(&self, certificate: &crate::tls::PeerCertificate) -> Option<Principal> {
+        let subject = certificate.subject()?;
+        let issuer = hex::encode(Sha256::digest(certificate.issuer()?));
+        // Length-prefixed, as a JWT's (issuer, subject), so that no pair reads as another.
+        let id = format!("mtls:{}:{issuer}{subject}", issuer.len());
+        let scopes = self.scopes.get(&subject).cloned().unwrap_or_default();
+        Some(Principal { subject, scopes, owner: OwnerHash::of_principal(&id) })
+    }
+}
+
 /// How callers authenticate, and what the extended card adds for them. The card's
 /// `securitySchemes` and `securityRequirements` are generated from it (one requirement per
 /// scheme: any one suffices), and [`crate::Faces`] mounts an [`AuthLayer`] for it on every face.
@@ -345,6 +382,7 @@ pub struct AuthConfig {
     pub(crate) bearer: Option<BearerTokens>,
     pub(crate) jwt: Option<Jwt>,
     pub(crate) api_keys: Option<ApiKeys>,
+    pub(crate) client_certificates: Option<ClientCertificates>,
     pub(crate) extended_skills: Option<Vec<AgentSkill>>,
     pub(crate) require: bool,
 }
@@ -374,6 +412,14 @@ impl AuthConfig {
         self
     }
 
+    /// Accepts client certificates verified at the TLS handshake (scheme [`MTLS_SCHEME`]; the
+    /// server's TLS must ask for them: [`crate::tls::TlsConfig::client_certificates`]). A header
+    /// credential, when one is presented too, decides instead.
+    pub fn client_certificates(mut self, certificates: ClientCertificates) -> Self {
+        self.client_certificates = Some(certificates);
+        self
+    }
+
     /// Declares the authenticated extended card (`capabilities.extendedAgentCard: true`): the
     /// public card with these skill entries — an entry whose `id` is a public skill's replaces it
     /// (more detail for authenticated callers), others are added. The entries describe; a skill
@@ -398,12 +444,14 @@ impl AuthConfig {
 
     /// Whether no scheme is configured.
     pub fn is_empty(&self) -> bool {
-        self.bearer.is_none() && self.jwt.is_none() && self.api_keys.is_none()
+        self.bearer.is_none() && self.jwt.is_none() && self.api_keys.is_none() && self.client_certificates.is_none()
     }
 
     /// The card's `securitySchemes` (scheme name to `SecurityScheme`), in ProtoJSON.
     pub(crate) fn security_schemes(&self) -> Vec<(&'static str, accord_types::a2a::SecurityScheme)> {
-        use accord_types::a2a::{ApiKeySecurityScheme, HttpAuthSecurityScheme, SecurityScheme};
+        use accord_types::a2a::{
+            ApiKeySecurityScheme, HttpAuthSecurityScheme, MutualTlsSecurityScheme, SecurityScheme,
+        };
         let mut schemes = Vec::new();
         if self.bearer.is_some() {
             schemes.push((
@@ -435,6 +483,14 @@ impl AuthConfig {
                 }),
             ));
         }
+        if self.client_certificates.is_some() {
+            schemes.push((
+                MTLS_SCHEME,
+                SecurityScheme::MutualTls(MutualTlsSecurityScheme {
+                    description: Some("A client certificate from an authority the agent's operator trusts".into()),
+                }),
+            ));
+        }
         schemes
     }
 
@@ -453,7 +509,11 @@ impl AuthConfig {
     }
 
     /// The caller's principal: `Ok(None)` when it presented no credential of a configured scheme.
-    async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Unauthenticated> {
+    async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        certificate: Option<&crate::tls::PeerCertificate>,
+    ) -> Result<Option<Principal>, Unauthenticated> {
         if let Some(token) = bearer_token(headers) {
             if let Some(principal) = self.bearer.as_ref().and_then(|tokens| tokens.principal(token)) {
                 return Ok(Some(principal));
@@ -471,6 +531,12 @@ impl AuthConfig {
             return match value.to_str().ok().and_then(|key| keys.principal(key)) {
                 Some(principal) => Ok(Some(principal)),
                 None => Err(Unauthenticated::new(API_KEY_SCHEME, "unknown_key")),
+            };
+        }
+        if let (Some(certificates), Some(certificate)) = (&self.client_certificates, certificate) {
+            return match certificates.principal(certificate) {
+                Some(principal) => Ok(Some(principal)),
+                None => Err(Unauthenticated::new(MTLS_SCHEME, "no_subject")),
             };
         }
         Ok(None)
@@ -573,7 +639,8 @@ where
             // checked (a JWKS fetch, say) for it.
             let busy = request.extensions().get::<crate::refusal::Busy>().is_some();
             if !busy && request.extensions().get::<Principal>().is_none() {
-                match config.authenticate(request.headers()).await {
+                let certificate = request.extensions().get::<crate::tls::PeerCertificate>().cloned();
+                match config.authenticate(request.headers(), certificate.as_ref()).await {
                     Ok(Some(principal)) => {
                         request.extensions_mut().insert(principal);
                     }

@@ -43,6 +43,13 @@ pub enum TlsError {
         /// What is wrong with it.
         cause: String,
     },
+    /// The file of client certificate authorities could not be read or holds no usable one.
+    ClientCa {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        cause: String,
+    },
     /// The key is not the certificate's (their public keys differ).
     Mismatch {
         /// The certificate file.
@@ -57,6 +64,7 @@ impl fmt::Display for TlsError {
         match self {
             Self::Certificate { file, cause } => write!(f, "TLS certificate {}: {cause}", file.display()),
             Self::Key { file, cause } => write!(f, "TLS key {}: {cause}", file.display()),
+            Self::ClientCa { file, cause } => write!(f, "TLS client CA {}: {cause}", file.display()),
             Self::Mismatch { certificate, key } => write!(
                 f,
                 "TLS key {} does not match the certificate {} (their public keys differ)",
@@ -97,12 +105,63 @@ impl ResolvesServerCert for CurrentCertificate {
     }
 }
 
+/// Whether a client must present a certificate ([`TlsConfig::client_certificates`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientAuth {
+    /// A client may present one; one that does not is served anonymous. A certificate that is
+    /// presented must still verify.
+    Optional,
+    /// A client without a certificate the authorities vouch for is refused at the handshake.
+    Required,
+}
+
+/// The certificate a client presented and the handshake verified against the configured
+/// authorities: the serve loop puts it into the extensions of each request of the connection,
+/// and the authentication layer reads it ([`crate::auth::AuthConfig::client_certificates`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PeerCertificate {
+    der: Arc<[u8]>,
+}
+
+impl fmt::Debug for PeerCertificate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PeerCertificate").field("subject", &self.subject()).finish_non_exhaustive()
+    }
+}
+
+impl PeerCertificate {
+    /// A certificate from its DER.
+    pub fn from_der(der: &[u8]) -> Self {
+        Self { der: der.into() }
+    }
+
+    /// The certificate's DER.
+    pub fn der(&self) -> &[u8] {
+        &self.der
+    }
+
+    /// Who the certificate names: its first URI subject alternative name (a SPIFFE id, say),
+    /// else its first DNS name, else its subject's common name. `None` if it has none of them.
+    pub fn subject(&self) -> Option<String> {
+        let parts = tbs_parts(&self.der)?;
+        let (uri, dns) = parts.extensions.map(alt_names).unwrap_or_default();
+        uri.or(dns).or_else(|| common_name(parts.subject))
+    }
+
+    /// The DER of the issuer's distinguished name: which authority vouched for the subject.
+    pub fn issuer(&self) -> Option<&[u8]> {
+        tbs_parts(&self.der).map(|parts| parts.issuer)
+    }
+}
+
 /// How many handshakes may be in progress at once by default
 /// ([`TlsConfig::max_handshakes`]).
 pub const DEFAULT_MAX_HANDSHAKES: usize = 64;
 
-/// TLS for the serve loop: the certificate files, the rustls configuration built on them, and
-/// the cap on handshakes in progress. Cheap to clone; clones share the certificate, so a reload
+/// TLS for the serve loop: the certificate files, the rustls configuration built on them (client
+/// certificates verified against authorities, if [`TlsConfig::client_certificates`]), and the
+/// cap on handshakes in progress. Cheap to clone; clones share the certificate, so a reload
 /// through one is seen by all.
 #[derive(Clone)]
 pub struct TlsConfig {
@@ -132,19 +191,43 @@ impl TlsConfig {
         let loaded = load(&files, &provider)?;
         publish_expiry(&loaded.key);
         let current = Arc::new(CurrentCertificate(RwLock::new(loaded.key)));
-        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|error| TlsError::Certificate { file: files.certificate.clone(), cause: error.to_string() })?;
-        let mut server = builder.with_no_client_auth().with_cert_resolver(current.clone());
-        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let server = server_config(&provider, &current, None, &files.certificate)?;
         Ok(Self {
             files,
             provider,
             current,
             modified: Arc::new(std::sync::Mutex::new(loaded.modified)),
-            server: Arc::new(server),
+            server,
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
         })
+    }
+
+    /// Asks clients for a certificate issued by one of the authorities of `ca_file` (PEM, one or
+    /// more certificates): `Required` refuses a handshake without one, `Optional` serves it
+    /// anonymous. A presented certificate that does not verify (another authority, expired, not
+    /// yet valid, not for client authentication) is refused either way. A verified certificate
+    /// reaches each request as a [`PeerCertificate`].
+    pub fn client_certificates(mut self, ca_file: &Path, mode: ClientAuth) -> Result<Self, TlsError> {
+        let ca_error = |cause: String| TlsError::ClientCa { file: ca_file.to_path_buf(), cause };
+        let authorities = CertificateDer::pem_file_iter(ca_file)
+            .map_err(|error| ca_error(pem_cause(&error)))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| ca_error(pem_cause(&error)))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for authority in authorities {
+            roots.add(authority).map_err(|error| ca_error(format!("not a usable CA certificate ({error})")))?;
+        }
+        if roots.is_empty() {
+            return Err(ca_error("no CERTIFICATE block in the file".into()));
+        }
+        let mut verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), self.provider.clone());
+        if mode == ClientAuth::Optional {
+            verifier = verifier.allow_unauthenticated();
+        }
+        let verifier = verifier.build().map_err(|error| ca_error(error.to_string()))?;
+        self.server = server_config(&self.provider, &self.current, Some(verifier), &self.files.certificate)?;
+        Ok(self)
     }
 
     /// How many handshakes may be in progress at once (default [`DEFAULT_MAX_HANDSHAKES`]): a
@@ -209,6 +292,26 @@ impl TlsConfig {
     }
 }
 
+/// The server configuration: TLS 1.3 and 1.2, the current certificate, ALPN `h2` then
+/// `http/1.1`, client certificates verified by `verifier` if any.
+fn server_config(
+    provider: &Arc<CryptoProvider>,
+    current: &Arc<CurrentCertificate>,
+    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    certificate: &Path,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|error| TlsError::Certificate { file: certificate.to_path_buf(), cause: error.to_string() })?;
+    let builder = match verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut server = builder.with_cert_resolver(current.clone());
+    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(server))
+}
+
 fn modified_times(files: &TlsFiles) -> (Option<SystemTime>, Option<SystemTime>) {
     let modified = |path: &Path| std::fs::metadata(path).and_then(|metadata| metadata.modified()).ok();
     (modified(&files.certificate), modified(&files.key))
@@ -262,34 +365,12 @@ fn publish_expiry(key: &CertifiedKey) {
 
 /// The notAfter of a DER certificate, in seconds since the Unix epoch.
 ///
-/// No X.509 parser is in the dependency tree, and this is the one field the server reads, so it
-/// walks the DER by hand (RFC 5280 §4.1): Certificate ::= SEQUENCE { tbsCertificate SEQUENCE {
-/// [0] version OPTIONAL, serialNumber INTEGER, signature SEQUENCE, issuer SEQUENCE, validity
-/// SEQUENCE { notBefore Time, notAfter Time }, … } … }, where Time is a UTCTime
-/// (`YYMMDDHHMMSSZ`, years 1950–2049) or a GeneralizedTime (`YYYYMMDDHHMMSSZ`). rustls has
-/// checked the certificate parses by then; anything unexpected gives `None`.
+/// No X.509 parser is in the dependency tree, and the server reads only a few fields (notAfter,
+/// the issuer, the subject's names), so it walks the DER by hand ([`tbs_parts`]). A Time is a
+/// UTCTime (`YYMMDDHHMMSSZ`, years 1950–2049) or a GeneralizedTime (`YYYYMMDDHHMMSSZ`). rustls
+/// has checked the certificate parses by then; anything unexpected gives `None`.
 pub fn not_after(certificate: &[u8]) -> Option<i64> {
-    const SEQUENCE: u8 = 0x30;
-    let (tag, certificate, _) = der_item(certificate)?;
-    if tag != SEQUENCE {
-        return None;
-    }
-    let (tag, mut tbs, _) = der_item(certificate)?;
-    if tag != SEQUENCE {
-        return None;
-    }
-    let (tag, _, rest) = der_item(tbs)?;
-    if tag == 0xA0 {
-        tbs = rest;
-    }
-    // serialNumber, signature, issuer.
-    for _ in 0..3 {
-        tbs = der_item(tbs)?.2;
-    }
-    let (tag, validity, _) = der_item(tbs)?;
-    if tag != SEQUENCE {
-        return None;
-    }
+    let validity = tbs_parts(certificate)?.validity;
     let not_before_rest = der_item(validity)?.2;
     let (tag, time, _) = der_item(not_before_rest)?;
     let text = std::str::from_utf8(time).ok()?.strip_suffix('Z')?;
@@ -309,6 +390,114 @@ pub fn not_after(certificate: &[u8]) -> Option<i64> {
     let date = time::Date::from_calendar_date(year, month, field(2)?).ok()?;
     let clock = time::Time::from_hms(field(4)?, field(6)?, field(8)?).ok()?;
     Some(time::PrimitiveDateTime::new(date, clock).assume_utc().unix_timestamp())
+}
+
+const SEQUENCE: u8 = 0x30;
+
+/// The fields of a certificate's tbsCertificate that the server reads.
+struct TbsParts<'a> {
+    /// The issuer Name, whole (tag and length included).
+    issuer: &'a [u8],
+    /// The content of the validity SEQUENCE.
+    validity: &'a [u8],
+    /// The content of the subject Name.
+    subject: &'a [u8],
+    /// The content of the extensions SEQUENCE, if any.
+    extensions: Option<&'a [u8]>,
+}
+
+/// Walks a DER certificate (RFC 5280 §4.1): Certificate ::= SEQUENCE { tbsCertificate SEQUENCE {
+/// [0] version OPTIONAL, serialNumber, signature, issuer, validity, subject,
+/// subjectPublicKeyInfo, [1] issuerUniqueID OPTIONAL, [2] subjectUniqueID OPTIONAL,
+/// [3] extensions OPTIONAL }, … }.
+fn tbs_parts(certificate: &[u8]) -> Option<TbsParts<'_>> {
+    let (tag, certificate, _) = der_item(certificate)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let (tag, mut tbs, _) = der_item(certificate)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let (tag, _, rest) = der_item(tbs)?;
+    if tag == 0xA0 {
+        tbs = rest;
+    }
+    // serialNumber, signature.
+    for _ in 0..2 {
+        tbs = der_item(tbs)?.2;
+    }
+    let (_, _, rest) = der_item(tbs)?;
+    let issuer = &tbs[..tbs.len() - rest.len()];
+    tbs = rest;
+    let (tag, validity, rest) = der_item(tbs)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    let (tag, subject, rest) = der_item(rest)?;
+    if tag != SEQUENCE {
+        return None;
+    }
+    // subjectPublicKeyInfo.
+    let mut rest = der_item(rest)?.2;
+    let mut extensions = None;
+    while let Some((tag, content, next)) = der_item(rest) {
+        if tag == 0xA3 {
+            let (tag, inner, _) = der_item(content)?;
+            extensions = (tag == SEQUENCE).then_some(inner);
+        }
+        rest = next;
+    }
+    Some(TbsParts { issuer, validity, subject, extensions })
+}
+
+/// The first URI and the first DNS name of a subjectAltName extension (OID 2.5.29.17), if any.
+fn alt_names(mut extensions: &[u8]) -> (Option<String>, Option<String>) {
+    const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1D, 0x11];
+    while let Some((_, extension, next)) = der_item(extensions) {
+        extensions = next;
+        let Some((0x06, oid, mut rest)) = der_item(extension) else { continue };
+        if oid != SUBJECT_ALT_NAME {
+            continue;
+        }
+        // critical BOOLEAN DEFAULT FALSE, then the extnValue OCTET STRING.
+        if let Some((0x01, _, after)) = der_item(rest) {
+            rest = after;
+        }
+        let Some((0x04, value, _)) = der_item(rest) else { break };
+        let Some((SEQUENCE, mut names, _)) = der_item(value) else { break };
+        let (mut uri, mut dns) = (None, None);
+        while let Some((tag, name, next)) = der_item(names) {
+            names = next;
+            let text = std::str::from_utf8(name).ok().map(str::to_owned);
+            match tag {
+                // [6] uniformResourceIdentifier, [2] dNSName (IA5String, implicitly tagged).
+                0x86 if uri.is_none() => uri = text,
+                0x82 if dns.is_none() => dns = text,
+                _ => {}
+            }
+        }
+        return (uri, dns);
+    }
+    (None, None)
+}
+
+/// The first common name (OID 2.5.4.3) of a Name's content.
+fn common_name(mut name: &[u8]) -> Option<String> {
+    const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+    while let Some((_, set, next)) = der_item(name) {
+        name = next;
+        let mut attributes = set;
+        while let Some((_, attribute, next)) = der_item(attributes) {
+            attributes = next;
+            let Some((0x06, oid, rest)) = der_item(attribute) else { continue };
+            if oid == COMMON_NAME {
+                let (_, value, _) = der_item(rest)?;
+                return std::str::from_utf8(value).ok().map(str::to_owned);
+            }
+        }
+    }
+    None
 }
 
 /// One DER item at the start of `bytes`: its tag, its content and what follows it.

@@ -398,3 +398,167 @@ fn not_after_reads_utc_and_generalized_times() {
         assert_eq!(not_after(certificate.der()), Some(expected), "{year}");
     }
 }
+
+/// A client certificate for `uri` (a SPIFFE id) issued by `ca`, valid from `from` to `until`:
+/// the PEM of the certificate followed by its key, as reqwest's `Identity` takes it.
+fn client_identity(ca: &Ca, uri: &str, from: (i32, u8, u8), until: (i32, u8, u8)) -> reqwest::Identity {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.subject_alt_names =
+        vec![rcgen::SanType::URI(rcgen::string::Ia5String::try_from(uri.to_owned()).expect("an IA5 URI"))];
+    params.distinguished_name.push(DnType::CommonName, "not the subject when a URI is there");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
+    params.not_after = rcgen::date_time_ymd(until.0, until.1, until.2);
+    let key = KeyPair::generate().expect("key");
+    let certificate = params.signed_by(&key, &ca.issuer).expect("client certificate");
+    reqwest::Identity::from_pem(format!("{}{}", certificate.pem(), key.serialize_pem()).as_bytes()).expect("identity")
+}
+
+const CLIENT: &str = "spiffe://example.org/ns/shop/sa/client";
+const VALID: ((i32, u8, u8), (i32, u8, u8)) = ((2020, 1, 1), (2040, 1, 1));
+
+/// A server asking for client certificates of `client_ca` (`mode`), whose `pay` skill needs
+/// `shop:pay`, with `mapping` as the certificates' scopes.
+async fn mtls_server(
+    dir: &TempDir,
+    server_ca: &Ca,
+    client_ca: &Ca,
+    mode: accord_server::tls::ClientAuth,
+    mapping: accord_server::auth::ClientCertificates,
+) -> TlsServer {
+    let (certificate, key, _) = server_ca.server(1, &rcgen::PKCS_ECDSA_P256_SHA256);
+    let ca_file = dir.0.join("clients.pem");
+    std::fs::write(&ca_file, client_ca.pem()).expect("write");
+    let tls = TlsConfig::from_files(write_pair(&dir.0, &certificate, server_ca, &key))
+        .expect("the pair loads")
+        .client_certificates(&ca_file, mode)
+        .expect("the client CA loads");
+    let agent = Agent::builder("mtls-test")
+        .skill(
+            Skill::builder("echo")
+                .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+        )
+        .skill(
+            Skill::builder("pay")
+                .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+        )
+        .build()
+        .expect("agent")
+        .with_skill_scope("pay", "shop:pay")
+        .expect("scope");
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let config = ServerConfig::default()
+        .tasks(runtime)
+        .a2a(Some(A2aConfig::default()))
+        .auth(accord_server::auth::AuthConfig::new().client_certificates(mapping));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = Server::new(listener, agent.router_with(config)).tls(tls).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
+    tokio::spawn(server.run());
+    TlsServer { port, _stop: stop }
+}
+
+fn client_with(ca: &Ca, identity: Option<reqwest::Identity>) -> reqwest::Client {
+    let root = reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("CA certificate");
+    let mut builder = reqwest::Client::builder().tls_certs_only([root]);
+    if let Some(identity) = identity {
+        builder = builder.identity(identity);
+    }
+    builder.build().expect("client")
+}
+
+async fn invoke(client: &reqwest::Client, port: u16, skill: &str) -> reqwest::Result<u16> {
+    let response = client
+        .post(format!("https://127.0.0.1:{port}/entrypoints/{skill}/invoke"))
+        .json(&json!({"input": {"n": 1}}))
+        .send()
+        .await?;
+    Ok(response.status().as_u16())
+}
+
+#[tokio::test]
+async fn required_client_certificates_refuse_the_handshake_without_a_good_one_and_map_scopes() {
+    use accord_server::auth::ClientCertificates;
+    use accord_server::tls::ClientAuth;
+    let server_ca = Ca::new("Accord server CA");
+    let client_ca = Ca::new("Accord client CA");
+    let other_ca = Ca::new("Another CA");
+
+    let dir = TempDir::new("mtls-unmapped");
+    let server = mtls_server(&dir, &server_ca, &client_ca, ClientAuth::Required, ClientCertificates::new()).await;
+    let port = server.port;
+    assert!(invoke(&client_with(&server_ca, None), port, "echo").await.is_err(), "no certificate: refused");
+    let foreign = client_identity(&other_ca, CLIENT, VALID.0, VALID.1);
+    assert!(invoke(&client_with(&server_ca, Some(foreign)), port, "echo").await.is_err(), "another CA: refused");
+    let expired = client_identity(&client_ca, CLIENT, (2020, 1, 1), (2021, 1, 1));
+    assert!(invoke(&client_with(&server_ca, Some(expired)), port, "echo").await.is_err(), "expired: refused");
+    let good = client_with(&server_ca, Some(client_identity(&client_ca, CLIENT, VALID.0, VALID.1)));
+    assert_eq!(invoke(&good, port, "echo").await.expect("served"), 200, "a good certificate is served");
+    assert_eq!(invoke(&good, port, "pay").await.expect("answered"), 403, "no mapping: no shop:pay");
+
+    let card: Value = good
+        .get(format!("https://127.0.0.1:{port}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("JSON");
+    let schemes = card["securitySchemes"].as_object().expect("schemes");
+    assert!(schemes.values().any(|scheme| scheme.get("mtlsSecurityScheme").is_some()), "{card}");
+
+    let dir = TempDir::new("mtls-mapped");
+    let mapping = ClientCertificates::new().scopes(CLIENT, ["shop:quote", "shop:pay"]);
+    let server = mtls_server(&dir, &server_ca, &client_ca, ClientAuth::Required, mapping).await;
+    let good = client_with(&server_ca, Some(client_identity(&client_ca, CLIENT, VALID.0, VALID.1)));
+    assert_eq!(invoke(&good, server.port, "pay").await.expect("served"), 200, "the mapping grants shop:pay");
+    let stranger = client_with(
+        &server_ca,
+        Some(client_identity(&client_ca, "spiffe://example.org/ns/shop/sa/other", VALID.0, VALID.1)),
+    );
+    assert_eq!(invoke(&stranger, server.port, "pay").await.expect("answered"), 403, "another subject holds none");
+}
+
+#[tokio::test]
+async fn optional_client_certificates_let_anonymous_callers_in() {
+    use accord_server::auth::ClientCertificates;
+    use accord_server::tls::ClientAuth;
+    let server_ca = Ca::new("Accord server CA");
+    let client_ca = Ca::new("Accord client CA");
+    let dir = TempDir::new("mtls-optional");
+    let mapping = ClientCertificates::new().scopes(CLIENT, ["shop:pay"]);
+    let server = mtls_server(&dir, &server_ca, &client_ca, ClientAuth::Optional, mapping).await;
+    let anonymous = client_with(&server_ca, None);
+    assert_eq!(invoke(&anonymous, server.port, "echo").await.expect("served"), 200, "anonymous is served");
+    assert_ne!(invoke(&anonymous, server.port, "pay").await.expect("answered"), 200, "but holds no scope");
+    let good = client_with(&server_ca, Some(client_identity(&client_ca, CLIENT, VALID.0, VALID.1)));
+    assert_eq!(invoke(&good, server.port, "pay").await.expect("served"), 200);
+    let other_ca = Ca::new("Another CA");
+    let foreign = client_with(&server_ca, Some(client_identity(&other_ca, CLIENT, VALID.0, VALID.1)));
+    assert!(invoke(&foreign, server.port, "echo").await.is_err(), "a certificate that does not verify is refused");
+}
+
+#[test]
+fn the_subject_is_the_uri_san_else_the_dns_san_else_the_common_name() {
+    use accord_server::tls::PeerCertificate;
+    let ca = Ca::new("Accord test CA");
+    let key = KeyPair::generate().expect("key");
+    let make = |sans: Vec<rcgen::SanType>, cn: Option<&str>| {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.subject_alt_names = sans;
+        if let Some(cn) = cn {
+            params.distinguished_name.push(DnType::CommonName, cn);
+        }
+        PeerCertificate::from_der(params.signed_by(&key, &ca.issuer).expect("certificate").der())
+    };
+    let uri = rcgen::SanType::URI(rcgen::string::Ia5String::try_from(CLIENT).expect("IA5"));
+    let dns = rcgen::SanType::DnsName(rcgen::string::Ia5String::try_from("client.example").expect("IA5"));
+    assert_eq!(make(vec![dns.clone(), uri], Some("cn")).subject().as_deref(), Some(CLIENT));
+    assert_eq!(make(vec![dns], Some("cn")).subject().as_deref(), Some("client.example"));
+    assert_eq!(make(Vec::new(), Some("just a name")).subject().as_deref(), Some("just a name"));
+    let other = make(Vec::new(), Some("just a name"));
+    assert!(other.issuer().is_some_and(|issuer| !issuer.is_empty()));
+}

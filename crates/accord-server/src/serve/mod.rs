@@ -67,7 +67,7 @@ use tower::ServiceExt;
 
 use self::watch::{DeadlineBody, EndOnStop, GuardedBody, IdleCount, Overstep, StreamEnd, Watch, WatchedIo};
 use crate::refusal::{Busy, BusyAnswered, Refusal, RefusalKind};
-use crate::tls::TlsConfig;
+use crate::tls::{PeerCertificate, TlsConfig};
 
 /// How often, at most, a refused TLS handshake is logged at INFO; the others in the period are
 /// logged at DEBUG and counted in the next INFO line.
@@ -548,7 +548,7 @@ async fn serve_watched(
         drop(ticks);
         let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
         let loops = Loops { shared, watch, stopping, room_wanted, cutting };
-        return serve_http(io, protocol, peer, false, loops).await;
+        return serve_http(io, protocol, Connection { peer, https: false, certificate: None }, loops).await;
     };
     // The handshake, like a first byte, is due within the first-byte timeout: waiting for a
     // handshake slot included.
@@ -568,13 +568,17 @@ async fn serve_watched(
         }
     };
     drop(ticks);
-    let protocol = match stream.get_ref().1.alpn_protocol() {
+    let session = stream.get_ref().1;
+    let protocol = match session.alpn_protocol() {
         Some(b"h2") => Protocol::Http2,
         _ => Protocol::Http1,
     };
+    // Present only when the handshake verified it against the configured authorities.
+    let certificate =
+        session.peer_certificates().and_then(|chain| chain.first()).map(|end| PeerCertificate::from_der(end));
     let io = TokioIo::new(WatchedIo::new(stream, watch.clone()));
     let loops = Loops { shared, watch, stopping, room_wanted, cutting };
-    serve_http(io, protocol, peer, true, loops).await;
+    serve_http(io, protocol, Connection { peer, https: true, certificate }, loops).await;
 }
 
 /// What a connection's task watches before its first request: the shutdown, the connection cap
@@ -615,8 +619,18 @@ impl Watching<'_> {
     }
 }
 
+/// What every request of a connection learns about it.
+struct Connection {
+    /// The client's address, as axum's `ConnectInfo`.
+    peer: Option<SocketAddr>,
+    /// Whether the connection is TLS: requests get the `https` scheme.
+    https: bool,
+    /// The client's verified certificate, as a [`PeerCertificate`] extension.
+    certificate: Option<PeerCertificate>,
+}
+
 /// Serves HTTP on a connection whose protocol is known, until it ends.
-async fn serve_http<I>(io: TokioIo<I>, protocol: Protocol, peer: Option<SocketAddr>, https: bool, mut loops: Loops<'_>)
+async fn serve_http<I>(io: TokioIo<I>, protocol: Protocol, connection: Connection, mut loops: Loops<'_>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -627,11 +641,14 @@ where
         hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let shared = shared.clone();
             let watch = watch.clone();
-            if let Some(peer) = peer {
+            if let Some(peer) = connection.peer {
                 request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             }
-            if https {
+            if connection.https {
                 with_https_scheme(&mut request);
+            }
+            if let Some(certificate) = &connection.certificate {
+                request.extensions_mut().insert(certificate.clone());
             }
             async move { Ok::<_, std::convert::Infallible>(handle(request, &shared, &watch).await) }
         })

@@ -16,7 +16,8 @@ use super::ServeError;
 
 /// The flags of `accord serve` that name a file: in an agent file's tables, a relative path is
 /// relative to the agent file, like every other path the file names.
-const PATH_FLAGS: &[&str] = &["signing-key", "mpp-secret-file", "push-key-file", "tls-cert", "tls-key"];
+const PATH_FLAGS: &[&str] =
+    &["signing-key", "mpp-secret-file", "push-key-file", "tls-cert", "tls-key", "tls-client-ca"];
 
 /// `table` (an agent file's `[serve]` or `[payments]`) with its relative paths made relative to
 /// `base`, the agent file's directory: the values of [`PATH_FLAGS`] and a `store` of the form

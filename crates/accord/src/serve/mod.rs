@@ -79,7 +79,7 @@ pub use self::pay::{PaymentArgs, RailKind};
 pub use self::push::{DEFAULT_PUSH_KEY_FILE, PushArgs, load_or_make_key};
 pub use self::running::{Running, Stopper};
 pub use self::store::{DEFAULT_STORE, DurableLimits, StoreOptions, StoreSpec, Synchronous, open_store};
-pub use self::tls::{TLS_RELOAD_POLL, TlsArgs};
+pub use self::tls::{ClientAuthArg, ClientScopes, TLS_RELOAD_POLL, TlsArgs};
 
 /// Why a server did not start or stopped with an error. Its text is written for the operator and
 /// names the flag or file at fault, never a secret; `Debug` prints the same text, so that a
