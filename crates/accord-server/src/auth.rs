@@ -368,6 +368,17 @@ impl ClientCertificates {
         let scopes = self.scopes.get(&subject).cloned().unwrap_or_default();
         Some(Principal { subject, scopes, owner: OwnerHash::of_principal(&id) })
     }
+
+    /// The principal of a certificate a trusted proxy verified and named in
+    /// `X-Forwarded-Client-Cert`. The header does not say which authority issued it, so its
+    /// owner is derived from the subject under one authority of its own, "the trusted proxies":
+    /// the same subject reaching Accord's own TLS directly owns other tasks.
+    pub fn forwarded_principal(&self, forwarded: &crate::client_address::ForwardedClientCertificate) -> Principal {
+        let subject = forwarded.subject.clone();
+        let id = format!("mtls-forwarded:{subject}");
+        let scopes = self.scopes.get(&subject).cloned().unwrap_or_default();
+        Principal { subject, scopes, owner: OwnerHash::of_principal(&id) }
+    }
 }
 
 /// How callers authenticate, and what the extended card adds for them. The card's
@@ -413,8 +424,10 @@ impl AuthConfig {
     }
 
     /// Accepts client certificates verified at the TLS handshake (scheme [`MTLS_SCHEME`]; the
-    /// server's TLS must ask for them: [`crate::tls::TlsConfig::client_certificates`]). A header
-    /// credential, when one is presented too, decides instead.
+    /// server's TLS must ask for them: [`crate::tls::TlsConfig::client_certificates`]), or by a
+    /// trusted proxy that names them in `X-Forwarded-Client-Cert`
+    /// ([`crate::client_address::ForwardedClientCertificate`]). A header credential, when one is
+    /// presented too, decides instead.
     pub fn client_certificates(mut self, certificates: ClientCertificates) -> Self {
         self.client_certificates = Some(certificates);
         self
@@ -513,6 +526,7 @@ impl AuthConfig {
         &self,
         headers: &HeaderMap,
         certificate: Option<&crate::tls::PeerCertificate>,
+        forwarded: Option<&crate::client_address::ForwardedClientCertificate>,
     ) -> Result<Option<Principal>, Unauthenticated> {
         if let Some(token) = bearer_token(headers) {
             if let Some(principal) = self.bearer.as_ref().and_then(|tokens| tokens.principal(token)) {
@@ -538,6 +552,10 @@ impl AuthConfig {
                 Some(principal) => Ok(Some(principal)),
                 None => Err(Unauthenticated::new(MTLS_SCHEME, "no_subject")),
             };
+        }
+        // Set only for a request from a trusted proxy (`client_address::stamp`).
+        if let (Some(certificates), Some(forwarded)) = (&self.client_certificates, forwarded) {
+            return Ok(Some(certificates.forwarded_principal(forwarded)));
         }
         Ok(None)
     }
@@ -640,7 +658,9 @@ where
             let busy = request.extensions().get::<crate::refusal::Busy>().is_some();
             if !busy && request.extensions().get::<Principal>().is_none() {
                 let certificate = request.extensions().get::<crate::tls::PeerCertificate>().cloned();
-                match config.authenticate(request.headers(), certificate.as_ref()).await {
+                let forwarded =
+                    request.extensions().get::<crate::client_address::ForwardedClientCertificate>().cloned();
+                match config.authenticate(request.headers(), certificate.as_ref(), forwarded.as_ref()).await {
                     Ok(Some(principal)) => {
                         request.extensions_mut().insert(principal);
                     }

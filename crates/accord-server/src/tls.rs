@@ -366,7 +366,7 @@ fn publish_expiry(key: &CertifiedKey) {
 /// The notAfter of a DER certificate, in seconds since the Unix epoch.
 ///
 /// No X.509 parser is in the dependency tree, and the server reads only a few fields (notAfter,
-/// the issuer, the subject's names), so it walks the DER by hand ([`tbs_parts`]). A Time is a
+/// the issuer, the subject's names), so it walks the DER by hand (RFC 5280 §4.1). A Time is a
 /// UTCTime (`YYMMDDHHMMSSZ`, years 1950–2049) or a GeneralizedTime (`YYYYMMDDHHMMSSZ`). rustls
 /// has checked the certificate parses by then; anything unexpected gives `None`.
 pub fn not_after(certificate: &[u8]) -> Option<i64> {

@@ -562,3 +562,54 @@ fn the_subject_is_the_uri_san_else_the_dns_san_else_the_common_name() {
     let other = make(Vec::new(), Some("just a name"));
     assert!(other.issuer().is_some_and(|issuer| !issuer.is_empty()));
 }
+
+/// A plain-HTTP server (a proxy in front terminates TLS) whose `pay` skill needs `shop:pay`,
+/// trusting `trusted` as proxies.
+async fn behind_proxy(trusted: &str) -> (u16, oneshot::Sender<()>) {
+    use accord_server::auth::{AuthConfig, ClientCertificates};
+    let agent = Agent::builder("xfcc-test")
+        .skill(
+            Skill::builder("pay")
+                .invoke(|run: Run| async move { Ok(Outcome::Completed(Completion::new(run.input().clone()))) }),
+        )
+        .build()
+        .expect("agent")
+        .with_skill_scope("pay", "shop:pay")
+        .expect("scope");
+    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let config = ServerConfig::default()
+        .tasks(runtime)
+        .trusted_proxies(vec![trusted.parse().expect("a network")])
+        .auth(AuthConfig::new().client_certificates(ClientCertificates::new().scopes(CLIENT, ["shop:pay"])));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = Server::new(listener, agent.router_with(config)).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
+    tokio::spawn(server.run());
+    (port, stop)
+}
+
+async fn pay_through_proxy(port: u16, xfcc: Option<&str>) -> u16 {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/entrypoints/pay/invoke"))
+        .json(&json!({"input": {}}));
+    if let Some(xfcc) = xfcc {
+        request = request.header("x-forwarded-client-cert", xfcc);
+    }
+    request.send().await.expect("answered").status().as_u16()
+}
+
+#[tokio::test]
+async fn x_forwarded_client_cert_is_a_principal_only_from_a_trusted_proxy() {
+    let xfcc = format!("By=spiffe://example.org/ns/edge/sa/envoy;Hash=0123abcd;URI={CLIENT}");
+    let (port, _stop) = behind_proxy("127.0.0.1/32").await;
+    assert_eq!(pay_through_proxy(port, Some(&xfcc)).await, 200, "the proxy's client holds shop:pay");
+    assert_ne!(pay_through_proxy(port, None).await, 200, "no header: anonymous");
+    let other = "Hash=0123abcd;URI=spiffe://example.org/ns/shop/sa/other";
+    assert_eq!(pay_through_proxy(port, Some(other)).await, 403, "another subject holds no scope");
+
+    let (port, _stop) = behind_proxy("10.0.0.0/8").await;
+    assert_ne!(pay_through_proxy(port, Some(&xfcc)).await, 200, "from a peer that is not a trusted proxy: ignored");
+}

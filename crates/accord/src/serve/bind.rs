@@ -66,7 +66,7 @@ impl Serve {
         let jws_card = args.signed_card.load_jws()?;
         let signed_card = args.signed_card.load(&args.host, agent.name())?;
         let mut auth = args.auth.config(&operator_scopes).await.map_err(ServeError::usage)?;
-        if let Some(certificates) = args.tls.client_certificates() {
+        if let Some(certificates) = args.tls.client_certificates(!args.auth.trusted_proxies.is_empty())? {
             auth = auth.client_certificates(certificates);
         }
         if !auth.is_empty()

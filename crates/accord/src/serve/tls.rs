@@ -38,8 +38,9 @@ pub struct TlsArgs {
     pub tls_client_auth: ClientAuthArg,
     /// The scopes a client certificate's subject holds: `SUBJECT=SCOPE,SCOPE` (e.g.
     /// `spiffe://example.org/ns/shop/sa/client=shop:quote,shop:pay`). Repeatable; a subject not
-    /// named holds no scope.
-    #[arg(long, value_name = "SUBJECT=SCOPES", value_parser = parse_client_scopes, env = "ACCORD_TLS_CLIENT_SCOPES", requires = "tls_client_ca")]
+    /// named holds no scope. Needs --tls-client-ca, or --trusted-proxy: a proxy that terminates
+    /// TLS names the client's certificate in X-Forwarded-Client-Cert.
+    #[arg(long, value_name = "SUBJECT=SCOPES", value_parser = parse_client_scopes, env = "ACCORD_TLS_CLIENT_SCOPES")]
     pub tls_client_scopes: Vec<ClientScopes>,
 }
 
@@ -108,14 +109,25 @@ impl TlsArgs {
 }
 
 impl TlsArgs {
-    /// The principals of client certificates, when `--tls-client-ca` asks for them.
-    pub fn client_certificates(&self) -> Option<ClientCertificates> {
-        self.tls_client_ca.as_ref()?;
+    /// The principals of client certificates: when `--tls-client-ca` asks for them, or when
+    /// `--tls-client-scopes` is given behind a trusted proxy (`behind_trusted_proxy`) that names
+    /// them in `X-Forwarded-Client-Cert`. Scopes with neither are a usage error.
+    pub fn client_certificates(&self, behind_trusted_proxy: bool) -> Result<Option<ClientCertificates>, ServeError> {
+        let forwarded = behind_trusted_proxy && !self.tls_client_scopes.is_empty();
+        if self.tls_client_ca.is_none() && !forwarded {
+            if !self.tls_client_scopes.is_empty() {
+                return Err(ServeError::usage(
+                    "--tls-client-scopes needs --tls-client-ca, or --trusted-proxy for a proxy that names client \
+                     certificates in X-Forwarded-Client-Cert",
+                ));
+            }
+            return Ok(None);
+        }
         let mapping = self
             .tls_client_scopes
             .iter()
             .fold(ClientCertificates::new(), |mapping, entry| mapping.scopes(&entry.subject, &entry.scopes));
-        Some(mapping)
+        Ok(Some(mapping))
     }
 }
 
@@ -201,7 +213,10 @@ mod tests {
             tls: TlsArgs,
         }
         let parse = |args: &[&str]| Only::try_parse_from(std::iter::once("serve").chain(args.iter().copied()));
-        assert!(parse(&[]).is_ok_and(|only| only.tls.client_certificates().is_none()));
+        assert!(parse(&[]).is_ok_and(|only| only.tls.client_certificates(false).is_ok_and(|none| none.is_none())));
+        let scopes_only = parse(&["--tls-client-scopes", "a=x"]).expect("parses");
+        assert!(scopes_only.tls.client_certificates(false).is_err(), "scopes with neither a client CA nor a proxy");
+        assert!(scopes_only.tls.client_certificates(true).is_ok_and(|some| some.is_some()), "behind a proxy");
         assert!(parse(&["--tls-client-ca", "ca.pem"]).is_err(), "a client CA without a certificate");
         assert!(parse(&["--tls-client-auth", "optional"]).is_err(), "a mode without a client CA");
         let only = parse(&[
