@@ -907,4 +907,17 @@ mod tests {
         backoff.recovered();
         assert_eq!(backoff.failed(&error, start), ACCEPT_BACKOFF_MIN);
     }
+
+    #[test]
+    fn refused_handshakes_are_logged_at_info_once_per_period() {
+        let mut log = HandshakeLog::default();
+        let error = io::Error::new(io::ErrorKind::InvalidData, "peer sent no certificates");
+        let start = Instant::now();
+        for _ in 0..100 {
+            log.refused(&error, start);
+        }
+        assert_eq!(log.since, 99, "a scanner's hundred refusals make one INFO line");
+        log.refused(&error, start + HANDSHAKE_LOG_PERIOD);
+        assert_eq!(log.since, 0, "the next period logs again, with the count since");
+    }
 }
