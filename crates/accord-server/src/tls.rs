@@ -14,7 +14,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{Stream, StreamExt as _};
 
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -280,6 +282,37 @@ impl TlsConfig {
             *seen = now;
         }
         Some(self.reload())
+    }
+
+    /// Keeps the pair current until dropped (spawn it, abort it with the server): reloads when a
+    /// file's modification time changes (checked every `period`) and whenever `reload_now`
+    /// yields (the program's SIGHUP, say). A new pair is logged at INFO; one that does not load
+    /// keeps the one in use and is logged once at ERROR, with why.
+    pub async fn keep_reloaded(self, period: Duration, mut reload_now: impl Stream<Item = ()> + Unpin) {
+        let mut poll = tokio::time::interval(period);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut asked = true;
+        loop {
+            let outcome = tokio::select! {
+                _ = poll.tick() => self.reload_if_changed(),
+                next = reload_now.next(), if asked => match next {
+                    Some(()) => Some(self.reload()),
+                    None => {
+                        asked = false;
+                        None
+                    }
+                },
+            };
+            match outcome {
+                Some(Ok(())) => tracing::info!(
+                    certificate = %self.files.certificate.display(),
+                    expiry = self.expiry(),
+                    "TLS certificate reloaded: new handshakes use it"
+                ),
+                Some(Err(error)) => tracing::error!("TLS certificate not reloaded, the one in use stays: {error}"),
+                None => {}
+            }
+        }
     }
 
     /// The rustls configuration of the serve loop's acceptor.

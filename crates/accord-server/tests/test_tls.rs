@@ -613,3 +613,24 @@ async fn x_forwarded_client_cert_is_a_principal_only_from_a_trusted_proxy() {
     let (port, _stop) = behind_proxy("10.0.0.0/8").await;
     assert_ne!(pay_through_proxy(port, Some(&xfcc)).await, 200, "from a peer that is not a trusted proxy: ignored");
 }
+
+#[tokio::test]
+async fn keep_reloaded_picks_up_changed_files_by_itself() {
+    let dir = TempDir::new("poll");
+    let ca = Ca::new("Accord test CA");
+    let (first, first_key, first_der) = ca.server(1, &rcgen::PKCS_ECDSA_P256_SHA256);
+    let files = write_pair(&dir.0, &first, &ca, &first_key);
+    let tls = TlsConfig::from_files(files.clone()).expect("the pair loads");
+    let server = start(tls.clone(), ConnectionLimits::default()).await;
+    let reloader = tokio::spawn(tls.keep_reloaded(Duration::from_millis(50), futures_util::stream::pending()));
+    assert_eq!(presented_certificate(server.port, &ca).await, first_der);
+    let (second, second_key, second_der) = ca.server(2, &rcgen::PKCS_ED25519);
+    write_pair(&dir.0, &second, &ca, &second_key);
+    bump_mtime(&files);
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    while presented_certificate(server.port, &ca).await != second_der {
+        assert!(tokio::time::Instant::now() < deadline, "the poll reloads the changed files");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    reloader.abort();
+}

@@ -132,27 +132,13 @@ impl TlsArgs {
 }
 
 /// Reloads `tls`'s certificate and key when a file changes (polled every [`TLS_RELOAD_POLL`])
-/// and on SIGHUP, until aborted. A pair that does not load keeps the one in use and logs one
-/// ERROR line saying why.
+/// and on SIGHUP, until aborted ([`TlsConfig::keep_reloaded`]).
 pub(super) async fn keep_reloaded(tls: TlsConfig) {
-    let mut hangups = Hangups::watch();
-    let mut poll = tokio::time::interval(TLS_RELOAD_POLL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        let outcome = tokio::select! {
-            _ = poll.tick() => tls.reload_if_changed(),
-            () = hangups.next() => Some(tls.reload()),
-        };
-        match outcome {
-            Some(Ok(())) => tracing::info!(
-                certificate = %tls.files().certificate.display(),
-                expiry = tls.expiry(),
-                "TLS certificate reloaded: new handshakes use it"
-            ),
-            Some(Err(error)) => tracing::error!("TLS certificate not reloaded, the one in use stays: {error}"),
-            None => {}
-        }
-    }
+    let hangups = futures_util::stream::unfold(Hangups::watch(), |mut hangups| async move {
+        hangups.next().await;
+        Some(((), hangups))
+    });
+    tls.keep_reloaded(TLS_RELOAD_POLL, Box::pin(hangups)).await;
 }
 
 /// The process's SIGHUPs (none where there are no such signals, or they cannot be watched).
