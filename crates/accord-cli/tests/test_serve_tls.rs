@@ -75,9 +75,11 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn start(certificate: &Path, key: &Path) -> Self {
+    fn start(certificate: &Path, key: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_accord"))
-            .args(["serve", "--port", "0", "--store", "memory", "--tls-cert"])
+            .args(["serve", "--port", "0", "--store", "memory"])
+            .args(extra)
+            .arg("--tls-cert")
             .arg(certificate)
             .arg("--tls-key")
             .arg(key)
@@ -146,7 +148,7 @@ async fn accord_serve_speaks_https_and_reloads_its_certificate_on_sighup() {
     let (first, first_key, first_der) = ca.server(1);
     let certificate = dir.write("cert.pem", &first);
     let key = dir.write("key.pem", &first_key);
-    let server = Server::start(&certificate, &key);
+    let server = Server::start(&certificate, &key, &[]);
     assert!(server.origin.starts_with("https://127.0.0.1:"), "{:?}", server.banner);
     assert!(server.banner.iter().any(|line| line.starts_with("TLS: ")), "{:?}", server.banner);
     assert!(
@@ -231,4 +233,27 @@ fn a_certificate_that_does_not_load_stops_the_start_with_exit_2() {
         .expect("run accord serve");
     assert_eq!(output.status.code(), Some(2), "--tls-cert alone is a usage error");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--tls-key"));
+}
+
+#[tokio::test]
+async fn the_grpc_port_speaks_tls_too() {
+    let dir = Dir::new("grpc-port");
+    let ca = Ca::new();
+    let (pem, key_pem, der) = ca.server(1);
+    let certificate = dir.write("cert.pem", &pem);
+    let key = dir.write("key.pem", &key_pem);
+    let server = Server::start(&certificate, &key, &["--grpc-port", "0"]);
+    let line = server
+        .banner
+        .iter()
+        .find(|line| line.starts_with("A2A v1.0 gRPC: https://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("a gRPC line with https: {:?}", server.banner));
+    let port: u16 = line
+        .trim_start_matches("A2A v1.0 gRPC: https://127.0.0.1:")
+        .split(' ')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .expect("the gRPC port");
+    assert_ne!(port, server.port());
+    assert_eq!(presented(port, &ca).await, der, "the gRPC listener presents the certificate");
 }

@@ -495,6 +495,8 @@ async fn required_client_certificates_refuse_the_handshake_without_a_good_one_an
     assert!(invoke(&client_with(&server_ca, Some(foreign)), port, "echo").await.is_err(), "another CA: refused");
     let expired = client_identity(&client_ca, CLIENT, (2020, 1, 1), (2021, 1, 1));
     assert!(invoke(&client_with(&server_ca, Some(expired)), port, "echo").await.is_err(), "expired: refused");
+    let not_yet = client_identity(&client_ca, CLIENT, (2039, 1, 1), (2040, 1, 1));
+    assert!(invoke(&client_with(&server_ca, Some(not_yet)), port, "echo").await.is_err(), "not yet valid: refused");
     let good = client_with(&server_ca, Some(client_identity(&client_ca, CLIENT, VALID.0, VALID.1)));
     assert_eq!(invoke(&good, port, "echo").await.expect("served"), 200, "a good certificate is served");
     assert_eq!(invoke(&good, port, "pay").await.expect("answered"), 403, "no mapping: no shop:pay");
