@@ -42,6 +42,7 @@ pub mod payment;
 pub mod rpc;
 mod signed;
 mod tasks;
+mod tls;
 
 /// The signed-card crate, re-exported so that keys, claims and reject reasons are of the version
 /// this client verifies with.
@@ -52,3 +53,4 @@ pub use lucid::{CARD_PATHS, Client, EventStream, InvokeOptions, StreamEvent};
 pub use payment::Settlement;
 pub use signed::{FetchedEnvelope, MAX_ENVELOPE_RESPONSE_BYTES, SIGNED_CARD_PATHS, VerifiedCard};
 pub use tasks::{ListOptions, SendMessageResponse, SendOptions, TaskAccess, TaskEventStream, TaskStreamEvent};
+pub use tls::{TlsConfig, TlsOptions, tls_failure};
