@@ -1,13 +1,19 @@
 //! `accord card show`, `accord rpc get` and `accord push list` as processes against an agent served
 //! over mutual TLS on loopback (certificates made by the test): `--ca-file`, `--client-cert` and
 //! `--client-key` (or their `ACCORD_*` variables) reach it; without them the command exits naming
-//! the cause, with no Rust type name and no key material.
+//! the cause, with no Rust type name and no key material. And `accord serve --push-ca-file`
+//! delivering to an HTTPS webhook of the test's CA.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use accord_test_support::tls::{ClientAuth, Pki, TlsServer};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+mod support;
 
 const ACCORD: &str = env!("CARGO_BIN_EXE_accord");
 
@@ -142,5 +148,60 @@ async fn every_peer_command_takes_the_tls_flags() {
         let without = accord(args(words, &tls[..1]), vec![]).await;
         let message = stderr(&without);
         assert!(message.contains("requires a client certificate"), "{words:?} without a certificate: {message}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_delivery_reaches_an_https_webhook_of_the_push_ca() {
+    let pki = Pki::new("push-cli");
+    let received = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = received.clone();
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| async move {
+            seen.lock().expect("lock").push(body);
+            "ok"
+        }),
+    );
+    let hook = TlsServer::start(receiver, &pki.server("receiver", &["localhost"]), &pki, ClientAuth::None).await;
+    let ca = pki.ca_file.display().to_string();
+    let served = tokio::task::spawn_blocking(move || {
+        support::Served::start(&["--store", "memory", "--webhook-allow", "loopback", "--push-ca-file", &ca])
+    })
+    .await
+    .expect("accord serve");
+    let agent = format!("{}/", served.url);
+
+    // A task that runs for a second, then a webhook for it at the HTTPS receiver.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "tls-1", "role": "ROLE_USER", "parts": [{"data": {"seconds": 1.0}}],
+            "metadata": {"skillId": "slow"}},
+        "configuration": {"returnImmediately": true},
+    }});
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{agent}a2a/jsonrpc"))
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let task = answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("a task: {answer}")).to_owned();
+    let set = accord(args(&["push", "set", &agent, &task, &hook.url("/hook")], &[]), vec![]).await;
+    assert!(set.status.success(), "{}", stderr(&set));
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let completed = received.lock().expect("lock").iter().any(|delivery| {
+            delivery["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+                || delivery["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        });
+        if completed {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no completed update over TLS: {:?}", received.lock());
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
