@@ -28,6 +28,11 @@
 //! peer not reached, an error answer, an unreadable answer, input refused before sending), and an
 //! error that a request produced names its [`Operation`] and URL.
 //!
+//! **TLS.** `https://` peers are verified against the platform's roots. [`TlsOptions`] adds CA
+//! certificates and a client certificate for mutual TLS, once for every client: load it into a
+//! [`TlsConfig`] and build with [`Client::with_tls`] or [`a2a::A2aClientOptions::tls`]. A failed
+//! handshake's error names its cause ([`tls_failure`]).
+//!
 //! **Features.** `grpc` (on by default) builds the A2A gRPC binding (tonic); without it the A2A
 //! client passes over a card's `GRPC` interfaces, as bindings it does not speak.
 
