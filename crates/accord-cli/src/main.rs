@@ -357,6 +357,14 @@ impl From<ClientError> for Failure {
             _ => EXIT_FAILED,
         };
         let mut message = error.to_string();
+        // A TLS refusal the command's own flags answer says which.
+        if let Some(cause) = std::error::Error::source(&error).and_then(accord_client::tls_failure) {
+            if cause.contains("(unknown issuer)") {
+                message.push_str(" (trust the peer's CA with --ca-file)");
+            } else if cause.contains("(certificate required)") {
+                message.push_str(" (present one with --client-cert and --client-key)");
+            }
+        }
         if let ClientError::TaskNotCreated(failure) = &error
             && failure.status.is_none()
             && error.is_unreachable()

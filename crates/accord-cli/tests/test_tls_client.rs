@@ -85,6 +85,7 @@ async fn card_show_reaches_an_agent_over_mutual_tls_and_names_what_is_missing() 
     assert_eq!(output.status.code(), Some(3), "unreachable: {}", stderr(&output));
     let message = stderr(&output);
     assert!(message.contains("requires a client certificate"), "{message}");
+    assert!(message.contains("--client-cert and --client-key"), "the flags that answer it: {message}");
     assert_plain(&message);
 
     // No CA: the issuer is unknown.
@@ -92,6 +93,7 @@ async fn card_show_reaches_an_agent_over_mutual_tls_and_names_what_is_missing() 
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{message}");
     assert!(message.contains("unknown issuer"), "{message}");
+    assert!(message.contains("--ca-file"), "the flag that answers it: {message}");
     assert_plain(&message);
 
     // A certificate without its key is a usage error, before any connection.

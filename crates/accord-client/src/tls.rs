@@ -248,6 +248,21 @@ pub fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> 
     None
 }
 
+/// The innermost name of a `Debug` rendering (`Other(OtherError(CaUsedAsEndEntity))`,
+/// `ExpiredRevocationListContext { .. }`) in lowercase words (`ca used as end entity`).
+fn in_words(debug: &str) -> String {
+    let inner = debug.rsplit('(').next().unwrap_or(debug);
+    let name: String = inner.chars().take_while(char::is_ascii_alphanumeric).collect();
+    let mut words = String::new();
+    for (index, character) in name.chars().enumerate() {
+        if character.is_ascii_uppercase() && index > 0 {
+            words.push(' ');
+        }
+        words.push(character.to_ascii_lowercase());
+    }
+    words
+}
+
 /// The rustls error a message of rustls' own `Display` stands for, for the kinds [`describe`]
 /// names.
 fn from_text(text: &str) -> Option<rustls::Error> {
@@ -307,7 +322,7 @@ fn describe(error: &rustls::Error) -> String {
                     "uses an unsupported signature algorithm"
                 }
                 Cert::UnknownRevocationStatus => "has an unknown revocation status",
-                _ => "was refused",
+                other => return format!("the server's certificate was refused ({})", in_words(&format!("{other:?}"))),
             };
             format!("the server's certificate {what}")
         }
@@ -329,5 +344,29 @@ fn describe(error: &rustls::Error) -> String {
             "the peer does not speak TLS correctly (is it an https endpoint?)".into()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_without_its_own_words_is_named_in_plain_ones() {
+        assert_eq!(in_words("Other(OtherError(CaUsedAsEndEntity))"), "ca used as end entity");
+        assert_eq!(in_words("ExpiredRevocationListContext { time: 1 }"), "expired revocation list context");
+        let error = rustls::Error::InvalidCertificate(rustls::CertificateError::UnhandledCriticalExtension);
+        assert_eq!(describe(&error), "the server's certificate was refused (unhandled critical extension)");
+    }
+
+    #[test]
+    fn rustls_messages_kept_as_text_are_read_back() {
+        let alert = from_text("received fatal alert: CertificateRequired").map(|error| describe(&error));
+        assert_eq!(alert.as_deref(), Some("the server requires a client certificate (certificate required)"));
+        let issuer = from_text("invalid peer certificate: UnknownIssuer").map(|error| describe(&error));
+        assert!(issuer.is_some_and(|text| text.contains("(unknown issuer)")));
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, "received fatal alert: UnknownCA");
+        assert!(tls_failure(&io).is_some_and(|text| text.contains("(unknown CA)")));
+        assert!(from_text("connection refused").is_none());
     }
 }
