@@ -12,7 +12,7 @@ use accord_card::{
     Algorithm, Card, PrivateKey, PublicKey, RejectReason, SignOptions, SigningInput, VerifyOptions, VerifyOutcome,
     card_problems, sign_card, verify_card_json,
 };
-use accord_client::{Client, ClientError};
+use accord_client::ClientError;
 use serde_json::Value;
 use zeroize::Zeroizing;
 
@@ -120,6 +120,8 @@ pub(crate) struct VerifyArgs {
     /// Print the verification outcome as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: accord_cli::tls_args::TlsArgs,
 }
 
 /// `accord card lint`.
@@ -129,6 +131,8 @@ pub(crate) struct LintArgs {
     /// agent's signed card is fetched from the well-known paths).
     #[arg(value_name = "FILE|URL")]
     target: String,
+    #[command(flatten)]
+    tls: accord_cli::tls_args::TlsArgs,
 }
 
 /// `accord card jwks`.
@@ -273,12 +277,12 @@ pub(crate) async fn verify(args: VerifyArgs) -> Result<(), Failure> {
             Some(body) => body,
             None => {
                 let card_url = format!("{}{}", args.envelope.trim_end_matches('/'), "/.well-known/agent-card.json");
-                let body = crate::card_jws::fetch(&card_url, "agent card").await?;
+                let body = crate::card_jws::fetch(&card_url, "agent card", &args.tls).await?;
                 eprintln!("fetched {card_url}");
                 body
             }
         };
-        let trust = crate::card_jws::trust_store(&args.public_key, &args.jwks).await?;
+        let trust = crate::card_jws::trust_store(&args.public_key, &args.jwks, &args.tls).await?;
         return crate::card_jws::verify(&body, &trust, crate::card_jws::algorithms(&args.algorithms)?, args.json);
     }
     let [public_key] = args.public_key.as_slice() else {
@@ -288,7 +292,8 @@ pub(crate) async fn verify(args: VerifyArgs) -> Result<(), Failure> {
     let body = if let Some(body) = local {
         body
     } else if url {
-        let fetched = Client::new().fetch_signed_envelope(&args.envelope).await.map_err(client_failure)?;
+        let client = args.tls.client().map_err(client_failure)?;
+        let fetched = client.fetch_signed_envelope(&args.envelope).await.map_err(client_failure)?;
         eprintln!("fetched {}", fetched.url);
         fetched.body
     } else {
@@ -340,7 +345,8 @@ fn print_outcome(outcome: &VerifyOutcome) {
 /// `accord card lint`: every problem of the card (or of an envelope's card), one per line.
 pub(crate) async fn lint(args: LintArgs) -> Result<(), Failure> {
     let (value, name) = if is_url(&args.target) {
-        let fetched = Client::new().fetch_signed_envelope(&args.target).await.map_err(client_failure)?;
+        let client = args.tls.client().map_err(client_failure)?;
+        let fetched = client.fetch_signed_envelope(&args.target).await.map_err(client_failure)?;
         (fetched.envelope, fetched.url)
     } else {
         let text = read_source(&args.target)?;

@@ -55,7 +55,11 @@ pub(crate) fn sign(
 }
 
 /// The trust store of `--pub` PEMs (trusted for any `kid`) and `--jwks` files or URLs.
-pub(crate) async fn trust_store(pems: &[PathBuf], jwks: &[String]) -> Result<TrustStore, Failure> {
+pub(crate) async fn trust_store(
+    pems: &[PathBuf],
+    jwks: &[String],
+    tls: &accord_cli::tls_args::TlsArgs,
+) -> Result<TrustStore, Failure> {
     let mut store = TrustStore::new();
     for path in pems {
         let pem = std::fs::read_to_string(path)
@@ -65,7 +69,7 @@ pub(crate) async fn trust_store(pems: &[PathBuf], jwks: &[String]) -> Result<Tru
     }
     for source in jwks {
         let text = if crate::card_cmd::is_url(source) {
-            fetch(source, "JWKS").await?
+            fetch(source, "JWKS", tls).await?
         } else {
             std::fs::read(source).map_err(|error| usage(format!("--jwks: cannot read {source}: {error}")))?
         };
@@ -85,23 +89,18 @@ pub(crate) async fn trust_store(pems: &[PathBuf], jwks: &[String]) -> Result<Tru
 }
 
 /// GETs `url` (https, or http on a loopback host) with a size limit.
-pub(crate) async fn fetch(url: &str, what: &str) -> Result<Vec<u8>, Failure> {
+pub(crate) async fn fetch(url: &str, what: &str, tls: &accord_cli::tls_args::TlsArgs) -> Result<Vec<u8>, Failure> {
     let parsed = reqwest::Url::parse(url).map_err(|error| usage(format!("{url}: not a URL: {error}")))?;
     let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
     if parsed.scheme() != "https" && !(parsed.scheme() == "http" && loopback) {
         return Err(usage(format!("{url}: the {what} must be fetched over https (plain http only on loopback)")));
     }
     let unreachable = |message: String| Failure { code: EXIT_UNREACHABLE, message };
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .map_err(|error| unreachable(format!("cannot make an HTTP client: {error}")))?;
-    let response = client
-        .get(parsed)
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|error| unreachable(format!("cannot fetch the {what} at {url}: {error}")))?;
+    let client = tls.http_client(Duration::from_secs(20)).map_err(Failure::from)?;
+    let response = client.get(parsed).header("accept", "application/json").send().await.map_err(|error| {
+        let cause = accord_client::tls_failure(&error).map(|cause| format!(": TLS: {cause}")).unwrap_or_default();
+        unreachable(format!("cannot fetch the {what} at {url}: {error}{cause}"))
+    })?;
     if !response.status().is_success() {
         return Err(unreachable(format!("the {what} at {url} answered {}", response.status())));
     }

@@ -7,3 +7,4 @@ pub mod demo;
 pub mod push_cmd;
 pub mod push_listen;
 pub mod summarize;
+pub mod tls_args;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use accord::serve::{ServeArgs, ServeError, ServeErrorKind};
+use accord_cli::tls_args::TlsArgs;
 use accord_client::rpc::{RpcOptions, RpcTask};
 use accord_client::{Client, ClientError, InvokeOptions, ListOptions, SendOptions, TaskAccess};
 use accord_types::a2a::ErrorMapping;
@@ -115,6 +116,8 @@ enum Command {
         json: bool,
         #[command(flatten)]
         wallet: WalletArgs,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Stream a skill and print its events as they arrive.
     Stream {
@@ -127,6 +130,8 @@ enum Command {
         /// Print each event's data as one line of JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
 }
 
@@ -140,6 +145,8 @@ struct RpcTarget {
     /// Allow plain http:// to a loopback host (https is required otherwise).
     #[arg(long)]
     allow_loopback_http: bool,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,9 +189,10 @@ struct WalletArgs {
 }
 
 impl WalletArgs {
-    /// A client that pays with the wallet, when one is given.
-    fn client(&self) -> Result<Client, Failure> {
-        let Some(path) = &self.wallet else { return Ok(Client::new()) };
+    /// A client with the TLS settings `tls` that pays with the wallet, when one is given.
+    fn client(&self, tls: &TlsArgs) -> Result<Client, Failure> {
+        let client = tls.client()?;
+        let Some(path) = &self.wallet else { return Ok(client) };
         let wallet = accord_payments::wallet::Wallet::load(path)
             .map_err(|error| usage(format!("--wallet {}: {error}", path.display())))?;
         let wallet = match &self.max_amount {
@@ -193,7 +201,7 @@ impl WalletArgs {
             }
             None => wallet,
         };
-        Ok(Client::new().with_payments(std::sync::Arc::new(wallet)))
+        Ok(client.with_payments(std::sync::Arc::new(wallet)))
     }
 }
 
@@ -240,6 +248,8 @@ enum TaskCommand {
         timeout: u64,
         #[command(flatten)]
         wallet: WalletArgs,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Print a task.
     Get {
@@ -250,6 +260,8 @@ enum TaskCommand {
         /// The task's access token.
         #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
         token: String,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Cancel a task and print it.
     Cancel {
@@ -260,6 +272,8 @@ enum TaskCommand {
         /// The task's access token.
         #[arg(long, env = "ACCORD_TASK_TOKEN", hide_env_values = true)]
         token: String,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Print a task's updates as they happen, until it ends.
     Watch {
@@ -273,6 +287,8 @@ enum TaskCommand {
         /// Resume after this event id.
         #[arg(long)]
         after: Option<String>,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// List the tasks an access token owns, newest first.
     List {
@@ -293,6 +309,8 @@ enum TaskCommand {
         /// How many to skip.
         #[arg(long)]
         offset: Option<usize>,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
 }
 
@@ -302,6 +320,8 @@ enum CardCommand {
     Show {
         /// The agent's base URL or card URL.
         url: String,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Generate a signing key pair: `DIR/<alg>.private.pem` (mode 0600) and `DIR/<alg>.public.pem`.
     Keygen(card_cmd::KeygenArgs),
@@ -332,10 +352,19 @@ impl From<ClientError> for Failure {
             | ClientError::InvalidAccessToken
             | ClientError::InvalidUrl { .. }
             | ClientError::InvalidSkill { .. }
-            | ClientError::InvalidTaskId { .. } => EXIT_USAGE,
+            | ClientError::InvalidTaskId { .. }
+            | ClientError::TlsConfig { .. } => EXIT_USAGE,
             _ => EXIT_FAILED,
         };
         let mut message = error.to_string();
+        // A TLS refusal the command's own flags answer says which.
+        if let Some(cause) = std::error::Error::source(&error).and_then(accord_client::tls_failure) {
+            if cause.contains("(unknown issuer)") {
+                message.push_str(" (trust the peer's CA with --ca-file)");
+            } else if cause.contains("(certificate required)") {
+                message.push_str(" (present one with --client-cert and --client-key)");
+            }
+        }
         if let ClientError::TaskNotCreated(failure) = &error
             && failure.status.is_none()
             && error.is_unreachable()
@@ -365,7 +394,7 @@ async fn main() -> ExitCode {
 
 /// The command line, with an agent file's settings under it when `serve --config` names one.
 enum Parsed {
-    Cli(Cli),
+    Cli(Box<Cli>),
     AgentFile(Box<accord::backends::AgentFile>, Box<ServeArgs>),
 }
 
@@ -376,7 +405,7 @@ fn parse_command_line() -> Result<Parsed, Failure> {
     let (cli, file) = accord::serve::parse_with_agent_file::<Cli>()?;
     match (cli, file) {
         (Cli { command: Command::Serve { args, .. } }, Some(file)) => Ok(Parsed::AgentFile(Box::new(file), args)),
-        (cli, _) => Ok(Parsed::Cli(cli)),
+        (cli, _) => Ok(Parsed::Cli(Box::new(cli))),
     }
 }
 
@@ -396,17 +425,17 @@ async fn run(command: Command) -> Result<(), Failure> {
             serve(agent, ConformanceOptions { a2a_03, extended_card }, demo_prices, *args).await
         }
         Command::Rpc { command } => rpc(command).await,
-        Command::Card { command: CardCommand::Show { url } } => card_show(&url).await,
+        Command::Card { command: CardCommand::Show { url, tls } } => card_show(&url, &tls).await,
         Command::Card { command: CardCommand::Keygen(args) } => card_cmd::keygen(args),
         Command::Card { command: CardCommand::Sign(args) } => card_cmd::sign(args),
         Command::Card { command: CardCommand::Verify(args) } => card_cmd::verify(args).await,
         Command::Card { command: CardCommand::Lint(args) } => card_cmd::lint(args).await,
         Command::Card { command: CardCommand::Jwks(args) } => card_cmd::jwks(args),
-        Command::Invoke { url, skill, input, idempotency_key, json, wallet } => {
-            invoke(&url, &skill, &input, idempotency_key, json, &wallet).await
+        Command::Invoke { url, skill, input, idempotency_key, json, wallet, tls } => {
+            invoke(&url, &skill, &input, idempotency_key, json, &wallet.client(&tls)?).await
         }
         Command::Wallet { command } => wallet(command),
-        Command::Stream { url, skill, input, json } => stream(&url, &skill, &input, json).await,
+        Command::Stream { url, skill, input, json, tls } => stream(&url, &skill, &input, json, &tls).await,
         Command::Task { command } => task(command).await,
         Command::Push { command } => {
             accord_cli::push_cmd::run(command).await.map_err(|message| Failure { code: EXIT_FAILED, message })
@@ -521,7 +550,10 @@ fn rpc_options(target: &RpcTarget) -> Result<RpcOptions, Failure> {
 }
 
 async fn rpc(command: RpcCommand) -> Result<(), Failure> {
-    let client = Client::new();
+    let target = match &command {
+        RpcCommand::Send { target, .. } | RpcCommand::Get { target, .. } | RpcCommand::Cancel { target, .. } => target,
+    };
+    let client = target.tls.client()?;
     // A refused peer URL says how to reach a local agent.
     let hint = |error: ClientError| {
         let refused_url = matches!(error, ClientError::InvalidUrl { .. });
@@ -552,10 +584,9 @@ async fn rpc(command: RpcCommand) -> Result<(), Failure> {
 }
 
 async fn task(command: TaskCommand) -> Result<(), Failure> {
-    let mut client = Client::new();
     match command {
-        TaskCommand::Send { url, skill, input, token, context, wait, timeout, wallet } => {
-            client = wallet.client()?;
+        TaskCommand::Send { url, skill, input, token, context, wait, timeout, wallet, tls } => {
+            let client = wallet.client(&tls)?;
             let input = parse_input(&input)?;
             let card = client.fetch_card(&url).await?;
             let options = SendOptions { access_token: token, context_id: context, ..SendOptions::default() };
@@ -573,19 +604,22 @@ async fn task(command: TaskCommand) -> Result<(), Failure> {
             let task = wait_with_spinner(&client, &card, &sent.access, Duration::from_secs(timeout)).await?;
             print_task(&task)
         }
-        TaskCommand::Get { url, id, token } => {
+        TaskCommand::Get { url, id, token, tls } => {
+            let client = tls.client()?;
             let card = client.fetch_card(&url).await?;
             let task = client.get_task(&card, &TaskAccess { task_id: id, access_token: token }).await?;
             print_json(&serde_json::to_value(&task).unwrap_or(Value::Null), true);
             Ok(())
         }
-        TaskCommand::Cancel { url, id, token } => {
+        TaskCommand::Cancel { url, id, token, tls } => {
+            let client = tls.client()?;
             let card = client.fetch_card(&url).await?;
             let task = client.cancel_task(&card, &TaskAccess { task_id: id, access_token: token }).await?;
             print_json(&serde_json::to_value(&task).unwrap_or(Value::Null), true);
             Ok(())
         }
-        TaskCommand::Watch { url, id, token, after } => {
+        TaskCommand::Watch { url, id, token, after, tls } => {
+            let client = tls.client()?;
             let card = client.fetch_card(&url).await?;
             let access = TaskAccess { task_id: id, access_token: token };
             let mut events = client.subscribe_task(&card, &access, after.as_deref()).await?;
@@ -596,7 +630,8 @@ async fn task(command: TaskCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        TaskCommand::List { url, token, status, context, limit, offset } => {
+        TaskCommand::List { url, token, status, context, limit, offset, tls } => {
+            let client = tls.client()?;
             let mut statuses = Vec::new();
             for name in status.iter().map(|name| name.trim()).filter(|name| !name.is_empty()) {
                 statuses.push(TaskStatus::parse(name).ok_or_else(|| {
@@ -655,8 +690,8 @@ fn print_task(task: &TaskView) -> Result<(), Failure> {
     }
 }
 
-async fn card_show(url: &str) -> Result<(), Failure> {
-    let card = Client::new().fetch_card(url).await?;
+async fn card_show(url: &str, tls: &TlsArgs) -> Result<(), Failure> {
+    let card = tls.client()?.fetch_card(url).await?;
     print_json(&serde_json::to_value(&card).unwrap_or(Value::Null), true);
     Ok(())
 }
@@ -680,10 +715,9 @@ async fn invoke(
     input: &str,
     idempotency_key: Option<String>,
     json: bool,
-    wallet: &WalletArgs,
+    client: &Client,
 ) -> Result<(), Failure> {
     let input = parse_input(input)?;
-    let client = wallet.client()?;
     let card = client.fetch_card(url).await?;
     let options = InvokeOptions { idempotency_key, ..InvokeOptions::default() };
     let (response, settlement) = client.invoke_with_settlement(&card, skill, input, options).await?;
@@ -734,9 +768,9 @@ fn wallet(command: WalletCommand) -> Result<(), Failure> {
     }
 }
 
-async fn stream(url: &str, skill: &str, input: &str, json: bool) -> Result<(), Failure> {
+async fn stream(url: &str, skill: &str, input: &str, json: bool, tls: &TlsArgs) -> Result<(), Failure> {
     let input = parse_input(input)?;
-    let client = Client::new();
+    let client = tls.client()?;
     let card = client.fetch_card(url).await?;
     let mut events = client.stream(&card, skill, input).await?;
     let mut outcome = Err(Failure { code: EXIT_FAILED, message: "the stream ended before run-end".into() });

@@ -74,11 +74,15 @@ pub struct AgentArgs {
     /// A bearer token to call the agent with (the tasks' owner).
     #[arg(long, env = "ACCORD_BEARER", hide_env_values = true)]
     pub bearer: Option<String>,
+    /// How to reach the agent over TLS.
+    #[command(flatten)]
+    pub tls: crate::tls_args::TlsArgs,
 }
 
 impl AgentArgs {
     async fn client(&self) -> Result<A2aClient, String> {
-        let mut options = A2aClientOptions::default();
+        let tls = self.tls.load().map_err(|error| error.to_string())?;
+        let mut options = A2aClientOptions { tls, ..A2aClientOptions::default() };
         if let Some(token) = &self.bearer {
             let value = HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|_| "--bearer contains characters a header cannot carry".to_owned())?;

@@ -110,6 +110,14 @@ pub enum ClientError {
     },
     /// The HTTP client could not be built.
     HttpClient(reqwest::Error),
+    /// A TLS file ([`crate::TlsOptions`]) cannot be used: missing, not PEM, a key that does not
+    /// match its certificate. Nothing was sent.
+    TlsConfig {
+        /// The file.
+        path: String,
+        /// What is wrong with it (never its contents).
+        reason: String,
+    },
 
     // The peer answered with an error.
     /// The peer answered with an HTTP error status and a body that is no A2A or JSON-RPC error.
@@ -447,13 +455,24 @@ impl Site {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Transport { operation, url, source } => write!(f, "{operation}: request to {url} failed: {source}"),
+            Self::Transport { operation, url, source } => {
+                write!(f, "{operation}: request to {url} failed: {source}")?;
+                match crate::tls::tls_failure(source) {
+                    Some(cause) => write!(f, ": TLS: {cause}"),
+                    None => Ok(()),
+                }
+            }
             Self::Timeout { operation, url } => write!(f, "{operation}: request to {url} timed out"),
             #[cfg(feature = "grpc")]
             Self::GrpcTransport { operation, url, status } => {
-                write!(f, "{operation}: gRPC call to {url} failed: {} ({:?})", status.message(), status.code())
+                write!(f, "{operation}: gRPC call to {url} failed: {} ({:?})", status.message(), status.code())?;
+                match crate::tls::tls_failure(status.as_ref()) {
+                    Some(cause) => write!(f, ": TLS: {cause}"),
+                    None => Ok(()),
+                }
             }
             Self::HttpClient(source) => write!(f, "the HTTP client could not be built: {source}"),
+            Self::TlsConfig { path, reason } => write!(f, "TLS setting: {path} {reason}"),
             Self::Status { operation, url, status, body } => {
                 write!(f, "{operation}: {url} answered HTTP {status}")?;
                 match body {

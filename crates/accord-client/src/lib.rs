@@ -28,6 +28,11 @@
 //! peer not reached, an error answer, an unreadable answer, input refused before sending), and an
 //! error that a request produced names its [`Operation`] and URL.
 //!
+//! **TLS.** `https://` peers are verified against the platform's roots. [`TlsOptions`] adds CA
+//! certificates and a client certificate for mutual TLS, once for every client: load it into a
+//! [`TlsConfig`] and build with [`Client::with_tls`] or [`a2a::A2aClientOptions::tls`]. A failed
+//! handshake's error names its cause ([`tls_failure`]).
+//!
 //! **Features.** `grpc` (on by default) builds the A2A gRPC binding (tonic); without it the A2A
 //! client passes over a card's `GRPC` interfaces, as bindings it does not speak.
 
@@ -42,6 +47,7 @@ pub mod payment;
 pub mod rpc;
 mod signed;
 mod tasks;
+mod tls;
 
 /// The signed-card crate, re-exported so that keys, claims and reject reasons are of the version
 /// this client verifies with.
@@ -52,3 +58,4 @@ pub use lucid::{CARD_PATHS, Client, EventStream, InvokeOptions, StreamEvent};
 pub use payment::Settlement;
 pub use signed::{FetchedEnvelope, MAX_ENVELOPE_RESPONSE_BYTES, SIGNED_CARD_PATHS, VerifiedCard};
 pub use tasks::{ListOptions, SendMessageResponse, SendOptions, TaskAccess, TaskEventStream, TaskStreamEvent};
+pub use tls::{TlsConfig, TlsOptions, tls_failure};

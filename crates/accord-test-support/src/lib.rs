@@ -8,6 +8,7 @@ use tokio::task::JoinHandle;
 
 pub mod audit;
 pub mod conformance;
+pub mod tls;
 mod wrapped;
 
 pub use wrapped::{Tap, Wrapped};

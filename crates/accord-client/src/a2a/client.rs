@@ -48,6 +48,10 @@ pub struct A2aClientOptions {
     /// How long a stream may stay silent (no event, no keep-alive) before it counts as dropped.
     /// Default 60 s.
     pub stream_idle_timeout: Duration,
+    /// Extra trusted CA certificates and a client certificate ([`crate::TlsOptions::load`]), for
+    /// the client's own HTTP client (when [`http`](Self::http) is `None`) and for gRPC over
+    /// `https://`. Default: none (the platform's roots, no client certificate).
+    pub tls: Option<crate::TlsConfig>,
     /// How many reconnections in a row a stream may make. Default 3; 0 turns reconnection off.
     pub max_reconnects: u32,
     /// The wait before each reconnection. Default 250 ms.
@@ -62,6 +66,7 @@ impl Default for A2aClientOptions {
             headers: HeaderMap::new(),
             request_timeout: Duration::from_secs(120),
             stream_idle_timeout: Duration::from_secs(60),
+            tls: None,
             max_reconnects: 3,
             reconnect_delay: Duration::from_millis(250),
         }
@@ -110,11 +115,12 @@ fn connect(
     version: ProtocolVersion,
     wire: &HttpWire,
     card: &AgentCard,
+    tls: Option<&crate::TlsConfig>,
 ) -> Result<Arc<dyn Transport>, ClientError> {
     Ok(match (binding, version) {
         #[cfg(feature = "grpc")]
         (Binding::Grpc, ProtocolVersion::V1_0) => {
-            Arc::new(Grpc::new(interface, wire.headers.clone(), wire.request_timeout)?)
+            Arc::new(Grpc::new(interface, wire.headers.clone(), wire.request_timeout, tls)?)
         }
         // Not reached: without the feature no interface is chosen as gRPC.
         #[cfg(not(feature = "grpc"))]
@@ -146,7 +152,7 @@ impl A2aClient {
 
     fn build(http: reqwest::Client, card: AgentCard, options: A2aClientOptions) -> Result<Self, ClientError> {
         let wire = HttpWire { http, headers: options.headers.clone(), request_timeout: options.request_timeout };
-        let at = |binding, interface, version| connect(binding, interface, version, &wire, &card);
+        let at = |binding, interface, version| connect(binding, interface, version, &wire, &card, options.tls.as_ref());
         let (primary, fallback) = match choose_interface(&card, &options.bindings) {
             // No 0.3 fallback on gRPC: 0.3's gRPC is another service.
             Ok((binding @ Binding::Grpc, interface)) => (at(binding, interface, ProtocolVersion::V1_0)?, None),
@@ -361,9 +367,13 @@ impl A2aClient {
 fn http_client(options: &A2aClientOptions) -> Result<reqwest::Client, ClientError> {
     match &options.http {
         Some(http) => Ok(http.clone()),
-        None => {
-            reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().map_err(ClientError::HttpClient)
-        }
+        None => match &options.tls {
+            Some(tls) => tls.http_client(),
+            None => reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .build()
+                .map_err(ClientError::HttpClient),
+        },
     }
 }
 

@@ -4,12 +4,14 @@
 //!
 //! The interface `url` is `host:port` (spec), spoken in plaintext HTTP/2 (h2c) as the official
 //! SDKs and the TCK do; `http://host:port` means the same, and `https://host:port` is HTTP/2 over
-//! TLS (rustls, the system's root certificates). The channel connects on the first call and is
+//! TLS (rustls, the system's root certificates and those of [`A2aClientOptions::tls`], which also
+//! gives the client certificate). The channel connects on the first call and is
 //! shared by the client's clones. The caller's [`A2aClientOptions::headers`] travel as metadata
 //! (lowercase keys), with `a2a-version: 1.0`. Errors are `google.rpc.Status` answers, read by
 //! [`accord_grpc::status::from_status`]; a stream has no event ids.
 //!
 //! [`A2aClientOptions::headers`]: super::A2aClientOptions::headers
+//! [`A2aClientOptions::tls`]: super::A2aClientOptions::tls
 
 use std::fmt::Display;
 use std::sync::OnceLock;
@@ -52,6 +54,7 @@ impl Grpc {
         interface: &AgentInterface,
         headers: HeaderMap,
         request_timeout: Duration,
+        tls: Option<&crate::TlsConfig>,
     ) -> Result<Self, ClientError> {
         let url = &interface.url;
         let invalid = |reason: String| ClientError::InvalidUrl { url: url.to_owned(), reason };
@@ -61,7 +64,7 @@ impl Grpc {
             Endpoint::from_shared(origin).map_err(|error| invalid(error.to_string()))?.connect_timeout(CONNECT_TIMEOUT);
         if endpoint_url.scheme() == "https" {
             endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .tls_config(tls.map_or_else(|| ClientTlsConfig::new().with_native_roots(), crate::TlsConfig::grpc))
                 .map_err(|error| invalid(format!("TLS: {error}")))?;
         }
         Ok(Self {

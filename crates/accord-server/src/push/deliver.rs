@@ -52,6 +52,9 @@ pub struct PushSettings {
     pub poll: Duration,
     /// How many configs are delivered to at once (default 32).
     pub batch: usize,
+    /// CA certificates trusted for `https` webhooks in addition to the platform's roots (default
+    /// none); see [`PushSettings::trust_ca_pem`].
+    pub extra_roots: Vec<reqwest::Certificate>,
 }
 
 impl Default for PushSettings {
@@ -65,6 +68,7 @@ impl Default for PushSettings {
             lease: Duration::from_secs(120),
             poll: Duration::from_millis(200),
             batch: 32,
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -95,6 +99,19 @@ impl PushSettings {
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
+    }
+
+    /// Trusts the CA certificates of a PEM bundle for `https` webhooks, in addition to the
+    /// platform's roots (a receiver whose certificate a private CA issued). Fails, saying why,
+    /// when the bundle is not PEM or holds no certificate.
+    pub fn trust_ca_pem(mut self, pem: &[u8]) -> Result<Self, String> {
+        let certificates =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|_| "is not a PEM bundle of certificates".to_owned())?;
+        if certificates.is_empty() {
+            return Err("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into());
+        }
+        self.extra_roots.extend(certificates);
+        Ok(self)
     }
 
     /// Sets [`PushSettings::poll`].
@@ -140,7 +157,11 @@ pub(crate) fn spawn(service: TaskService, settings: PushSettings, projection: Pu
         tracing::warn!("push notifications are not delivered: no async runtime to run the delivery worker on");
         return;
     };
-    let sender = match WebhookSender::builder(settings.policy.clone()).timeout(settings.timeout).build() {
+    let sender = match WebhookSender::builder(settings.policy.clone())
+        .timeout(settings.timeout)
+        .root_certificates(settings.extra_roots.clone())
+        .build()
+    {
         Ok(sender) => Arc::new(sender),
         Err(error) => {
             tracing::error!(%error, "push notifications are not delivered: the webhook client could not be made");

@@ -99,9 +99,16 @@ pub struct WebhookSenderBuilder {
     policy: WebhookPolicy,
     timeout: Duration,
     response_cap: usize,
+    extra_roots: Vec<reqwest::Certificate>,
 }
 
 impl WebhookSenderBuilder {
+    /// CA certificates trusted for `https` webhooks in addition to the platform's roots.
+    pub fn root_certificates(mut self, certificates: Vec<reqwest::Certificate>) -> Self {
+        self.extra_roots = certificates;
+        self
+    }
+
     /// How long one attempt may take (default [`DEFAULT_ATTEMPT_TIMEOUT`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -119,7 +126,11 @@ impl WebhookSenderBuilder {
     pub fn build(self) -> Result<WebhookSender, SenderBuildError> {
         let policy = Arc::new(self.policy);
         let client = |scheme| {
-            reqwest::Client::builder()
+            let builder = match scheme {
+                Scheme::Https => reqwest::Client::builder().tls_certs_merge(self.extra_roots.clone()),
+                Scheme::Http => reqwest::Client::builder(),
+            };
+            builder
                 .redirect(reqwest::redirect::Policy::none())
                 // A proxy would make the connection to an address this guard never saw.
                 .no_proxy()
@@ -154,7 +165,12 @@ pub struct WebhookSender {
 impl WebhookSender {
     /// A sender with the default settings, within `policy`.
     pub fn builder(policy: WebhookPolicy) -> WebhookSenderBuilder {
-        WebhookSenderBuilder { policy, timeout: DEFAULT_ATTEMPT_TIMEOUT, response_cap: DEFAULT_RESPONSE_CAP }
+        WebhookSenderBuilder {
+            policy,
+            timeout: DEFAULT_ATTEMPT_TIMEOUT,
+            response_cap: DEFAULT_RESPONSE_CAP,
+            extra_roots: Vec::new(),
+        }
     }
 
     /// The policy the sender checks targets against.

@@ -25,6 +25,10 @@ pub struct PushArgs {
     /// PostgreSQL); a fresh key per process for `memory`. `accord serve` prints which file.
     #[arg(long, env = "ACCORD_PUSH_KEY_FILE")]
     pub push_key_file: Option<PathBuf>,
+    /// A PEM file of CA certificates trusted for `https` webhooks in addition to the system's
+    /// roots (a receiver whose certificate a private CA issued).
+    #[arg(long, env = "ACCORD_PUSH_CA_FILE", value_name = "FILE")]
+    pub push_ca_file: Option<PathBuf>,
     /// Send no push notifications (the card says `pushNotifications: false`).
     #[arg(long, env = "ACCORD_NO_PUSH")]
     pub no_push: bool,
@@ -52,12 +56,16 @@ impl PushArgs {
             policy = policy.allow_networks(networks);
         }
         let first_retry = Duration::from_millis(self.push_first_retry_ms);
-        Ok(Some(
-            PushSettings::default()
-                .policy(policy)
-                .retries(self.push_max_attempts, first_retry, Duration::from_secs(300).max(first_retry))
-                .lease(Duration::from_millis(self.push_lease_ms.max(100))),
-        ))
+        let mut settings = PushSettings::default()
+            .policy(policy)
+            .retries(self.push_max_attempts, first_retry, Duration::from_secs(300).max(first_retry))
+            .lease(Duration::from_millis(self.push_lease_ms.max(100)));
+        if let Some(path) = &self.push_ca_file {
+            let flag = |reason: String| format!("--push-ca-file {}: {reason}", path.display());
+            let pem = std::fs::read(path).map_err(|error| flag(format!("cannot be read: {error}")))?;
+            settings = settings.trust_ca_pem(&pem).map_err(flag)?;
+        }
+        Ok(Some(settings))
     }
 
     /// The key push configs are sealed with: read from (or made in) the key file for a durable

@@ -1,0 +1,372 @@
+//! The clients' one TLS setting: extra trusted CA certificates, and a client certificate for
+//! mutual TLS. [`TlsOptions`] names the PEM files; [`TlsOptions::load`] reads and checks them once
+//! into a [`TlsConfig`], which every client of the crate builds from: the Lucid [`Client`] (and so
+//! the signed-card and JSON-RPC tasks calls) through [`Client::with_tls`], the A2A client through
+//! [`A2aClientOptions::tls`] (its card fetch, JSON-RPC and HTTP+JSON bindings, and gRPC over
+//! `https://`).
+//!
+//! **Trust.** The CA file's certificates are trusted *in addition to* the platform's roots, which
+//! stay the default: a private CA is added without losing the public ones. (A pinned-only trust
+//! store is a different setting, not this one.)
+//!
+//! **Failures.** A file that cannot be read, holds no PEM certificate or key, or a key that does not
+//! match its certificate is [`ClientError::TlsConfig`], before anything is sent. A handshake that
+//! fails — an unknown issuer, an expired certificate, a name mismatch, a client certificate the
+//! server required or refused — is a transport error whose message names the cause
+//! ([`ClientError::Transport`], [`ClientError::GrpcTransport`]).
+//!
+//! [`A2aClientOptions::tls`]: crate::a2a::A2aClientOptions::tls
+//! [`ClientError::GrpcTransport`]: crate::ClientError::GrpcTransport
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::ClientError;
+use crate::lucid::Client;
+
+/// Where the TLS material is: PEM files. Every field is optional; the default is the platform's
+/// roots and no client certificate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// A PEM file of CA certificates (one or more `CERTIFICATE` blocks) trusted in addition to the
+    /// platform's roots.
+    pub ca_file: Option<PathBuf>,
+    /// A PEM file with the client certificate (the leaf first, then any intermediates), presented
+    /// when a server asks for one (mutual TLS). Needs [`client_key`](Self::client_key).
+    pub client_cert: Option<PathBuf>,
+    /// A PEM file with the client certificate's private key (PKCS#8, PKCS#1 or SEC1). Needs
+    /// [`client_cert`](Self::client_cert).
+    pub client_key: Option<PathBuf>,
+}
+
+impl TlsOptions {
+    /// Whether anything differs from the defaults.
+    pub fn is_empty(&self) -> bool {
+        self.ca_file.is_none() && self.client_cert.is_none() && self.client_key.is_none()
+    }
+
+    /// Reads and checks the files: each must hold what it is for, and the key must be the
+    /// certificate's.
+    pub fn load(&self) -> Result<TlsConfig, ClientError> {
+        let roots = match &self.ca_file {
+            Some(path) => read_ca_file(path)?,
+            None => Vec::new(),
+        };
+        let identity = match (&self.client_cert, &self.client_key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(Arc::new(read_identity(cert, key)?)),
+            (Some(cert), None) => {
+                return Err(config_error(cert, "is a client certificate without its private key (client key)"));
+            }
+            (None, Some(key)) => {
+                return Err(config_error(key, "is a client key without its certificate (client certificate)"));
+            }
+        };
+        Ok(TlsConfig { roots, identity })
+    }
+}
+
+/// TLS material read and checked by [`TlsOptions::load`]: the extra trusted roots and the client
+/// identity. Cheap to clone; its `Debug` shows no key material.
+#[derive(Clone, Default)]
+pub struct TlsConfig {
+    roots: Vec<CertificateDer<'static>>,
+    identity: Option<Arc<ClientIdentity>>,
+}
+
+/// A client certificate chain and its key, as PEM text re-encoded from what was read (so that
+/// blocks other than certificates and keys, such as `EC PARAMETERS`, are left behind).
+struct ClientIdentity {
+    chain_pem: String,
+    key_pem: String,
+}
+
+impl std::fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("extra_roots", &self.roots.len())
+            .field("client_certificate", &self.identity.is_some())
+            .finish()
+    }
+}
+
+impl TlsConfig {
+    /// How many extra roots were loaded.
+    pub fn extra_roots(&self) -> usize {
+        self.roots.len()
+    }
+
+    /// Whether a client certificate is configured.
+    pub fn has_client_certificate(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    /// A `reqwest` builder with this setting applied (callers add their timeouts).
+    pub fn apply(&self, builder: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder, ClientError> {
+        let mut roots = Vec::with_capacity(self.roots.len());
+        for root in &self.roots {
+            roots.push(reqwest::Certificate::from_der(root).map_err(ClientError::HttpClient)?);
+        }
+        let mut builder = builder.tls_certs_merge(roots);
+        if let Some(identity) = &self.identity {
+            let pem = format!("{}{}", identity.chain_pem, identity.key_pem);
+            builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).map_err(ClientError::HttpClient)?);
+        }
+        Ok(builder)
+    }
+
+    /// An HTTP client with this setting and a 10 s connect timeout.
+    pub fn http_client(&self) -> Result<reqwest::Client, ClientError> {
+        self.apply(reqwest::Client::builder().connect_timeout(Duration::from_secs(10)))?
+            .build()
+            .map_err(ClientError::HttpClient)
+    }
+
+    /// The gRPC channel's TLS setting: the platform's roots, these roots, this identity.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn grpc(&self) -> tonic::transport::ClientTlsConfig {
+        let mut config = tonic::transport::ClientTlsConfig::new().with_native_roots();
+        if !self.roots.is_empty() {
+            let pem: String = self.roots.iter().map(|root| pem_block("CERTIFICATE", root)).collect();
+            config = config.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        }
+        if let Some(identity) = &self.identity {
+            config = config.identity(tonic::transport::Identity::from_pem(&identity.chain_pem, &identity.key_pem));
+        }
+        config
+    }
+}
+
+impl Client {
+    /// A client whose HTTP client trusts `tls`'s extra roots and presents its client certificate
+    /// (with a 10 s connect timeout).
+    pub fn with_tls(tls: &TlsConfig) -> Result<Self, ClientError> {
+        Ok(Self::with_http(tls.http_client()?))
+    }
+}
+
+fn config_error(path: &Path, reason: impl Into<String>) -> ClientError {
+    ClientError::TlsConfig { path: path.display().to_string(), reason: reason.into() }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ClientError> {
+    std::fs::read(path).map_err(|error| config_error(path, format!("cannot be read: {error}")))
+}
+
+/// The certificates of a PEM file, each checked to be usable as a trust anchor.
+fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientError> {
+    let certs = read_certificates(path)?;
+    let mut store = rustls::RootCertStore::empty();
+    for (index, cert) in certs.iter().enumerate() {
+        store.add(cert.clone()).map_err(|error| {
+            config_error(path, format!("certificate {} is not a usable CA certificate: {error}", index + 1))
+        })?;
+    }
+    Ok(certs)
+}
+
+fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientError> {
+    let bytes = read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| config_error(path, format!("is not valid PEM: {error}")))?;
+    if certs.is_empty() {
+        return Err(config_error(path, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"));
+    }
+    Ok(certs)
+}
+
+fn read_identity(cert_path: &Path, key_path: &Path) -> Result<ClientIdentity, ClientError> {
+    let chain = read_certificates(cert_path)?;
+    let key_bytes = read(key_path)?;
+    // The key's own parse error could quote it: say only what is wrong.
+    let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|error| match error {
+        rustls::pki_types::pem::Error::NoItemsFound => {
+            config_error(key_path, "holds no PEM private key (PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)")
+        }
+        _ => config_error(key_path, "is not a valid PEM private key"),
+    })?;
+    let label = match &key {
+        PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+        PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+        _ => "PRIVATE KEY",
+    };
+    let key_pem = pem_block(label, key.secret_der());
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    rustls::sign::CertifiedKey::from_der(chain.clone(), key, &provider).map_err(|error| match error {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+            config_error(key_path, format!("does not match the certificate in {}", cert_path.display()))
+        }
+        rustls::Error::InvalidCertificate(_) | rustls::Error::InvalidCertRevocationList(_) => {
+            config_error(cert_path, "its first certificate cannot be read")
+        }
+        _ => config_error(key_path, "is a private key of a kind that cannot sign TLS handshakes"),
+    })?;
+    let chain_pem = chain.iter().map(|cert| pem_block("CERTIFICATE", cert)).collect();
+    Ok(ClientIdentity { chain_pem, key_pem })
+}
+
+/// One PEM block (RFC 7468): base64 in lines of 64.
+fn pem_block(label: &str, der: &[u8]) -> String {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut block = format!("-----BEGIN {label}-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        block.push_str(&String::from_utf8_lossy(line));
+        block.push('\n');
+    }
+    block.push_str(&format!("-----END {label}-----\n"));
+    block
+}
+
+/// The TLS cause of a failed connection, in words: the rustls error found along `error`'s source
+/// chain (also inside the `std::io::Error`s the TLS stream reports it in), or `None` when the
+/// failure was not a TLS one.
+pub fn tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(error);
+    while let Some(current) = next {
+        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
+            return Some(describe(tls));
+        }
+        // An io::Error's `source` skips the error it wraps (which may be another io::Error
+        // around the rustls one): step into the wrapped error instead.
+        next = match current.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => current.source(),
+        };
+        // Some transports (tonic's) keep only the rustls error's text: read it back.
+        if next.is_none()
+            && let Some(tls) = from_text(&current.to_string())
+        {
+            return Some(describe(&tls));
+        }
+    }
+    None
+}
+
+/// The innermost name of a `Debug` rendering (`Other(OtherError(CaUsedAsEndEntity))`,
+/// `ExpiredRevocationListContext { .. }`) in lowercase words (`ca used as end entity`).
+fn in_words(debug: &str) -> String {
+    let inner = debug.rsplit('(').next().unwrap_or(debug);
+    let name: String = inner.chars().take_while(char::is_ascii_alphanumeric).collect();
+    let mut words = String::new();
+    for (index, character) in name.chars().enumerate() {
+        if character.is_ascii_uppercase() && index > 0 {
+            words.push(' ');
+        }
+        words.push(character.to_ascii_lowercase());
+    }
+    words
+}
+
+/// The rustls error a message of rustls' own `Display` stands for, for the kinds [`describe`]
+/// names.
+fn from_text(text: &str) -> Option<rustls::Error> {
+    use rustls::{AlertDescription as Alert, CertificateError as Cert};
+    let name = |rest: &str| rest.split(|c: char| !c.is_ascii_alphanumeric()).next().unwrap_or("").to_owned();
+    if let Some((_, rest)) = text.split_once("received fatal alert: ") {
+        let alert = match name(rest).as_str() {
+            "CertificateRequired" => Alert::CertificateRequired,
+            "BadCertificate" => Alert::BadCertificate,
+            "UnsupportedCertificate" => Alert::UnsupportedCertificate,
+            "CertificateUnknown" => Alert::CertificateUnknown,
+            "UnknownCA" => Alert::UnknownCA,
+            "CertificateExpired" => Alert::CertificateExpired,
+            "CertificateRevoked" => Alert::CertificateRevoked,
+            "HandshakeFailure" => Alert::HandshakeFailure,
+            "ProtocolVersion" => Alert::ProtocolVersion,
+            _ => return None,
+        };
+        return Some(rustls::Error::AlertReceived(alert));
+    }
+    if let Some((_, rest)) = text.split_once("invalid peer certificate: ") {
+        let cause = match name(rest).as_str() {
+            "UnknownIssuer" => Cert::UnknownIssuer,
+            "Expired" | "ExpiredContext" => Cert::Expired,
+            "NotValidYet" | "NotValidYetContext" => Cert::NotValidYet,
+            "NotValidForName" | "NotValidForNameContext" => Cert::NotValidForName,
+            "Revoked" => Cert::Revoked,
+            "BadSignature" => Cert::BadSignature,
+            "BadEncoding" => Cert::BadEncoding,
+            "InvalidPurpose" | "InvalidPurposeContext" => Cert::InvalidPurpose,
+            _ => return None,
+        };
+        return Some(rustls::Error::InvalidCertificate(cause));
+    }
+    None
+}
+
+fn describe(error: &rustls::Error) -> String {
+    use rustls::{AlertDescription as Alert, CertificateError as Cert};
+    match error {
+        rustls::Error::InvalidCertificate(cause) => {
+            let what = match cause {
+                Cert::UnknownIssuer => "was issued by an unknown certificate authority (unknown issuer)",
+                Cert::Expired | Cert::ExpiredContext { .. } => "has expired (expired)",
+                Cert::NotValidYet | Cert::NotValidYetContext { .. } => "is not valid yet",
+                Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
+                    "is not valid for the host name asked for (not valid for name)"
+                }
+                Cert::Revoked => "has been revoked",
+                Cert::InvalidPurpose | Cert::InvalidPurposeContext { .. } => {
+                    "is not for this purpose (invalid extended key usage)"
+                }
+                Cert::BadSignature => "has a bad signature",
+                Cert::BadEncoding => "cannot be decoded",
+                Cert::UnsupportedSignatureAlgorithmContext { .. }
+                | Cert::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => {
+                    "uses an unsupported signature algorithm"
+                }
+                Cert::UnknownRevocationStatus => "has an unknown revocation status",
+                other => return format!("the server's certificate was refused ({})", in_words(&format!("{other:?}"))),
+            };
+            format!("the server's certificate {what}")
+        }
+        rustls::Error::AlertReceived(alert) => match alert {
+            Alert::CertificateRequired => "the server requires a client certificate (certificate required)".into(),
+            Alert::BadCertificate | Alert::UnsupportedCertificate | Alert::CertificateUnknown => {
+                "the server refused the client certificate (bad certificate)".into()
+            }
+            Alert::UnknownCA => "the server does not trust the client certificate's issuer (unknown CA)".into(),
+            Alert::CertificateExpired => "the server refused the client certificate as expired".into(),
+            Alert::CertificateRevoked => "the server refused the client certificate as revoked".into(),
+            Alert::HandshakeFailure => "the server ended the handshake (handshake failure)".into(),
+            Alert::ProtocolVersion => "no TLS version in common with the server (protocol version)".into(),
+            other => format!("the server ended the handshake with the alert {other:?}"),
+        },
+        rustls::Error::NoCertificatesPresented => "the peer presented no certificate".into(),
+        rustls::Error::PeerIncompatible(_) => "no TLS version or cipher suite in common with the peer".into(),
+        rustls::Error::InvalidMessage(_) | rustls::Error::PeerMisbehaved(_) => {
+            "the peer does not speak TLS correctly (is it an https endpoint?)".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_without_its_own_words_is_named_in_plain_ones() {
+        assert_eq!(in_words("Other(OtherError(CaUsedAsEndEntity))"), "ca used as end entity");
+        assert_eq!(in_words("ExpiredRevocationListContext { time: 1 }"), "expired revocation list context");
+        let error = rustls::Error::InvalidCertificate(rustls::CertificateError::UnhandledCriticalExtension);
+        assert_eq!(describe(&error), "the server's certificate was refused (unhandled critical extension)");
+    }
+
+    #[test]
+    fn rustls_messages_kept_as_text_are_read_back() {
+        let alert = from_text("received fatal alert: CertificateRequired").map(|error| describe(&error));
+        assert_eq!(alert.as_deref(), Some("the server requires a client certificate (certificate required)"));
+        let issuer = from_text("invalid peer certificate: UnknownIssuer").map(|error| describe(&error));
+        assert!(issuer.is_some_and(|text| text.contains("(unknown issuer)")));
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, "received fatal alert: UnknownCA");
+        assert!(tls_failure(&io).is_some_and(|text| text.contains("(unknown CA)")));
+        assert!(from_text("connection refused").is_none());
+    }
+}
