@@ -457,7 +457,7 @@ impl std::fmt::Display for ClientError {
         match self {
             Self::Transport { operation, url, source } => {
                 write!(f, "{operation}: request to {url} failed: {source}")?;
-                match crate::tls::tls_failure(source) {
+                match crate::handshake::tls_failure(source) {
                     Some(cause) => write!(f, ": TLS: {cause}"),
                     None => Ok(()),
                 }
@@ -466,7 +466,7 @@ impl std::fmt::Display for ClientError {
             #[cfg(feature = "grpc")]
             Self::GrpcTransport { operation, url, status } => {
                 write!(f, "{operation}: gRPC call to {url} failed: {} ({:?})", status.message(), status.code())?;
-                match crate::tls::tls_failure(status.as_ref()) {
+                match crate::handshake::tls_failure(status.as_ref()) {
                     Some(cause) => write!(f, ": TLS: {cause}"),
                     None => Ok(()),
                 }

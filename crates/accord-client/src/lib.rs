@@ -41,6 +41,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod handshake;
 mod http;
 mod lucid;
 pub mod payment;
@@ -53,9 +54,10 @@ mod tls;
 /// this client verifies with.
 pub use accord_card;
 pub use error::{ClientError, Operation, TaskCreationFailure};
+pub use handshake::tls_failure;
 pub use http::MAX_RESPONSE_BYTES;
 pub use lucid::{CARD_PATHS, Client, EventStream, InvokeOptions, StreamEvent};
 pub use payment::Settlement;
 pub use signed::{FetchedEnvelope, MAX_ENVELOPE_RESPONSE_BYTES, SIGNED_CARD_PATHS, VerifiedCard};
 pub use tasks::{ListOptions, SendMessageResponse, SendOptions, TaskAccess, TaskEventStream, TaskStreamEvent};
-pub use tls::{TlsConfig, TlsOptions, tls_failure};
+pub use tls::{TlsConfig, TlsOptions};

@@ -150,14 +150,17 @@ impl axum::serve::Listener for TlsListener {
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
-            match tokio::time::timeout(Duration::from_secs(10), self.acceptor.accept(tcp)).await {
+            match tokio::time::timeout(Duration::from_secs(10), self.acceptor.accept(tcp).into_fallible()).await {
                 Ok(Ok(stream)) => {
                     let client_certificate =
                         stream.get_ref().1.peer_certificates().and_then(|chain| chain.first()).cloned();
                     return (stream, TlsPeer { addr, client_certificate });
                 }
-                Ok(Err(error)) => {
+                Ok(Err((error, tcp))) => {
                     let _ = self.failures.send(error.to_string());
+                    // The alert that says why must reach the client: a close with its first
+                    // request unread would reset the connection and destroy it.
+                    tokio::spawn(linger(tcp));
                 }
                 Err(_) => {
                     let _ = self.failures.send("handshake timed out".into());
@@ -259,4 +262,14 @@ impl Drop for TlsServer {
 /// Reads a PEM file written by [`Pki`] (for tests that corrupt or combine them).
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).expect("a PEM file")
+}
+
+/// Closes a socket whose handshake was refused so that the client reads the alert: the FIN, then
+/// what the client still sends is read and dropped for up to two seconds.
+async fn linger(mut tcp: TcpStream) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let _ = tcp.shutdown().await;
+    let mut scratch = [0u8; 4096];
+    let drain = async { while matches!(tcp.read(&mut scratch).await, Ok(read) if read > 0) {} };
+    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
 }

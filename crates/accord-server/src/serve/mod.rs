@@ -554,14 +554,16 @@ async fn serve_watched(
     // handshake slot included.
     let handshake = async {
         let _slot = tls.handshakes.acquire().await;
-        tls.acceptor.accept(stream).await
+        // Fallible: a refused handshake gives the socket back, for a close the client can read.
+        tls.acceptor.accept(stream).into_fallible().await
     };
     let stream = {
         let mut watching = Watching { shared, watch, stopping: &mut stopping, room_wanted, cutting, ticks: &mut ticks };
         match watching.until(handshake).await {
             Some(Ok(stream)) => stream,
-            Some(Err(error)) => {
+            Some(Err((error, stream))) => {
                 tls.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).refused(&error, Instant::now());
+                watch::linger_after_refusal(stream).await;
                 return;
             }
             None => return,

@@ -282,6 +282,27 @@ pub(super) const LINGER_TIME: Duration = Duration::from_secs(2);
 /// How many bytes a lingering close reads and drops, at most.
 pub(super) const LINGER_BYTES: usize = 64 << 20;
 
+/// The close of a socket whose TLS handshake was refused: its FIN after what was written (the
+/// TLS alert that says why), then what the client still sends is read and dropped — until the
+/// client closes, [`LINGER_TIME`] passes or [`LINGER_BYTES`] arrive. Closed at once with the
+/// client's first request unread (TLS 1.3 clients send it before they learn of the refusal), the
+/// socket would send a reset, which can destroy the alert before the client reads it.
+pub(super) async fn linger_after_refusal(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut scratch = [0u8; 4096];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => left = left.saturating_sub(read),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
+}
+
 /// The connection's socket, reporting reads and blocked writes to its [`Watch`].
 ///
 /// Its shutdown lingers when the connection closes with a request body unread
