@@ -97,10 +97,20 @@ pub(crate) async fn fetch(url: &str, what: &str, tls: &accord_cli::tls_args::Tls
     }
     let unreachable = |message: String| Failure { code: EXIT_UNREACHABLE, message };
     let client = tls.http_client(Duration::from_secs(20)).map_err(Failure::from)?;
-    let response = client.get(parsed).header("accept", "application/json").send().await.map_err(|error| {
-        let cause = accord_client::tls_failure(&error).map(|cause| format!(": TLS: {cause}")).unwrap_or_default();
-        unreachable(format!("cannot fetch the {what} at {url}: {error}{cause}"))
-    })?;
+    let response = match client.get(parsed.clone()).header("accept", "application/json").send().await {
+        Ok(response) => response,
+        Err(error) => {
+            // A refused TLS 1.3 handshake can reach the HTTP client as a closed connection: try
+            // the handshake again to name it.
+            let mut cause = accord_client::tls_failure(&error);
+            if cause.is_none() && !error.is_timeout() {
+                let tls = tls.load().map_err(Failure::from)?.unwrap_or_default();
+                cause = tls.refusal(&parsed).await;
+            }
+            let cause = cause.map(|cause| format!(": TLS: {cause}")).unwrap_or_default();
+            return Err(unreachable(format!("cannot fetch the {what} at {url}: {error}{cause}")));
+        }
+    };
     if !response.status().is_success() {
         return Err(unreachable(format!("the {what} at {url} answered {}", response.status())));
     }

@@ -358,7 +358,7 @@ impl From<ClientError> for Failure {
         };
         let mut message = error.to_string();
         // A TLS refusal the command's own flags answer says which.
-        if let Some(cause) = std::error::Error::source(&error).and_then(accord_client::tls_failure) {
+        if let Some(cause) = error.tls_cause() {
             if cause.contains("(unknown issuer)") {
                 message.push_str(" (trust the peer's CA with --ca-file)");
             } else if cause.contains("(certificate required)") {

@@ -80,19 +80,12 @@ async fn card_show_reaches_an_agent_over_mutual_tls_and_names_what_is_missing() 
     let output = accord(args(&["card", "show", &server.origin], &[]), env).await;
     assert!(output.status.success(), "{}", stderr(&output));
 
-    // No client certificate: refused. Under TLS 1.3 the client learns of the refusal only after
-    // its side of the handshake, from the server's alert; when the HTTP client's connection task
-    // reads that alert before the request is handed to it, the request fails as "connection was
-    // not ready" and the cause is lost (a known gap: the client does not yet probe the
-    // handshake again to name it). Either way the command fails as unreachable.
+    // No client certificate: the server's refusal, named.
     let output = accord(args(&["card", "show", &server.origin], &[ca]), vec![]).await;
     assert_eq!(output.status.code(), Some(3), "unreachable: {}", stderr(&output));
     let message = stderr(&output);
-    if message.contains("requires a client certificate") {
-        assert!(message.contains("--client-cert and --client-key"), "the flags that answer it: {message}");
-    } else {
-        assert!(message.contains("connection was not ready"), "{message}");
-    }
+    assert!(message.contains("requires a client certificate"), "{message}");
+    assert!(message.contains("--client-cert and --client-key"), "the flags that answer it: {message}");
     assert_plain(&message);
 
     // No CA: the issuer is unknown.
@@ -156,11 +149,7 @@ async fn every_peer_command_takes_the_tls_flags() {
         assert!(!message.contains("unexpected argument"), "{words:?}: {message}");
         let without = accord(args(words, &tls[..1]), vec![]).await;
         let message = stderr(&without);
-        // Refused: named, or lost to the race described in the test above.
-        assert!(
-            message.contains("requires a client certificate") || message.contains("connection was not ready"),
-            "{words:?} without a certificate: {message}"
-        );
+        assert!(message.contains("requires a client certificate"), "{words:?} without a certificate: {message}");
     }
 }
 

@@ -89,6 +89,10 @@ pub enum ClientError {
         url: String,
         /// The transport error.
         source: reqwest::Error,
+        /// Why the server refused the TLS handshake, when the client learned it only by trying
+        /// the handshake again ([`crate::TlsConfig::refusal`]): a TLS 1.3 server refuses a
+        /// client certificate after the request may already have been handed to the connection.
+        handshake: Option<String>,
     },
     /// The request did not get an answer within the configured timeout.
     Timeout {
@@ -107,6 +111,9 @@ pub enum ClientError {
         url: String,
         /// The status the transport reported.
         status: Box<tonic::Status>,
+        /// Why the server refused the TLS handshake, learned by trying it again (see
+        /// [`ClientError::Transport`]'s field of the same name).
+        handshake: Option<String>,
     },
     /// The HTTP client could not be built.
     HttpClient(reqwest::Error),
@@ -343,7 +350,24 @@ impl ClientError {
         if source.is_timeout() {
             return Self::Timeout { operation, url: url.to_string() };
         }
-        Self::Transport { operation, url: url.to_string(), source }
+        Self::Transport { operation, url: url.to_string(), source, handshake: None }
+    }
+
+    /// Why a TLS handshake failed, in words, when that is why the peer was not reached: the cause
+    /// found along the transport error's source chain ([`crate::tls_failure`]), else the one a
+    /// second handshake found.
+    pub fn tls_cause(&self) -> Option<String> {
+        match self {
+            Self::Transport { source, handshake, .. } => {
+                handshake.clone().or_else(|| crate::handshake::tls_failure(source))
+            }
+            #[cfg(feature = "grpc")]
+            Self::GrpcTransport { status, handshake, .. } => {
+                handshake.clone().or_else(|| crate::handshake::tls_failure(status.as_ref()))
+            }
+            Self::TaskNotCreated(failure) => failure.cause.as_deref().and_then(Self::tls_cause),
+            _ => None,
+        }
     }
 
     /// A body from `url` that could not be read.
@@ -455,18 +479,18 @@ impl Site {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Transport { operation, url, source } => {
+            Self::Transport { operation, url, source, .. } => {
                 write!(f, "{operation}: request to {url} failed: {source}")?;
-                match crate::handshake::tls_failure(source) {
+                match self.tls_cause() {
                     Some(cause) => write!(f, ": TLS: {cause}"),
                     None => Ok(()),
                 }
             }
             Self::Timeout { operation, url } => write!(f, "{operation}: request to {url} timed out"),
             #[cfg(feature = "grpc")]
-            Self::GrpcTransport { operation, url, status } => {
+            Self::GrpcTransport { operation, url, status, .. } => {
                 write!(f, "{operation}: gRPC call to {url} failed: {} ({:?})", status.message(), status.code())?;
-                match crate::handshake::tls_failure(status.as_ref()) {
+                match self.tls_cause() {
                     Some(cause) => write!(f, ": TLS: {cause}"),
                     None => Ok(()),
                 }

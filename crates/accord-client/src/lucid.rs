@@ -69,6 +69,8 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ClientError
 pub struct Client {
     pub(crate) http: reqwest::Client,
     pub(crate) payments: Option<std::sync::Arc<dyn payment::PaymentHook>>,
+    /// What the HTTP client was built with, for naming a refused handshake ([`Client::with_tls`]).
+    pub(crate) tls: crate::TlsConfig,
 }
 
 impl Client {
@@ -79,7 +81,21 @@ impl Client {
 
     /// A client over your own `reqwest::Client` (timeouts, proxies, TLS roots).
     pub fn with_http(http: reqwest::Client) -> Self {
-        Self { http, payments: None }
+        Self { http, payments: None, tls: crate::TlsConfig::default() }
+    }
+
+    /// A client whose HTTP client trusts `tls`'s extra roots and presents its client certificate
+    /// (with a 10 s connect timeout).
+    pub fn with_tls(tls: &crate::TlsConfig) -> Result<Self, ClientError> {
+        let mut client = Self::with_http(tls.http_client()?);
+        client.tls = tls.clone();
+        Ok(client)
+    }
+
+    /// A request to `url` that got no answer, with the cause of a refused TLS handshake when a
+    /// second handshake finds one ([`crate::TlsConfig::refusal`]).
+    pub(crate) async fn unreached(&self, operation: Operation, url: &Url, source: reqwest::Error) -> ClientError {
+        self.tls.explain(ClientError::transport(operation, url, source)).await
     }
 
     /// Pays for priced calls with `hook`: a `402` is answered by the hook's credential and the
@@ -111,9 +127,10 @@ impl Client {
             }
         }
         for url in candidates {
-            let (status, body) = http::get_card(&self.http, &url, HeaderMap::new(), None)
-                .await
-                .map_err(|source| ClientError::transport(operation, &url, source))?;
+            let (status, body) = match http::get_card(&self.http, &url, HeaderMap::new(), None).await {
+                Ok(answer) => answer,
+                Err(source) => return Err(self.unreached(operation, &url, source).await),
+            };
             if status == StatusCode::NOT_FOUND {
                 continue;
             }
@@ -163,7 +180,7 @@ impl Client {
         let response = match send_paying(self.payments.as_ref(), request).await {
             Ok(payment::Sent::Response(response)) => response,
             Ok(payment::Sent::Declined(reason)) => return Err(ClientError::PaymentDeclined { operation, reason }),
-            Err(source) => return Err(ClientError::transport(operation, &url, source)),
+            Err(source) => return Err(self.unreached(operation, &url, source).await),
         };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
@@ -179,14 +196,17 @@ impl Client {
     pub async fn stream(&self, card: &AgentCard, skill: &str, input: Value) -> Result<EventStream, ClientError> {
         let operation = Operation::Stream;
         let url = entrypoint_url(card, skill, "stream")?;
-        let response = self
+        let sent = self
             .http
             .post(url.clone())
             .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
             .json(&json!({ "input": input }))
             .send()
-            .await
-            .map_err(|source| ClientError::transport(operation, &url, source))?;
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(source) => return Err(self.unreached(operation, &url, source).await),
+        };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }

@@ -134,15 +134,18 @@ impl Client {
         headers.insert(CONTENT_TYPE, reqwest::header::HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static("application/json"));
         headers.extend(options.headers);
-        let response = self
+        let sent = self
             .http
             .post(url.clone())
             .headers(headers)
             .body(body)
             .timeout(options.timeout.unwrap_or(default_timeout))
             .send()
-            .await
-            .map_err(|source| ClientError::transport(operation, &url, source))?;
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(source) => return Err(self.unreached(operation, &url, source).await),
+        };
         let status = response.status();
         if !status.is_success() {
             return Err(status_error(operation, response).await);

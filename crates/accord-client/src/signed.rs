@@ -147,8 +147,10 @@ impl Client {
     /// GETs `url`: the envelope and the body it was read from, or `Ok(None)` for a 404 or a body
     /// that is not an envelope.
     async fn get_envelope(&self, operation: Operation, url: &Url) -> Result<Option<(Value, Vec<u8>)>, ClientError> {
-        let transport = |source| ClientError::transport(operation, url, source);
-        let response = self.http.get(url.clone()).header(ACCEPT, "application/json").send().await.map_err(transport)?;
+        let response = match self.http.get(url.clone()).header(ACCEPT, "application/json").send().await {
+            Ok(response) => response,
+            Err(source) => return Err(self.unreached(operation, url, source).await),
+        };
         let status = response.status();
         if status == StatusCode::NOT_FOUND {
             return Ok(None);

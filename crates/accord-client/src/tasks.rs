@@ -177,7 +177,7 @@ impl Client {
                 return Err(not_created(fail(format!("Task creation failed: {cause}"), Some(cause))));
             }
             Err(source) => {
-                let cause = ClientError::transport(Operation::SendMessage, &url, source);
+                let cause = self.unreached(Operation::SendMessage, &url, source).await;
                 return Err(not_created(fail("Task creation request failed".into(), Some(cause))));
             }
         };
@@ -232,13 +232,10 @@ impl Client {
         token: &str,
     ) -> Result<reqwest::Response, ClientError> {
         let token = checked_token(token)?;
-        let response = self
-            .http
-            .request(method, url.clone())
-            .header(TOKEN_HEADER, token)
-            .send()
-            .await
-            .map_err(|source| ClientError::transport(operation, &url, source))?;
+        let response = match self.http.request(method, url.clone()).header(TOKEN_HEADER, token).send().await {
+            Ok(response) => response,
+            Err(source) => return Err(self.unreached(operation, &url, source).await),
+        };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }
@@ -314,7 +311,10 @@ impl Client {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
-        let response = request.send().await.map_err(|source| ClientError::transport(operation, &url, source))?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(source) => return Err(self.unreached(operation, &url, source).await),
+        };
         if !response.status().is_success() {
             return Err(status_error(operation, response).await);
         }

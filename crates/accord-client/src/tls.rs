@@ -1,7 +1,7 @@
 //! The clients' one TLS setting: extra trusted CA certificates, and a client certificate for
 //! mutual TLS. [`TlsOptions`] names the PEM files; [`TlsOptions::load`] reads and checks them once
 //! into a [`TlsConfig`], which every client of the crate builds from: the Lucid [`Client`] (and so
-//! the signed-card and JSON-RPC tasks calls) through [`Client::with_tls`], the A2A client through
+//! the signed-card and JSON-RPC tasks calls) through [`Client::with_tls`](crate::Client::with_tls), the A2A client through
 //! [`A2aClientOptions::tls`] (its card fetch, JSON-RPC and HTTP+JSON bindings, and gRPC over
 //! `https://`).
 //!
@@ -27,7 +27,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::ClientError;
-use crate::lucid::Client;
 
 /// Where the TLS material is: PEM files. Every field is optional; the default is the platform's
 /// roots and no client certificate.
@@ -84,6 +83,8 @@ pub struct TlsConfig {
 struct ClientIdentity {
     chain_pem: String,
     key_pem: String,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
 }
 
 impl std::fmt::Debug for TlsConfig {
@@ -142,11 +143,91 @@ impl TlsConfig {
     }
 }
 
-impl Client {
-    /// A client whose HTTP client trusts `tls`'s extra roots and presents its client certificate
-    /// (with a 10 s connect timeout).
-    pub fn with_tls(tls: &TlsConfig) -> Result<Self, ClientError> {
-        Ok(Self::with_http(tls.http_client()?))
+/// How long [`TlsConfig::refusal`] waits for the server's verdict once the client's side of the
+/// handshake is done. A server that refuses sends its alert at once, on reading the client's last
+/// handshake message: one round trip.
+const REFUSAL_WAIT: Duration = Duration::from_secs(1);
+
+impl TlsConfig {
+    /// Why the server at `url` (an `https` URL) refuses this client's TLS handshake, in words, or
+    /// `None` when it does not (or cannot be reached, or `url` is not `https`).
+    ///
+    /// Under TLS 1.3 a server that requires or refuses a client certificate says so after the
+    /// client's side of the handshake is done, in an alert. An HTTP client that has already
+    /// handed the connection its request then reports the closed connection and loses the alert.
+    /// This makes one more connection with the same trust and identity, finishes the handshake,
+    /// and reads the server's answer (an alert, or nothing for one second); nothing is sent
+    /// but the handshake. The clients of this crate call it when an `https` request fails with no
+    /// TLS cause of its own ([`ClientError::tls_cause`]).
+    pub async fn refusal(&self, url: &url::Url) -> Option<String> {
+        use tokio::io::AsyncReadExt as _;
+        if url.scheme() != "https" {
+            return None;
+        }
+        let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let port = url.port_or_known_default()?;
+        let name = rustls::pki_types::ServerName::try_from(host.clone()).ok()?;
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(self.probe_config()?));
+        let attempt = async {
+            let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.ok()?;
+            let mut stream = match connector.connect(name, tcp).await {
+                Ok(stream) => stream,
+                Err(error) => return crate::handshake::tls_failure(&error),
+            };
+            let mut byte = [0_u8; 1];
+            match tokio::time::timeout(REFUSAL_WAIT, stream.read(&mut byte)).await {
+                Ok(Err(error)) => crate::handshake::tls_failure(&error),
+                _ => None,
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), attempt).await.ok().flatten()
+    }
+
+    /// A rustls client setting that trusts what the HTTP client trusts (the platform's roots and
+    /// these) and presents this identity.
+    fn probe_config(&self) -> Option<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier =
+            rustls_platform_verifier::Verifier::new_with_extra_roots(self.roots.iter().cloned(), provider.clone())
+                .ok()?;
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier));
+        match &self.identity {
+            Some(identity) => builder.with_client_auth_cert(identity.chain.clone(), identity.key.clone_key()).ok(),
+            None => Some(builder.with_no_client_auth()),
+        }
+    }
+
+    /// `error` with the TLS cause a probe of its `https` URL finds ([`Self::refusal`]), when it is
+    /// a failure to reach the peer that names no cause of its own.
+    pub(crate) async fn explain(&self, mut error: ClientError) -> ClientError {
+        let url = match &error {
+            ClientError::Transport { url, source, handshake: None, .. }
+                if !source.is_timeout() && crate::handshake::tls_failure(source).is_none() =>
+            {
+                url.clone()
+            }
+            #[cfg(feature = "grpc")]
+            ClientError::GrpcTransport { url, status, handshake: None, .. }
+                if crate::handshake::tls_failure(status.as_ref()).is_none() =>
+            {
+                url.clone()
+            }
+            _ => return error,
+        };
+        let Ok(url) = url::Url::parse(&url) else { return error };
+        if let Some(cause) = self.refusal(&url).await {
+            match &mut error {
+                ClientError::Transport { handshake, .. } => *handshake = Some(cause),
+                #[cfg(feature = "grpc")]
+                ClientError::GrpcTransport { handshake, .. } => *handshake = Some(cause),
+                _ => {}
+            }
+        }
+        error
     }
 }
 
@@ -197,6 +278,7 @@ fn read_identity(cert_path: &Path, key_path: &Path) -> Result<ClientIdentity, Cl
         _ => "PRIVATE KEY",
     };
     let key_pem = pem_block(label, key.secret_der());
+    let kept = key.clone_key();
     let provider = rustls::crypto::aws_lc_rs::default_provider();
     rustls::sign::CertifiedKey::from_der(chain.clone(), key, &provider).map_err(|error| match error {
         rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
@@ -208,7 +290,7 @@ fn read_identity(cert_path: &Path, key_path: &Path) -> Result<ClientIdentity, Cl
         _ => config_error(key_path, "is a private key of a kind that cannot sign TLS handshakes"),
     })?;
     let chain_pem = chain.iter().map(|cert| pem_block("CERTIFICATE", cert)).collect();
-    Ok(ClientIdentity { chain_pem, key_pem })
+    Ok(ClientIdentity { chain_pem, key_pem, chain, key: kept })
 }
 
 /// One PEM block (RFC 7468): base64 in lines of 64.

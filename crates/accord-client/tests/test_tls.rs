@@ -221,3 +221,85 @@ fn unusable_tls_files_are_refused_naming_the_file_and_the_cause() {
     assert_eq!((loaded.extra_roots(), loaded.has_client_certificate()), (1, true));
     assert!(!format!("{loaded:?}").contains(secret_line));
 }
+
+/// A TLS 1.3 server refuses a client certificate only after the client's side of the handshake
+/// is done, so a request can fail as a closed connection that names no cause: the client then
+/// tries the handshake again ([`TlsConfig::refusal`]) and reads the server's alert. Here the probe
+/// on its own: each refusal named, none where the handshake is accepted or nothing listens.
+#[tokio::test]
+async fn a_second_handshake_names_why_the_server_refuses_the_client() {
+    let pki = Pki::new("probe");
+    let server = serve(&pki, &pki.server("server", &["localhost"]), ClientAuth::Required).await;
+    let url = reqwest::Url::parse(&server.origin).expect("the origin");
+
+    let without = trusting(&pki).load().expect("the CA file").refusal(&url).await;
+    assert!(without.as_deref().is_some_and(|cause| cause.contains("(certificate required)")), "{without:?}");
+
+    let other = Pki::new("probe-other");
+    let stranger = TlsOptions { ca_file: None, ..with_client(&other, &other.client("stranger", "stranger")) };
+    let stranger = TlsOptions { ca_file: Some(pki.ca_file.clone()), ..stranger };
+    let refused = stranger.load().expect("the other CA's client").refusal(&url).await;
+    assert!(refused.as_deref().is_some_and(|cause| cause.contains("the server")), "{refused:?}");
+
+    let accepted = with_client(&pki, &pki.client("client", "client")).load().expect("the client").refusal(&url).await;
+    assert_eq!(accepted, None, "a handshake the server accepts is no refusal");
+
+    let untrusted = TlsOptions::default().load().expect("defaults").refusal(&url).await;
+    assert!(untrusted.as_deref().is_some_and(|cause| cause.contains("(unknown issuer)")), "{untrusted:?}");
+
+    let plain = reqwest::Url::parse(&server.origin.replace("https://", "http://")).expect("a URL");
+    assert_eq!(trusting(&pki).load().expect("the CA file").refusal(&plain).await, None, "http is not probed");
+    let closed = reqwest::Url::parse("https://localhost:1/").expect("a URL");
+    assert_eq!(trusting(&pki).load().expect("the CA file").refusal(&closed).await, None, "nothing listens");
+}
+
+/// A port whose first connection is closed at once and whose later ones reach `target`: the
+/// first request fails with no TLS cause of its own, as when the HTTP client loses a TLS 1.3
+/// server's alert, and the client's second handshake reaches the server.
+async fn first_connection_dropped(target: u16) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("an address").port();
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            if std::mem::take(&mut first) {
+                drop(inbound);
+                continue;
+            }
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_request_that_lost_the_refusal_is_named_by_a_second_handshake() {
+    let pki = Pki::new("lost");
+    let server = serve(&pki, &pki.server("server", &["localhost"]), ClientAuth::Required).await;
+    let target: u16 =
+        server.origin.rsplit(':').next().and_then(|port| port.trim_end_matches('/').parse().ok()).expect("a port");
+    let tls = trusting(&pki).load().expect("the CA file");
+
+    let origin = format!("https://localhost:{}", first_connection_dropped(target).await);
+    let error = Client::with_tls(&tls).expect("a client").fetch_card(&origin).await.expect_err("no certificate");
+    assert!(error.is_unreachable(), "{error}");
+    assert!(error.tls_cause().is_some_and(|cause| cause.contains("(certificate required)")), "{error}");
+    assert!(error.to_string().contains("TLS: the server requires a client certificate"), "{error}");
+
+    let origin = format!("https://localhost:{}", first_connection_dropped(target).await);
+    let options = A2aClientOptions { tls: Some(tls.clone()), ..A2aClientOptions::default() };
+    let error = A2aClient::from_card_url(&origin, options).await.expect_err("no certificate");
+    assert!(error.tls_cause().is_some_and(|cause| cause.contains("(certificate required)")), "{error}");
+
+    // Where the server accepts the second handshake, the first failure stays as it was.
+    let open = serve(&pki, &pki.server("open", &["localhost"]), ClientAuth::None).await;
+    let target: u16 =
+        open.origin.rsplit(':').next().and_then(|port| port.trim_end_matches('/').parse().ok()).expect("a port");
+    let origin = format!("https://localhost:{}", first_connection_dropped(target).await);
+    let error = Client::with_tls(&tls).expect("a client").fetch_card(&origin).await.expect_err("dropped");
+    assert_eq!(error.tls_cause(), None, "{error}");
+}

@@ -115,7 +115,8 @@ fn connect(
     version: ProtocolVersion,
     wire: &HttpWire,
     card: &AgentCard,
-    tls: Option<&crate::TlsConfig>,
+    // Only gRPC channels take it here: the HTTP bindings' client was built with it.
+    #[cfg_attr(not(feature = "grpc"), expect(unused_variables))] tls: Option<&crate::TlsConfig>,
 ) -> Result<Arc<dyn Transport>, ClientError> {
     Ok(match (binding, version) {
         #[cfg(feature = "grpc")]
@@ -140,7 +141,10 @@ impl A2aClient {
     /// Fetches the card (see [`fetch_card`]) and binds to the interface the options prefer.
     pub async fn from_card_url(url: &str, options: A2aClientOptions) -> Result<Self, ClientError> {
         let http = http_client(&options)?;
-        let card = fetch_card(&http, url, &options.headers).await?;
+        let card = match fetch_card(&http, url, &options.headers).await {
+            Ok(card) => card,
+            Err(error) => return Err(explain(&options, error).await),
+        };
         Self::build(http, card, options)
     }
 
@@ -202,9 +206,13 @@ impl A2aClient {
     /// One operation through the seam, again on 0.3 when the fallback rule says so.
     async fn call(&self, request: Unary) -> Result<Answer, ClientError> {
         let transport = Arc::clone(self.transport());
-        match transport.call(request.clone()).await {
+        let answer = match transport.call(request.clone()).await {
             Err(error) if self.falls_back(transport.as_ref(), &error) => self.transport().call(request).await,
             other => other,
+        };
+        match answer {
+            Err(error) => Err(explain(&self.options, error).await),
+            answer => answer,
         }
     }
 
@@ -223,7 +231,7 @@ impl A2aClient {
                 Ok((transport, connection))
             }
             Ok(connection) => Ok((transport, connection)),
-            Err(error) => Err(error),
+            Err(error) => Err(explain(&self.options, error).await),
         }
     }
 
@@ -361,6 +369,15 @@ impl A2aClient {
             Answer::Deleted => Ok(()),
             other => Err(other.mismatch(Operation::DeletePushConfig, self.transport().endpoint())),
         }
+    }
+}
+
+/// `error` with the cause of a refused TLS handshake when a second handshake finds one
+/// ([`crate::TlsConfig::refusal`]), tried with the options' TLS setting (or the defaults).
+async fn explain(options: &A2aClientOptions, error: ClientError) -> ClientError {
+    match &options.tls {
+        Some(tls) => tls.explain(error).await,
+        None => crate::TlsConfig::default().explain(error).await,
     }
 }
 

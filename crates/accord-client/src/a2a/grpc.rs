@@ -289,6 +289,7 @@ fn status_error(site: &Site, status: tonic::Status) -> ClientError {
             operation: site.operation,
             url: site.url.clone(),
             status: Box::new(status),
+            handshake: None,
         };
     }
     site.a2a(None, accord_grpc::status::from_status(&status))
