@@ -550,24 +550,41 @@ async fn serve_watched(
         let loops = Loops { shared, watch, stopping, room_wanted, cutting };
         return serve_http(io, protocol, Connection { peer, https: false, certificate: None }, loops).await;
     };
-    // The handshake, like a first byte, is due within the first-byte timeout: waiting for a
-    // handshake slot included.
+    let mut watching = Watching { shared, watch, stopping: &mut stopping, room_wanted, cutting, ticks: &mut ticks };
+    // Until its first byte a TLS connection is as idle as a silent clear-text one: closed after
+    // the first-byte timeout, and at the connection cap to make room.
+    let mut first = [0u8; 1];
+    match watching.until(stream.peek(&mut first)).await {
+        Some(Ok(read)) if read > 0 => {}
+        _ => return,
+    }
+    // Then the handshake is the client's work in progress, like a request head that is still
+    // arriving: not closed to make room, but still due within the first-byte timeout. The
+    // ClientHello is read without a slot, so that handshakes stalled in it hold none; the slot is
+    // taken for the part that costs the server (the key exchange and the signature).
     let handshake = async {
+        let mut hello = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+        let start = match (&mut hello).await {
+            Ok(start) => start,
+            Err(error) => return Err((error, hello.take_io())),
+        };
         let _slot = tls.handshakes.acquire().await;
         // Fallible: a refused handshake gives the socket back, for a close the client can read.
-        tls.acceptor.accept(stream).into_fallible().await
-    };
-    let stream = {
-        let mut watching = Watching { shared, watch, stopping: &mut stopping, room_wanted, cutting, ticks: &mut ticks };
-        match watching.until(handshake).await {
-            Some(Ok(stream)) => stream,
-            Some(Err((error, stream))) => {
-                tls.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).refused(&error, Instant::now());
-                watch::linger_after_refusal(stream).await;
-                return;
-            }
-            None => return,
+        match start.into_stream(tls.acceptor.config().clone()).into_fallible().await {
+            Ok(stream) => Ok(stream),
+            Err((error, stream)) => Err((error, Some(stream))),
         }
+    };
+    let stream = match watching.until_busy(handshake).await {
+        Some(Ok(stream)) => stream,
+        Some(Err((error, stream))) => {
+            tls.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).refused(&error, Instant::now());
+            if let Some(stream) = stream {
+                watch::linger_after_refusal(stream).await;
+            }
+            return;
+        }
+        None => return,
     };
     drop(ticks);
     let session = stream.get_ref().1;
@@ -598,6 +615,16 @@ impl Watching<'_> {
     /// Runs `work` until it ends (`Some`), or until the connection is to close (`None`): nothing
     /// was sent yet, so it closes at once, as an idle connection does.
     async fn until<T>(&mut self, work: impl Future<Output = T>) -> Option<T> {
+        self.watch_over(work, true).await
+    }
+
+    /// As [`Self::until`], for work the client has started (a TLS handshake): it is not closed
+    /// to make room at the connection cap.
+    async fn until_busy<T>(&mut self, work: impl Future<Output = T>) -> Option<T> {
+        self.watch_over(work, false).await
+    }
+
+    async fn watch_over<T>(&mut self, work: impl Future<Output = T>, evictable: bool) -> Option<T> {
         tokio::pin!(work);
         loop {
             tokio::select! {
@@ -605,7 +632,7 @@ impl Watching<'_> {
                 _ = self.stopping.wait_for(|stop| *stop) => return None,
                 _ = self.cutting.wait_for(|cut| *cut) => return None,
                 changed = self.room_wanted.changed() => {
-                    if changed.is_ok() && self.watch.is_idle() {
+                    if changed.is_ok() && evictable && self.watch.is_idle() {
                         tracing::debug!(reason = Overstep::Evicted.as_str(), "closing a connection");
                         return None;
                     }
