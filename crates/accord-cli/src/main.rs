@@ -475,7 +475,12 @@ async fn serve(
              an extended card already); use them with --agent conformance",
         ));
     }
-    let credentials = args.auth.bearer_token.is_some() || !args.auth.api_keys.is_empty() || args.auth.jwks.is_some();
+    // A client certificate mapped to scopes is a credential too (mutual TLS, or a trusted proxy's
+    // X-Forwarded-Client-Cert).
+    let credentials = args.auth.bearer_token.is_some()
+        || !args.auth.api_keys.is_empty()
+        || args.auth.jwks.is_some()
+        || !args.tls.tls_client_scopes.is_empty();
     if conformance.extended_card && !credentials {
         return Err(usage(
             "--extended-card is shown to authenticated callers: configure a credential with --bearer-token, \

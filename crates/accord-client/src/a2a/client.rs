@@ -121,7 +121,11 @@ fn connect(
     Ok(match (binding, version) {
         #[cfg(feature = "grpc")]
         (Binding::Grpc, ProtocolVersion::V1_0) => {
-            Arc::new(Grpc::new(interface, wire.headers.clone(), wire.request_timeout, tls)?)
+            {
+                // A bare `host:port` is gRPC over TLS when the card's other interfaces are https.
+                let secure = card.supported_interfaces.iter().any(|other| other.url.starts_with("https://"));
+                Arc::new(Grpc::new(interface, wire.headers.clone(), wire.request_timeout, tls, secure)?)
+            }
         }
         // Not reached: without the feature no interface is chosen as gRPC.
         #[cfg(not(feature = "grpc"))]

@@ -55,10 +55,11 @@ impl Grpc {
         headers: HeaderMap,
         request_timeout: Duration,
         tls: Option<&crate::TlsConfig>,
+        secure: bool,
     ) -> Result<Self, ClientError> {
         let url = &interface.url;
         let invalid = |reason: String| ClientError::InvalidUrl { url: url.to_owned(), reason };
-        let endpoint_url = endpoint_url(url).map_err(invalid)?;
+        let endpoint_url = endpoint_url(url, secure).map_err(invalid)?;
         let origin = endpoint_url.as_str().trim_end_matches('/').to_owned();
         let mut endpoint =
             Endpoint::from_shared(origin).map_err(|error| invalid(error.to_string()))?.connect_timeout(CONNECT_TIMEOUT);
@@ -233,11 +234,12 @@ impl Transport for Grpc {
     }
 }
 
-/// Reads a gRPC interface URL: `host:port` (plaintext), `http://host[:port]` (plaintext, port 80
+/// Reads a gRPC interface URL: `host:port` (plaintext, or TLS when `secure`: the card that lists
+/// it was served over https), `http://host[:port]` (plaintext, port 80
 /// by default) or `https://host[:port]` (TLS, port 443 by default). IPv6 hosts are written in
 /// brackets. Anything else — another scheme, a path, a query, credentials, a bare host without a
 /// port — is refused, with the reason.
-pub(crate) fn endpoint_url(url: &str) -> Result<Url, String> {
+pub(crate) fn endpoint_url(url: &str, secure: bool) -> Result<Url, String> {
     let trimmed = url.trim();
     if trimmed.is_empty() {
         return Err("a gRPC interface URL is empty".into());
@@ -246,7 +248,8 @@ pub(crate) fn endpoint_url(url: &str) -> Result<Url, String> {
     let parsed = if explicit {
         Url::parse(trimmed).map_err(|error| error.to_string())?
     } else {
-        Url::parse(&format!("http://{trimmed}")).map_err(|error| format!("not host:port: {error}"))?
+        let scheme = if secure { "https" } else { "http" };
+        Url::parse(&format!("{scheme}://{trimmed}")).map_err(|error| format!("not host:port: {error}"))?
     };
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
@@ -310,8 +313,11 @@ mod tests {
             ("https://agent.example", "https://agent.example/"),
             ("https://agent.example:8443/", "https://agent.example:8443/"),
         ] {
-            assert_eq!(endpoint_url(url).map(String::from).as_deref(), Ok(endpoint), "{url}");
+            assert_eq!(endpoint_url(url, false).map(String::from).as_deref(), Ok(endpoint), "{url}");
         }
+        // A bare address on a card of https interfaces is gRPC over TLS; explicit schemes hold.
+        assert_eq!(endpoint_url("127.0.0.1:50051", true).map(String::from).as_deref(), Ok("https://127.0.0.1:50051/"));
+        assert_eq!(endpoint_url("http://h:1", true).map(String::from).as_deref(), Ok("http://h:1/"));
         for (url, reason) in [
             ("", "empty"),
             ("agent.example", "the port is missing"),
@@ -324,7 +330,7 @@ mod tests {
             ("http://user:pw@agent.example:1", "no credentials"),
             ("http://:1", "empty host"),
         ] {
-            let error = endpoint_url(url).expect_err(url);
+            let error = endpoint_url(url, false).expect_err(url);
             assert!(error.contains(reason), "{url}: {error}");
         }
     }
