@@ -1,6 +1,8 @@
 //! The connection limits of `accord serve` hold over TLS, as a real process: thousands of sockets
 //! that never start a handshake or stall in the middle of one do not starve a client that
-//! completes its own, stalled handshakes are closed by the first-byte timeout.
+//! completes its own, stalled handshakes are closed by the first-byte timeout, and TLS connections
+//! count against the connection cap (at the cap, a new handshake waits until a busy connection
+//! ends).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -121,4 +123,58 @@ async fn thousands_of_unfinished_handshakes_do_not_starve_a_client_that_finishes
         _ => false,
     };
     assert!(closed, "a stalled handshake is closed by the server");
+}
+
+/// A connection that has finished its TLS handshake with the server.
+async fn handshake(pki: &Pki, port: u16) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.ca_der.clone()).expect("the CA");
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("a name");
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).connect(name, tcp).await
+}
+
+/// A TLS connection busy with a stream that ticks for a minute (its answer's head read).
+async fn busy_stream(pki: &Pki, port: u16, id: u32) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "SendStreamingMessage", "params": {
+        "message": {"messageId": format!("m-ticks-{id}"), "role": "ROLE_USER",
+                    "parts": [{"data": {"count": 600, "interval_ms": 100}}], "metadata": {"skillId": "ticks"}}}})
+    .to_string();
+    let request = format!(
+        "POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: text/event-stream\r\nA2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut connection = handshake(pki, port).await?;
+    connection.write_all(request.as_bytes()).await?;
+    let mut head = [0; 12];
+    connection.read_exact(&mut head).await?;
+    assert_eq!(&head, b"HTTP/1.1 200", "a stream is served");
+    Ok(connection)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_count_against_the_connection_cap() {
+    let pki = Pki::new("serve-cap");
+    let pair = pki.server("server", &["127.0.0.1"]);
+    let server = Server::start(&pair.cert_file, &pair.key_file, &["--max-connections", "2"]);
+
+    let first = busy_stream(&pki, server.port, 1).await.expect("a busy TLS connection under the cap");
+    let second = busy_stream(&pki, server.port, 2).await.expect("a second busy TLS connection at the cap");
+
+    // A third handshake waits: the two TLS connections fill the cap.
+    let waiting = tokio::time::timeout(Duration::from_millis(800), handshake(&pki, server.port)).await;
+    assert!(waiting.is_err(), "a third handshake must not be served while two TLS connections are busy");
+
+    // One busy connection ends: the next handshake is served.
+    drop(second);
+    let served = tokio::time::timeout(Duration::from_secs(10), busy_stream(&pki, server.port, 3)).await;
+    assert!(served.is_ok_and(|stream| stream.is_ok()), "a connection is served once a busy one ended");
+    drop(first);
 }

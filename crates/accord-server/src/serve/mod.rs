@@ -303,8 +303,13 @@ impl Server {
         });
         let mut backoff = AcceptBackoff::default();
         let (already_forced, mut forced) = 'accepting: loop {
-            // Take a connection slot before accepting: at the cap, idle connections are asked to
-            // close, and a new connection waits in the backlog until one does.
+            // Accept, then take a connection slot: at the cap, idle connections are asked to close
+            // for the connection that waits (never before one does), and the connections behind
+            // it wait in the backlog.
+            let stream = tokio::select! {
+                stream = accept(&listener, &mut backoff) => stream,
+                outcome = &mut shutdown => break 'accepting outcome,
+            };
             let permit = match connections.clone().try_acquire_owned() {
                 Ok(permit) => Ok(permit),
                 Err(_) => loop {
@@ -322,10 +327,6 @@ impl Server {
             let Ok(permit) = permit else {
                 let never: ShutdownSignal = Box::pin(std::future::pending());
                 break 'accepting (false, never);
-            };
-            let stream = tokio::select! {
-                stream = accept(&listener, &mut backoff) => stream,
-                outcome = &mut shutdown => break 'accepting outcome,
             };
             let shared = shared.clone();
             let room_wanted = room_wanted.clone();
