@@ -6,8 +6,9 @@ Reads OUT_DIR/runs.jsonl (one line per bench-load, wrk or store-bench run, as sc
 records them) and prints a table per scenario: for each server and each load generator (bench-load
 and wrk), the median of the rounds with their spread (lowest–highest rate), the median p50, p99
 and server CPU time per operation, the errors over all rounds, and the ratio of the medians to
-the official Rust SDK server (sdk-rust). The chart needs matplotlib; without it the report says
-so and writes the rest.
+the official Rust SDK server (sdk-rust). The TLS scenarios (a2a-send-tls, tls-handshakes) get a
+table each, per server and generator, with the ratios HTTPS / clear text and Accord / nginx. The
+chart needs matplotlib; without it the report says so and writes the rest.
 """
 
 import json
@@ -60,6 +61,71 @@ def medians(reports):
         "errors": sum(report["errors"] for report in reports),
         "rounds": rates,
     }
+
+
+def cpu_spread(reports):
+    """`median (lowest–highest)` of the server CPU per operation over the rounds, in µs."""
+    values = [report["server_cpu_us_per_op"] for report in reports if report.get("server_cpu_us_per_op") is not None]
+    if not values:
+        return None, DASH
+    median = statistics.median(values)
+    return median, f"{median:,.1f} µs ({min(values):,.1f}–{max(values):,.1f})"
+
+
+# The TLS scenarios: (title, [(generator, kind)], [(server, label)], (numerator, denominator, ratio name), note).
+TLS_SCENARIOS = [
+    ("a2a-send-tls", [("bench-load", "tls-load"), ("wrk", "tls-wrk")],
+     [("accord-memory-tls", "Accord, HTTPS"), ("accord-memory", "Accord, clear text")],
+     ("accord-memory-tls", "accord-memory", "HTTPS / clear text"),
+     "A2A JSON-RPC SendMessage over keep-alive connections, accord serve --store memory, over HTTPS "
+     "(TLS 1.3, ECDSA P-256, X25519) and over clear text."),
+    ("tls-handshakes", [("bench-load", "hs-load"), ("wrk", "hs-wrk")],
+     [("accord-memory-tls", "Accord"), ("nginx", "nginx")],
+     ("accord-memory-tls", "nginx", "Accord / nginx"),
+     "A new connection for every GET /health (TLS 1.3, ECDSA P-256, X25519): bench-load never resumes a "
+     "session (full handshakes); wrk resumes the one the server gave it whenever the server allows "
+     "(resumed handshakes). Rate = handshakes/s on the one server core."),
+]
+
+
+def tls_tables(entries):
+    """The TLS scenarios' rows, and their Markdown and text tables."""
+    found, markdown, printed = {}, [], []
+    headers = ["server", "generator", "rate (lowest–highest)", "p50", "p99", "server CPU/op (lowest–highest)",
+               "per core (1 s / CPU/op)", "server busy", "errors"]
+    for title, generators, servers, (top, bottom, ratio_name), note in TLS_SCENARIOS:
+        rows, table, ratios = [], [], []
+        for generator, kind in generators:
+            by_server = {}
+            for server, label in servers:
+                reports = [entry["report"] for entry in entries
+                           if entry["kind"] == kind and entry["server"] == server and entry.get("report")]
+                if not reports:
+                    continue
+                row = {"server": server, "generator": generator, **medians(reports)}
+                row["server_cpu_us_per_op"], cpu = cpu_spread(reports)
+                by_server[server] = row
+                rows.append(row)
+                per_core = row["server_cpu_us_per_op"]
+                per_core = DASH if not per_core else number(1e6 / per_core) + "/s"
+                table.append([label, generator, f"{spread(row)} {row['unit']}", ms(row["p50_us"]), ms(row["p99_us"]),
+                              cpu, per_core, DASH if row["server_busy"] is None else f"{row['server_busy']:.0%}",
+                              row["errors"]])
+            if top in by_server and bottom in by_server:
+                a, b = by_server[top], by_server[bottom]
+                rate = a["rate"] / b["rate"] if b["rate"] else None
+                cpu = (a["server_cpu_us_per_op"] / b["server_cpu_us_per_op"]
+                       if a.get("server_cpu_us_per_op") and b.get("server_cpu_us_per_op") else None)
+                ratios.append({"generator": generator, "rate": rate, "server_cpu_per_op": cpu})
+        if not rows:
+            continue
+        found[title] = {"rows": rows, "ratios": ratios, "ratio": ratio_name}
+        lines = [f"- {ratio_name}, {r['generator']}: rate {DASH if r['rate'] is None else format(r['rate'], '.2f') + '×'}, "
+                 f"server CPU per operation {DASH if r['server_cpu_per_op'] is None else format(r['server_cpu_per_op'], '.2f') + '×'}"
+                 for r in ratios]
+        markdown.append(f"## {title}\n\n{note}\n\n" + markdown_table(headers, table) + "\n\n" + "\n".join(lines) + "\n")
+        printed.append(f"{title}\n" + text_table(headers, table) + ("\n" + "\n".join(lines) if lines else ""))
+    return found, markdown, printed
 
 
 def spread(row):
@@ -143,9 +209,10 @@ def main():
                           prefix + "send_cpu_us_per_request": report.get("server_cpu_us_per_op"),
                           prefix + "send_errors": report.get("errors")})
     memory = [entry for entry in entries if entry["kind"] == "memory"]
+    tls, tls_markdown, tls_printed = tls_tables(entries)
 
     results = {"meta": meta, "summary": summary, "creates": creates, "scale": list(scale.values()),
-               "memory": memory, "server_deaths": died, "runs": entries + died}
+               "memory": memory, "tls": tls, "server_deaths": died, "runs": entries + died}
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
 
@@ -232,6 +299,9 @@ def main():
                           f"{entry['idle_cpu_pct']}% of a core" if "idle_cpu_pct" in entry else DASH])
         markdown.append("## memory (resident set; Accord on its in-process store)\n\n" + markdown_table(headers_m, table) + "\n")
         printed.append("memory\n" + text_table(headers_m, table))
+
+    markdown += tls_markdown
+    printed += tls_printed
 
     if died:
         lines = [f"- {entry['server']} exited during {entry['scenario']} (status {entry['server_exit']})" for entry in died]

@@ -2,8 +2,10 @@
 --
 --   wrk -t N -c N -d S -s scripts/bench.lua URL -- SCENARIO PATH [LIST_MIN_TOTAL]
 --
--- SCENARIO is a2a-send, a2a-stream, lucid-invoke or list; PATH the route the requests go to
--- (the card's JSON-RPC interface path, or the Lucid invoke route). Each request carries a token
+-- SCENARIO is a2a-send, a2a-stream, lucid-invoke, list or health; PATH the route the requests go to
+-- (the card's JSON-RPC interface path, the Lucid invoke route, or /health). `health` GETs PATH,
+-- and an answer must be HTTP 200 (any server: scripts/bench's tls-handshakes, with
+-- `-H 'Connection: close'`). Each request carries a token
 -- unique in the run; each answer must be HTTP 200, a completed task or run (for `list`, a page of
 -- tasks) that echoes a token its thread sent and has not seen answered yet. (Answers are matched
 -- by token, not by order: wrk calls the first thread's `request` once more than it sends, to check
@@ -27,6 +29,10 @@ function init(args)
     pending = {}
     wrong = 0
     sample = ""
+    if scenario == "health" then
+        wrk.method = "GET"
+        return
+    end
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"
     if scenario ~= "lucid-invoke" then
@@ -50,6 +56,9 @@ end
 
 function request()
     sent = sent + 1
+    if scenario == "health" then
+        return wrk.format(nil, path)
+    end
     local token = token_of(sent)
     pending[token] = true
     local body
@@ -75,6 +84,9 @@ end
 local function right(status, body, token)
     if status ~= 200 then
         return false
+    end
+    if scenario == "health" then
+        return true
     end
     if scenario ~= "list" then
         if token == nil or not pending[token] then

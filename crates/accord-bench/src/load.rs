@@ -2,6 +2,11 @@
 //! tokio TCP streams, one task per connection), each sending one request after another for the
 //! warm-up and then the measured window, checking every answer.
 //!
+//! An `https://` target is reached over TLS (rustls, the certificate verified against the
+//! authority given with [`Target::discover_tls`]), with X25519 as its only key exchange and no
+//! session resumption: with [`Config::new_connections`] every request then pays a full
+//! handshake.
+//!
 //! A request counts in the window it was sent in. Only a right answer counts as throughput and
 //! has its latency kept; a wrong answer, a failed task, a JSON-RPC error, a transport failure or a
 //! timeout counts as an error (warm-up errors too) and the connection is opened anew after a
@@ -9,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,6 +26,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 
 use crate::check::{self, CheckError, DeltaCheck, StreamCheck};
@@ -43,6 +51,9 @@ pub enum Scenario {
     /// Accord demo's `ticks` skill, [`Config::delta_interval_ms`] apart), read to its end; every
     /// delta's text is checked.
     A2aDeltas,
+    /// `GET /health`, any server: the answer must be HTTP 200. No card is read
+    /// ([`Target::locate`]).
+    Health,
 }
 
 /// The text deltas one `a2a-deltas` task streams.
@@ -56,8 +67,8 @@ pub const DEFAULT_DELTA_INTERVAL_MS: u64 = 1;
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 6] =
-        [Self::A2aSend, Self::A2aStream, Self::LucidInvoke, Self::LucidTask, Self::List, Self::A2aDeltas];
+    pub const ALL: [Self; 7] =
+        [Self::A2aSend, Self::A2aStream, Self::LucidInvoke, Self::LucidTask, Self::List, Self::A2aDeltas, Self::Health];
 
     /// The scenario's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -68,6 +79,7 @@ impl Scenario {
             Self::LucidTask => "lucid-task",
             Self::List => "list",
             Self::A2aDeltas => "a2a-deltas",
+            Self::Health => "health",
         }
     }
 
@@ -102,6 +114,8 @@ impl FromStr for Scenario {
 pub struct Target {
     /// The server's socket address.
     pub addr: SocketAddr,
+    /// TLS, for an `https://` URL.
+    pub tls: Option<Tls>,
     /// The `Host` header.
     pub authority: String,
     /// The base path (empty, or `/x` with no trailing slash).
@@ -119,25 +133,61 @@ fn path_of(url: &str) -> Result<String, String> {
     Ok(if path.is_empty() { "/".to_owned() } else { path.to_owned() })
 }
 
+/// How an `https://` target is reached: the client configuration and the name its certificate
+/// must hold.
+#[derive(Clone)]
+pub struct Tls {
+    connector: tokio_rustls::TlsConnector,
+    name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Tls {
+    /// A client that trusts the authorities of the PEM file `ca_file` and checks `host`: TLS 1.3
+    /// and 1.2, X25519 only (the key exchange every peer of the harness offers first, so that
+    /// servers are compared on the same one), ALPN `http/1.1`, no session resumption.
+    fn new(ca_file: &Path, host: &str) -> Result<Self, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        let authorities = CertificateDer::pem_file_iter(ca_file)
+            .map_err(|error| format!("--ca-file {}: {error}", ca_file.display()))?;
+        for authority in authorities {
+            let authority = authority.map_err(|error| format!("--ca-file {}: {error}", ca_file.display()))?;
+            roots.add(authority).map_err(|error| format!("--ca-file {}: {error}", ca_file.display()))?;
+        }
+        let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+        provider.kx_groups = vec![rustls::crypto::aws_lc_rs::kx_group::X25519];
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| error.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.resumption = rustls::client::Resumption::disabled();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned())
+            .map_err(|error| format!("{host}: not a name a certificate can hold: {error}"))?;
+        Ok(Self { connector: tokio_rustls::TlsConnector::from(Arc::new(config)), name })
+    }
+}
+
 impl Target {
     /// Reads the agent card at `url` (the server's base URL, `http://` only) and finds the
     /// `JSONRPC` interface on it.
     pub async fn discover(url: &str) -> Result<Self, String> {
-        let uri: http::Uri = url.parse().map_err(|error| format!("bad --url {url:?}: {error}"))?;
-        if uri.scheme_str() != Some("http") {
-            return Err(format!("--url {url:?}: only http:// is supported"));
-        }
-        let authority = uri.authority().ok_or_else(|| format!("--url {url:?} has no host"))?.clone();
-        let port = authority.port_u16().unwrap_or(80);
-        let addr = tokio::net::lookup_host((authority.host(), port))
+        Self::discover_tls(url, None).await
+    }
+
+    /// [`Target::discover`], `https://` too: its certificate is verified against the
+    /// authorities of `ca_file`.
+    pub async fn discover_tls(url: &str, ca_file: Option<&Path>) -> Result<Self, String> {
+        let mut target = Self::locate(url, ca_file).await?;
+        let mut conn = Conn::connect(&target)
             .await
-            .map_err(|error| format!("cannot resolve {authority}: {error}"))?
-            .next()
-            .ok_or_else(|| format!("{authority} resolves to no address"))?;
-        let base_path = uri.path().trim_end_matches('/').to_owned();
-        let mut target =
-            Self { addr, authority: authority.to_string(), base_path, jsonrpc_path: None, rest_path: None };
-        let mut conn = Conn::open(addr).await.map_err(|error| format!("cannot connect to {addr}: {}", error.error))?;
+            .map_err(|error| format!("cannot connect to {}: {}", target.addr, error.error))?;
         let card_path = format!("{}/.well-known/agent-card.json", target.base_path);
         let request = target.request(Method::GET, &card_path, None, &[]).map_err(|error| error.error.to_string())?;
         let (status, body) = conn.exchange(request).await.map_err(|error| error.error.to_string())?;
@@ -158,6 +208,27 @@ impl Target {
             .map(|url| Ok::<_, String>(path_of(url)?.trim_end_matches('/').to_owned()))
             .transpose()?;
         Ok(target)
+    }
+
+    /// The server at `url` (`http://`, or `https://` with `ca_file`), without reading a card:
+    /// for scenarios any HTTP server answers ([`Scenario::Health`]).
+    pub async fn locate(url: &str, ca_file: Option<&Path>) -> Result<Self, String> {
+        let uri: http::Uri = url.parse().map_err(|error| format!("bad --url {url:?}: {error}"))?;
+        let authority = uri.authority().ok_or_else(|| format!("--url {url:?} has no host"))?.clone();
+        let (default_port, tls) = match (uri.scheme_str(), ca_file) {
+            (Some("http"), _) => (80, None),
+            (Some("https"), Some(ca_file)) => (443, Some(Tls::new(ca_file, authority.host())?)),
+            (Some("https"), None) => return Err(format!("--url {url:?}: https:// needs --ca-file")),
+            _ => return Err(format!("--url {url:?}: only http:// and https:// are supported")),
+        };
+        let port = authority.port_u16().unwrap_or(default_port);
+        let addr = tokio::net::lookup_host((authority.host(), port))
+            .await
+            .map_err(|error| format!("cannot resolve {authority}: {error}"))?
+            .next()
+            .ok_or_else(|| format!("{authority} resolves to no address"))?;
+        let base_path = uri.path().trim_end_matches('/').to_owned();
+        Ok(Self { addr, tls, authority: authority.to_string(), base_path, jsonrpc_path: None, rest_path: None })
     }
 
     pub(crate) fn request(
@@ -209,6 +280,26 @@ impl Conn {
     pub(crate) async fn open(addr: SocketAddr) -> Result<Self, OpError> {
         let stream = tokio::net::TcpStream::connect(addr).await.map_err(OpError::transport)?;
         stream.set_nodelay(true).map_err(OpError::transport)?;
+        Self::over(stream).await
+    }
+
+    /// A connection to `target`, over TLS if it is `https://` (a full handshake: no resumption).
+    pub(crate) async fn connect(target: &Target) -> Result<Self, OpError> {
+        let Some(tls) = &target.tls else { return Self::open(target.addr).await };
+        let stream = tokio::net::TcpStream::connect(target.addr).await.map_err(OpError::transport)?;
+        stream.set_nodelay(true).map_err(OpError::transport)?;
+        let stream = tls
+            .connector
+            .connect(tls.name.clone(), stream)
+            .await
+            .map_err(|error| OpError { error: CheckError::new("handshake", error.to_string()), broken: true })?;
+        Self::over(stream).await
+    }
+
+    async fn over<T>(stream: T) -> Result<Self, OpError>
+    where
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let (sender, connection) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(OpError::transport)?;
         tokio::spawn(async move {
@@ -282,6 +373,8 @@ struct Shared {
     nonce: String,
     /// Operations still to start, when the run is capped.
     budget: Option<std::sync::atomic::AtomicU64>,
+    /// Each operation on a connection of its own.
+    new_connections: bool,
 }
 
 impl Shared {
@@ -350,6 +443,19 @@ impl Shared {
                 Ok(Read::default())
             }
             Scenario::LucidTask => self.lucid_task(conn, token).await,
+            Scenario::Health => {
+                let path = format!("{}/health", self.target.base_path);
+                let close = [("connection", "close")];
+                let headers: &[(&str, &str)] = if self.new_connections { &close } else { &[] };
+                let (status, body) = conn.exchange(self.target.request(Method::GET, &path, None, headers)?).await?;
+                if status != StatusCode::OK {
+                    return Err(OpError::answer(CheckError::new(
+                        format!("HTTP {}", status.as_u16()),
+                        check::excerpt(&body),
+                    )));
+                }
+                Ok(Read::default())
+            }
             Scenario::List => {
                 let body = json!({"jsonrpc": "2.0", "id": id, "method": "ListTasks", "params": {"pageSize": 50}});
                 let request = self.target.request(Method::POST, self.jsonrpc_path(), Some(body.to_string()), &a2a)?;
@@ -468,7 +574,7 @@ async fn connection(shared: Arc<Shared>, worker: usize) -> Tally {
         }
         let open = match conn.take() {
             Some(open) => Ok(open),
-            None => Conn::open(shared.target.addr).await,
+            None => Conn::connect(&shared.target).await,
         };
         let mut open = match open {
             Ok(open) => open,
@@ -484,7 +590,9 @@ async fn connection(shared: Arc<Shared>, worker: usize) -> Tally {
         let elapsed = sent.elapsed();
         match outcome {
             Ok(Ok(read)) => {
-                conn = Some(open);
+                if !shared.new_connections {
+                    conn = Some(open);
+                }
                 if measured {
                     tally.ok += 1;
                     tally.events += read.events;
@@ -533,6 +641,8 @@ pub struct Config {
     pub clock_ticks: u64,
     /// Stop after starting this many operations (warm-up included), even before the window ends.
     pub max_operations: Option<u64>,
+    /// Open a new connection for every operation (over TLS, a full handshake each).
+    pub new_connections: bool,
 }
 
 impl Default for Config {
@@ -548,6 +658,7 @@ impl Default for Config {
             server_pid: None,
             clock_ticks: 100,
             max_operations: None,
+            new_connections: false,
         }
     }
 }
@@ -726,6 +837,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
         delta_interval_ms: config.delta_interval_ms,
         nonce: format!("b{:x}{:x}", std::process::id(), nanos % 0x1_0000_0000),
         budget: config.max_operations.map(std::sync::atomic::AtomicU64::new),
+        new_connections: config.new_connections,
     });
     // The server's CPU clock and this process's, read when the window opens and when it closes.
     let server_pid = config.server_pid;
@@ -821,7 +933,7 @@ pub async fn hold_subscribers(
             let path = target.jsonrpc_path.clone().unwrap_or_else(|| "/".to_owned());
             let headers = [("a2a-version", "1.0"), ("accept", "text/event-stream")];
             let opened = async {
-                let mut conn = Conn::open(target.addr).await.map_err(|error| error.error)?;
+                let mut conn = Conn::connect(&target).await.map_err(|error| error.error)?;
                 let request = target
                     .request(Method::POST, &path, Some(body.to_string()), &headers)
                     .map_err(|error| error.error)?;

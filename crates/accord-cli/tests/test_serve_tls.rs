@@ -4,14 +4,13 @@
 //! when the new one does not load (one ERROR line saying why), and a certificate that does not
 //! load stops the start with exit 2 and a message naming the file.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use accord_test_support::tls::{ServeProcess, presented_certificate};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SerialNumber};
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::CertificateDer;
 use serde_json::Value;
 
 const EVENTUALLY: Duration = Duration::from_secs(10);
@@ -59,86 +58,16 @@ impl Drop for Dir {
     }
 }
 
-/// `accord serve` over TLS, killed on drop; its standard error is collected.
-struct Server {
-    child: Child,
-    origin: String,
-    banner: Vec<String>,
-    stderr: Arc<Mutex<String>>,
+/// `accord serve --tls-cert CERTIFICATE --tls-key KEY EXTRA…`.
+fn start(certificate: &Path, key: &Path, extra: &[&str]) -> ServeProcess {
+    let mut args: Vec<std::ffi::OsString> = extra.iter().map(Into::into).collect();
+    args.extend(["--tls-cert".into(), certificate.into(), "--tls-key".into(), key.into()]);
+    ServeProcess::start(env!("CARGO_BIN_EXE_accord"), args)
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(certificate: &Path, key: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_accord"))
-            .args(["serve", "--port", "0", "--store", "memory"])
-            .args(extra)
-            .arg("--tls-cert")
-            .arg(certificate)
-            .arg("--tls-key")
-            .arg(key)
-            .env("ACCORD_LOG", "error")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start accord serve");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let collected = stderr.clone();
-        let errors = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(errors).lines().map_while(Result::ok) {
-                let mut text = collected.lock().expect("lock");
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let first = lines.next().expect("a line").expect("utf-8");
-        let origin = first.rsplit(" listening on ").next().expect("url").trim_end_matches('/').to_owned();
-        let mut banner = vec![first];
-        for line in lines.by_ref() {
-            let line = line.expect("utf-8");
-            let done = line.starts_with("task store:");
-            banner.push(line);
-            if done {
-                break;
-            }
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, origin, banner, stderr }
-    }
-
-    fn port(&self) -> u16 {
-        self.origin.rsplit(':').next().and_then(|port| port.parse().ok()).expect("a port")
-    }
-
-    fn hangup(&self) {
-        let status = Command::new("kill").args(["-HUP", &self.child.id().to_string()]).status();
-        assert!(status.expect("kill").success());
-    }
-}
-
-/// The DER of the certificate a new handshake presents.
+/// The DER of the certificate a new handshake is presented.
 async fn presented(port: u16, ca: &Ca) -> Vec<u8> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from(ca.0.der().to_vec())).expect("root");
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-    let name = ServerName::try_from("127.0.0.1").expect("name");
-    let stream = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.expect("handshake");
-    stream.get_ref().1.peer_certificates().expect("a certificate")[0].to_vec()
+    presented_certificate(port, &CertificateDer::from(ca.0.der().to_vec())).await
 }
 
 #[tokio::test]
@@ -148,7 +77,7 @@ async fn accord_serve_speaks_https_and_reloads_its_certificate_on_sighup() {
     let (first, first_key, first_der) = ca.server(1);
     let certificate = dir.write("cert.pem", &first);
     let key = dir.write("key.pem", &first_key);
-    let server = Server::start(&certificate, &key, &[]);
+    let server = start(&certificate, &key, &[]);
     assert!(server.origin.starts_with("https://127.0.0.1:"), "{:?}", server.banner);
     assert!(server.banner.iter().any(|line| line.starts_with("TLS: ")), "{:?}", server.banner);
     assert!(
@@ -195,11 +124,11 @@ async fn accord_serve_speaks_https_and_reloads_its_certificate_on_sighup() {
     std::fs::write(&key, &other_key).expect("write");
     server.hangup();
     let deadline = Instant::now() + EVENTUALLY;
-    while !server.stderr.lock().expect("lock").contains("TLS certificate not reloaded") {
+    while !server.stderr().contains("TLS certificate not reloaded") {
         assert!(Instant::now() < deadline, "an ERROR line for the refused pair");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let stderr = server.stderr.lock().expect("lock").clone();
+    let stderr = server.stderr();
     assert!(stderr.contains("does not match the certificate"), "{stderr}");
     assert!(!stderr.contains("PRIVATE KEY"), "no key material in the log: {stderr}");
     assert_eq!(presented(server.port(), &ca).await, second_der, "the old pair stays");
@@ -242,7 +171,7 @@ async fn the_grpc_port_speaks_tls_too() {
     let (pem, key_pem, der) = ca.server(1);
     let certificate = dir.write("cert.pem", &pem);
     let key = dir.write("key.pem", &key_pem);
-    let server = Server::start(&certificate, &key, &["--grpc-port", "0"]);
+    let server = start(&certificate, &key, &["--grpc-port", "0"]);
     let line = server
         .banner
         .iter()

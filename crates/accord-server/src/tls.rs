@@ -259,9 +259,15 @@ impl TlsConfig {
     }
 
     /// Reads the files again and, if they load, makes new handshakes present the new pair; if
-    /// not, the current pair stays and the error says why.
+    /// not, the current pair stays and the error says why. Either way the files' modification
+    /// times are remembered: [`TlsConfig::reload_if_changed`] does not try files that were
+    /// refused here again until one changes once more.
     pub fn reload(&self) -> Result<(), TlsError> {
-        let loaded = load(&self.files, &self.provider)?;
+        // Taken before the reads, as `load` does: a file written meanwhile is seen by the next poll.
+        let attempted = modified_times(&self.files);
+        let loaded = load(&self.files, &self.provider).inspect_err(|_| {
+            *self.modified.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = attempted;
+        })?;
         publish_expiry(&loaded.key);
         *self.current.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = loaded.key;
         *self.modified.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = loaded.modified;

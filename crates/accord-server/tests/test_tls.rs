@@ -311,9 +311,12 @@ async fn a_reload_reaches_new_handshakes_and_a_bad_pair_keeps_the_old_one() {
     assert_eq!(presented_certificate(server.port, &ca).await, second_der, "the old pair stays");
 
     // A certificate file that is not PEM: the second pair stays too.
+    // Read on SIGHUP (`reload`): the poll does not try the refused files again (one ERROR line).
     std::fs::write(&files.certificate, "not a certificate").expect("write");
+    bump_mtime(&files);
     let error = tls.reload().expect_err("garbage is refused");
     assert!(matches!(error, TlsError::Certificate { .. }), "{error}");
+    assert!(tls.reload_if_changed().is_none(), "files refused on SIGHUP are not tried again by the poll");
     assert_eq!(presented_certificate(server.port, &ca).await, second_der, "the old pair stays");
 }
 

@@ -1,6 +1,8 @@
-//! TLS for tests: a throwaway certificate authority ([`Pki`]) that writes PEM files, and a router
-//! served over TLS on a loopback port ([`TlsServer`]), optionally asking for or requiring a client
-//! certificate that handlers can read ([`TlsPeer`]).
+//! TLS for tests: a throwaway certificate authority ([`Pki`]) that writes PEM files; an `accord
+//! serve` process started by a test ([`ServeProcess`]) and the certificate a new handshake is
+//! presented ([`presented_certificate`]); and a router served over TLS on a loopback port
+//! ([`TlsServer`]), optionally asking for or requiring a client certificate that handlers can read
+//! ([`TlsPeer`]).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -272,4 +274,106 @@ async fn linger(mut tcp: TcpStream) {
     let mut scratch = [0u8; 4096];
     let drain = async { while matches!(tcp.read(&mut scratch).await, Ok(read) if read > 0) {} };
     let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+}
+
+/// An `accord serve` process started by a test, killed when dropped: the URL its first line
+/// printed, the lines of its start summary, and its standard error as it comes.
+pub struct ServeProcess {
+    child: std::process::Child,
+    /// The URL the server listens on (`https://127.0.0.1:<port>` over TLS), without a trailing `/`.
+    pub origin: String,
+    /// The start summary, up to its `task store:` line.
+    pub banner: Vec<String>,
+    stderr: Arc<std::sync::Mutex<String>>,
+}
+
+impl ServeProcess {
+    /// Starts `binary serve --port 0 --store memory ARGS…` (the test's `env!("CARGO_BIN_EXE_accord")`)
+    /// with `ACCORD_LOG=error`, and waits for its start summary.
+    pub fn start<I, S>(binary: &str, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        use std::io::{BufRead as _, BufReader};
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(binary)
+            .args(["serve", "--port", "0", "--store", "memory"])
+            .args(args)
+            .env("ACCORD_LOG", "error")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start accord serve");
+        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+        let collected = stderr.clone();
+        let errors = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(errors).lines().map_while(Result::ok) {
+                let mut text = collected.lock().expect("lock");
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let first = lines.next().expect("a line").expect("utf-8");
+        let origin = first.rsplit(" listening on ").next().expect("url").trim_end_matches('/').to_owned();
+        let mut banner = vec![first];
+        for line in lines.by_ref() {
+            let line = line.expect("utf-8");
+            let done = line.starts_with("task store:");
+            banner.push(line);
+            if done {
+                break;
+            }
+        }
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, origin, banner, stderr }
+    }
+
+    /// The port of [`ServeProcess::origin`].
+    pub fn port(&self) -> u16 {
+        self.origin.rsplit(':').next().and_then(|port| port.parse().ok()).expect("a port")
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends the process SIGHUP (with `kill -HUP`).
+    pub fn hangup(&self) {
+        let status = std::process::Command::new("kill").args(["-HUP", &self.child.id().to_string()]).status();
+        assert!(status.expect("kill").success(), "kill -HUP");
+    }
+
+    /// What the process wrote to standard error so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The DER of the certificate a new TLS handshake with `127.0.0.1:port` is presented, verified
+/// against the authority `ca` (a fresh client each time: no session is resumed).
+pub async fn presented_certificate(port: u16, ca: &CertificateDer<'static>) -> Vec<u8> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).expect("root");
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.expect("handshake");
+    stream.get_ref().1.peer_certificates().expect("a certificate")[0].to_vec()
 }

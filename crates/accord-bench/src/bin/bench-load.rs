@@ -10,6 +10,11 @@
 //! JSON object with `--json`) and exits 1 when any answer was wrong, 2 on bad arguments or an
 //! unreachable server, 3 when the server does not offer the scenario.
 //!
+//! An `https://` URL is reached over TLS, its certificate verified against `--ca-file` (X25519,
+//! no session resumption); `--new-connections` opens a connection for every operation, so that
+//! each pays a TCP and (over TLS) a full handshake. The `health` scenario (`GET /health`, HTTP
+//! 200) reads no card and so works against any HTTP server.
+//!
 //! With `--subscribers N --task-id ID` it instead opens N A2A `SubscribeToTask` streams on one
 //! task, prints `subscribers ready: …` once all are open, and holds them for `--hold` seconds.
 
@@ -25,10 +30,18 @@ use serde_json::json;
 #[derive(Debug, Parser)]
 #[command(name = "bench-load", about = "Checked HTTP load generator for A2A and Lucid servers.")]
 struct Args {
-    /// The server's base URL (its card is read from `<url>/.well-known/agent-card.json`).
+    /// The server's base URL (its card is read from `<url>/.well-known/agent-card.json`):
+    /// http://, or https:// with --ca-file.
     #[arg(long)]
     url: String,
-    /// a2a-send, a2a-stream, lucid-invoke, lucid-task or list.
+    /// For an https:// URL: the PEM file of the authorities its certificate is verified against.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<std::path::PathBuf>,
+    /// A new connection for every operation, closed after it (`Connection: close` on `health`):
+    /// over TLS, a full handshake each (the client never resumes a session).
+    #[arg(long)]
+    new_connections: bool,
+    /// a2a-send, a2a-stream, lucid-invoke, lucid-task, list, a2a-deltas or health.
     #[arg(long, default_value = "a2a-send")]
     scenario: Scenario,
     /// Connections, each with one request in flight.
@@ -93,7 +106,12 @@ async fn main_async(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let target = match Target::discover(&args.url).await {
+    let located = if args.scenario == Scenario::Health {
+        Target::locate(&args.url, args.ca_file.as_deref()).await
+    } else {
+        Target::discover_tls(&args.url, args.ca_file.as_deref()).await
+    };
+    let target = match located {
         Ok(target) => target,
         Err(error) => {
             eprintln!("bench-load: {error}");
@@ -129,6 +147,7 @@ async fn main_async(args: Args) -> ExitCode {
         server_pid: args.server_pid,
         clock_ticks: args.clock_ticks,
         max_operations: args.requests,
+        new_connections: args.new_connections,
     };
     let report = load::run(target, &config).await;
     if args.json {
