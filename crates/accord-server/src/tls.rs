@@ -93,8 +93,13 @@ pub struct TlsFiles {
 #[derive(Debug)]
 struct Loaded {
     key: Arc<CertifiedKey>,
-    modified: (Option<SystemTime>, Option<SystemTime>),
+    modified: (Stamp, Stamp),
 }
+
+/// What tells a file's new version from its old one: its modification time, its length and its
+/// inode (a file replaced by a rename, or a symlink pointed elsewhere, has another inode even when
+/// a copy kept the time, as `cp -p` and `rsync -t` do).
+type Stamp = Option<(SystemTime, u64, u64)>;
 
 /// The certificate every new handshake gets: the last pair that loaded.
 #[derive(Debug)]
@@ -171,7 +176,7 @@ pub struct TlsConfig {
     provider: Arc<CryptoProvider>,
     current: Arc<CurrentCertificate>,
     /// The modification times of the files the current pair was read from.
-    modified: Arc<std::sync::Mutex<(Option<SystemTime>, Option<SystemTime>)>>,
+    modified: Arc<std::sync::Mutex<(Stamp, Stamp)>>,
     server: Arc<rustls::ServerConfig>,
     max_handshakes: usize,
 }
@@ -351,8 +356,12 @@ fn server_config(
     Ok(Arc::new(server))
 }
 
-fn modified_times(files: &TlsFiles) -> (Option<SystemTime>, Option<SystemTime>) {
-    let modified = |path: &Path| std::fs::metadata(path).and_then(|metadata| metadata.modified()).ok();
+fn modified_times(files: &TlsFiles) -> (Stamp, Stamp) {
+    use std::os::unix::fs::MetadataExt as _;
+    let modified = |path: &Path| {
+        let metadata = std::fs::metadata(path).ok()?;
+        Some((metadata.modified().ok()?, metadata.len(), metadata.ino()))
+    };
     (modified(&files.certificate), modified(&files.key))
 }
 
