@@ -450,7 +450,7 @@ fn a_file_needs_an_agent_and_a_skill() {
     let errors = parse("[agent]\nname = \" \"\n", Path::new("."), &env(&[])).expect_err("no skill");
     assert_eq!(
         errors.to_string(),
-        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]] or [[mcp]]"
+        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]], [[mcp]] or [[a2a]]"
     );
 }
 
