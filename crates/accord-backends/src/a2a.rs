@@ -378,8 +378,14 @@ struct Follow<'a> {
 enum Step {
     /// The remote task goes on.
     Going,
-    /// The run ends so.
-    Settled(Result<Outcome, SkillError>),
+    /// The run ends so (boxed: an outcome is large, and most events leave the task going).
+    Settled(Box<Result<Outcome, SkillError>>),
+}
+
+impl Step {
+    fn settled(outcome: Result<Outcome, SkillError>) -> Self {
+        Self::Settled(Box::new(outcome))
+    }
 }
 
 impl Follow<'_> {
@@ -409,7 +415,7 @@ impl Follow<'_> {
                 a2a::SendMessageResponse::Message(message) => return Ok(Outcome::Reply(agent_message(&message))),
                 a2a::SendMessageResponse::Task(task) => {
                     if let Step::Settled(outcome) = self.task(task).await {
-                        return outcome;
+                        return *outcome;
                     }
                 }
             }
@@ -426,7 +432,7 @@ impl Follow<'_> {
                 StreamResponse::Message(message) => self.message(message).await,
                 StreamResponse::StatusUpdate(update) => match self.named(&update.task_id, Some(&update.context_id)) {
                     Ok(()) => self.status(update.status).await,
-                    Err(error) => Step::Settled(Err(error)),
+                    Err(error) => Step::settled(Err(error)),
                 },
                 StreamResponse::ArtifactUpdate(update) => match self.named(&update.task_id, Some(&update.context_id)) {
                     Ok(()) => {
@@ -435,11 +441,11 @@ impl Follow<'_> {
                         self.artifact(update.artifact, append, last_chunk).await;
                         Step::Going
                     }
-                    Err(error) => Step::Settled(Err(error)),
+                    Err(error) => Step::settled(Err(error)),
                 },
             };
             if let Step::Settled(outcome) = step {
-                return outcome.map(Some);
+                return (*outcome).map(Some);
             }
         }
         Ok(None)
@@ -457,7 +463,7 @@ impl Follow<'_> {
         loop {
             let task = self.client().get_task(&id, Some(0)).await.map_err(|error| self.failed(&error))?;
             if let Step::Settled(outcome) = self.task(task).await {
-                return outcome;
+                return *outcome;
             }
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(POLL_MAX);
@@ -488,7 +494,7 @@ impl Follow<'_> {
     /// A snapshot of the remote task: its new artifacts (or new parts of one), its status.
     async fn task(&mut self, task: a2a::Task) -> Step {
         if let Err(error) = self.named(&task.id, task.context_id.as_deref()) {
-            return Step::Settled(Err(error));
+            return Step::settled(Err(error));
         }
         for artifact in task.artifacts {
             let sent = self.sent.get(&artifact.artifact_id).copied().unwrap_or(0);
@@ -506,7 +512,7 @@ impl Follow<'_> {
     /// the agent within its task.
     async fn message(&mut self, message: a2a::Message) -> Step {
         if self.remote.borrow().is_none() {
-            return Step::Settled(Ok(Outcome::Reply(agent_message(&message))));
+            return Step::settled(Ok(Outcome::Reply(agent_message(&message))));
         }
         self.run.emit(RunEvent::Message(agent_message(&message))).await;
         Step::Going
@@ -538,7 +544,7 @@ impl Follow<'_> {
         }
         let said = |fallback: &str| message.clone().unwrap_or_else(|| Message::agent_text(fallback));
         let name = self.name().to_owned();
-        Step::Settled(match status.state {
+        Step::settled(match status.state {
             a2a::TaskState::Submitted | a2a::TaskState::Working => {
                 if fresh {
                     self.run.emit(RunEvent::Status { state: accord_engine::TaskState::Working, message }).await;

@@ -356,9 +356,8 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
         Some("SendMessage") => {
             let message = &params["message"];
             let text = message["parts"][0]["text"].as_str().unwrap_or_default().to_owned();
-            match message["metadata"]["skillId"].as_str() {
-                Some("bad") => return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"nonsense": true}})),
-                _ => {}
+            if message["metadata"]["skillId"] == "bad" {
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"nonsense": true}}));
             }
             let task = match message["taskId"].as_str() {
                 None => json!({
@@ -442,4 +441,45 @@ async fn an_answer_that_is_not_a2a_fails_the_run_as_an_invalid_answer() {
         text.starts_with("backend_invalid_answer: remote A2A agent 'peer' answered something that is not A2A"),
         "{text}"
     );
+}
+
+// ---- reading `[[a2a]]` --------------------------------------------------------------------------
+
+#[test]
+fn a_bad_a2a_entry_is_named_before_anything_is_reached() {
+    let text = r#"
+[agent]
+name = "front"
+
+[[a2a]]
+prefix = "-x"
+
+[[a2a]]
+url = "ftp://peer.example/"
+binding = ["JSONRPC", "SOAP"]
+timeout = 0
+skills = "echo"
+header = { A = "b" }
+"#;
+    let errors = AgentFile::parse(text, "front.toml", ".").expect_err("bad entries").to_string();
+    let expected = [
+        "front.toml: a2a[0]: no agent: give `url` (the remote agent's base URL or its card's URL)",
+        "front.toml: a2a[0].prefix: must be characters of [A-Za-z0-9._-], starting with a letter or digit, and shorter than 128 (each remote skill's key is the prefix followed by the skill's id)",
+        "front.toml: a2a[1].url: not an http:// or https:// URL with a host",
+        "front.toml: a2a[1].skills: expected an array of strings, found a string",
+        "front.toml: a2a[1].binding: \"SOAP\" is not a binding Accord speaks (JSONRPC, HTTP+JSON or GRPC)",
+        "front.toml: a2a[1].timeout: expected a positive number of seconds",
+        "front.toml: a2a[1].header: unknown key (known here: url, headers, prefix, skills, binding, name, timeout, price, scope, safe_to_repeat)",
+    ];
+    let lines: Vec<&str> = errors.lines().collect();
+    for want in expected {
+        assert!(lines.contains(&want), "missing {want:?} in:\n{errors}");
+    }
+    assert_eq!(lines.len(), expected.len(), "{errors}");
+
+    // A file of remote agents alone is an agent; it is built by `build`, which reaches them.
+    let only = "[agent]\nname = \"front\"\n[[a2a]]\nurl = \"http://127.0.0.1:9/\"\n";
+    let file = AgentFile::parse(only, "front.toml", ".").expect("a file of [[a2a]] alone");
+    let error = file.build_agent().expect_err("needs build").to_string();
+    assert_eq!(error, "front.toml: a2a: remote A2A agents are reached by AgentFile::build (async)");
 }

@@ -1,7 +1,5 @@
 //! `[[a2a]]`: the remote A2A agents whose skills become skills.
 
-use std::time::Duration;
-
 use reqwest::header::HeaderName;
 use toml::{Table, Value};
 
@@ -100,9 +98,6 @@ impl Reader<'_> {
             self.error(fields.key("name"), "must not be empty");
         }
         let timeout = self.duration(&mut fields, "timeout").unwrap_or(crate::a2a::DEFAULT_A2A_TIMEOUT);
-        if timeout.is_zero() {
-            self.error(fields.key("timeout"), "must be longer than 0 s");
-        }
         let Terms { pricing, scope, safe_to_repeat } = self.terms(&mut fields);
         self.finish(fields);
         if self.errors.len() > before {
@@ -115,7 +110,7 @@ impl Reader<'_> {
             prefix,
             skills,
             bindings,
-            timeout: timeout.max(Duration::from_millis(1)),
+            timeout,
             pricing: pricing?,
             scope,
             safe_to_repeat: safe_to_repeat.unwrap_or(false),
