@@ -483,3 +483,84 @@ header = { A = "b" }
     let error = file.build_agent().expect_err("needs build").to_string();
     assert_eq!(error, "front.toml: a2a: remote A2A agents are reached by AgentFile::build (async)");
 }
+
+// ---- against the official Python SDK (a2a-sdk 1.3.0) ---------------------------------------------
+
+/// The Python SDK's echo agent (`scripts/interop/a2a_python_server.py`) on a free port, with a
+/// pause of `pause_ms` before each step of a task and gRPC listed on its card; killed when
+/// dropped. Its venv is the one `scripts/interop-a2a-peers` installs into `target/interop/venv`.
+struct PythonPeer {
+    _child: Child,
+    base: String,
+}
+
+impl PythonPeer {
+    async fn start(pause_ms: u64) -> Self {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // target/<profile>/deps/<test> → target/interop/venv
+        let target = exe.ancestors().nth(3).expect("the target directory");
+        let python = target.join("interop/venv/bin/python");
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/interop-a2a-peers once to install a2a-sdk and uvicorn",
+            python.display()
+        );
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a_python_server.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .env("A2A_PEER_PAUSE_MS", pause_ms.to_string())
+            .env("A2A_PEER_GRPC", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the Python peer starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the Python peer says where it listens")
+            .expect("stdout")
+            .expect("a line");
+        let base = line.strip_prefix("a2a-python-peer listening on ").expect("the listening line").trim().to_owned();
+        Self { _child: child, base }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the official Python a2a-sdk: scripts/interop-a2a-peers installs it into target/interop/venv"]
+async fn the_official_python_sdk_agent_is_fronted_on_every_binding_and_cancelled() {
+    let peer = PythonPeer::start(50).await;
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let front = front(&agent_file(&peer.base, &format!("binding = \"{binding}\""))).await;
+        assert_eq!(front.built.a2a_agents[0].interface(), format!("{binding}@1.0"));
+        assert_eq!(front.built.tool_keys, ["peer.echo"]);
+        let client = front.client().await;
+        let task = task_of(client.send_message(request("hello", "peer.echo", false)).await.expect("SendMessage"));
+        assert_eq!(task.status.state, TaskState::Completed, "over {binding}: {task:?}");
+        let texts: Vec<String> = artifact_texts(&task).into_values().collect();
+        assert_eq!(texts, ["echo: hello"], "over {binding}: {task:?}");
+    }
+
+    // A cancel reaches the Python agent's task (each step waits 3 s there).
+    let slow = PythonPeer::start(3000).await;
+    let front = front(&agent_file(&slow.base, "")).await;
+    let client = front.client().await;
+    let task = task_of(client.send_message(request("slowly", "peer.echo", true)).await.expect("SendMessage"));
+    let remote_client = A2aClient::from_card_url(&slow.base, A2aClientOptions::default()).await.expect("client");
+    let remote = {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let listed = remote_client.list_tasks(ListTasksRequest::default()).await.expect("ListTasks");
+            if let Some(remote) = listed.tasks.into_iter().next() {
+                break remote;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no remote task");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let cancelled = client.cancel_task(&task.id).await.expect("CancelTask");
+    assert_eq!(cancelled.status.state, TaskState::Canceled);
+    let remote = wait_for(&remote_client, &remote.id, |task| task.status.state.is_terminal()).await;
+    assert_eq!(remote.status.state, TaskState::Canceled, "the Python agent's task: {remote:?}");
+}
