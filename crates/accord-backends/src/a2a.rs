@@ -192,8 +192,8 @@ impl A2aAgent {
             .then(|| A2aSkill { agent: self.clone(), remote_skill: Arc::from(id) })
     }
 
-    /// The local skill `key` for the remote skill `remote`: its description (else its name) and
-    /// tags, an input schema that takes any JSON (the remote agent reads the message itself),
+    /// The local skill `key` for the remote skill `remote`: its description (else its name),
+    /// tags, name, examples and media types (else the remote card's default ones), an input schema that takes any JSON (the remote agent reads the message itself),
     /// not safe to repeat (a remote task must not be sent twice), and the handler. Add a price or
     /// a scope before giving it to the agent.
     pub fn skill(&self, remote: &AgentSkill, key: impl Into<String>) -> SkillBuilder {
@@ -207,7 +207,18 @@ impl A2aAgent {
         for tag in &remote.tags {
             skill = skill.tag(tag.clone());
         }
-        skill.handler(handler)
+        if !remote.name.trim().is_empty() {
+            skill = skill.name(remote.name.clone());
+        }
+        for example in &remote.examples {
+            skill = skill.example(example.clone());
+        }
+        // The skill's own media types, else the remote card's defaults.
+        let card = self.card();
+        let modes =
+            |own: &Vec<String>, default: &Vec<String>| if own.is_empty() { default.clone() } else { own.clone() };
+        skill = skill.input_modes(modes(&remote.input_modes, &card.default_input_modes));
+        skill.output_modes(modes(&remote.output_modes, &card.default_output_modes)).handler(handler)
     }
 
     /// Every remote skill as a local skill whose key is `prefix` followed by the remote id (see

@@ -178,6 +178,10 @@ async fn the_remote_card_becomes_local_skills_with_the_prefix() {
     let skill = card.skills.iter().find(|skill| skill.id == "peer.echo").expect("the remote skill, prefixed");
     assert_eq!(skill.description, "Echoes the message");
     assert_eq!(skill.tags, ["echo"]);
+    assert_eq!(skill.name, "echo");
+    // The echo agent's skill names no media types: its card's defaults stand for them.
+    assert_eq!(skill.input_modes, ["text/plain"]);
+    assert_eq!(skill.output_modes, ["text/plain"]);
 
     // The card's own URL works as well as the base URL, and `binding` picks the interface.
     let card_url = format!("{}/.well-known/agent-card.json", echo.base);
@@ -342,7 +346,8 @@ async fn card(State(peer): State<Peer>) -> Json<Value> {
         "capabilities": {"streaming": false},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [
-            {"id": "size", "name": "Size", "description": "Sells a shirt of the size asked", "tags": ["shop"]},
+            {"id": "size", "name": "Size", "description": "Sells a shirt of the size asked", "tags": ["shop"],
+             "examples": ["a shirt"], "inputModes": ["text/plain"], "outputModes": ["text/plain", "application/json"]},
             {"id": "bad", "name": "Bad", "description": "Answers nonsense", "tags": ["broken"]},
         ],
     }))
@@ -397,6 +402,11 @@ async fn input_required_pauses_the_task_and_the_follow_up_reaches_the_remote_tas
     let front = front(&agent_file(&server.origin, "skills = [\"size\"]")).await;
     assert_eq!(front.built.tool_keys, ["peer.size"], "only the skills named");
     let client = front.client().await;
+    let skill = &client.card().skills[0];
+    assert_eq!((skill.id.as_str(), skill.name.as_str()), ("peer.size", "Size"));
+    assert_eq!(skill.examples, ["a shirt"]);
+    assert_eq!(skill.input_modes, ["text/plain"]);
+    assert_eq!(skill.output_modes, ["text/plain", "application/json"]);
     let task = task_of(client.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
     assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
     assert_eq!(status_text(&task), "What size?");
