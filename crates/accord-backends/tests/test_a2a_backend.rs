@@ -574,3 +574,36 @@ async fn the_official_python_sdk_agent_is_fronted_on_every_binding_and_cancelled
     let remote = wait_for(&remote_client, &remote.id, |task| task.status.state.is_terminal()).await;
     assert_eq!(remote.status.state, TaskState::Canceled, "the Python agent's task: {remote:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the official Python a2a-sdk 0.3: scripts/interop-a2a-03 installs it into target/interop-03/venv"]
+async fn an_a2a_0_3_agent_of_the_official_python_sdk_is_fronted_in_its_dialect() {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let target = exe.ancestors().nth(3).expect("the target directory");
+    let python = target.join("interop-03/venv/bin/python");
+    assert!(python.exists(), "{} is missing: run scripts/interop-a2a-03 once to install a2a-sdk 0.3", python.display());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a03_python_server.py");
+    let mut child = Command::new(python)
+        .args([script.as_os_str(), "0".as_ref()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the 0.3 peer starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the 0.3 peer says where it listens")
+        .expect("stdout")
+        .expect("a line");
+    let base = line.strip_prefix("a2a03-python-peer listening on ").expect("the listening line").trim().to_owned();
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let front = front(&agent_file(&base, &format!("binding = \"{binding}\""))).await;
+        assert_eq!(front.built.a2a_agents[0].interface(), format!("{binding}@0.3"));
+        let client = front.client().await;
+        let task = task_of(client.send_message(request("hello", "peer.echo", false)).await.expect("SendMessage"));
+        assert_eq!(task.status.state, TaskState::Completed, "over {binding}: {task:?}");
+        let texts: Vec<String> = artifact_texts(&task).into_values().collect();
+        assert_eq!(texts, ["echo: hello"], "over {binding}: {task:?}");
+    }
+}
