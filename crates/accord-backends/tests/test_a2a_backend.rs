@@ -211,6 +211,22 @@ async fn a_message_reaches_the_remote_agent_and_its_answer_comes_back() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_lucid_invocation_gets_the_remote_answer_as_its_output() {
+    let echo = SdkEcho::start().await;
+    let front = front(&agent_file(&echo.base, "")).await;
+    let invoked: Value = reqwest::Client::new()
+        .post(format!("{}/entrypoints/peer.echo/invoke", front.server.origin))
+        .json(&json!({"input": "hi"}))
+        .send()
+        .await
+        .expect("invoke")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(invoked["output"], "echo: hi", "{invoked}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn streamed_chunks_pass_through_as_they_come() {
     let echo = SdkEcho::start().await;
     let front = front(&agent_file(&echo.base, "")).await;
@@ -349,6 +365,8 @@ async fn card(State(peer): State<Peer>) -> Json<Value> {
             {"id": "size", "name": "Size", "description": "Sells a shirt of the size asked", "tags": ["shop"],
              "examples": ["a shirt"], "inputModes": ["text/plain"], "outputModes": ["text/plain", "application/json"]},
             {"id": "bad", "name": "Bad", "description": "Answers nonsense", "tags": ["broken"]},
+            {"id": "refuse", "name": "Refuse", "description": "Rejects every request", "tags": ["broken"]},
+            {"id": "broken", "name": "Broken", "description": "Fails every task", "tags": ["broken"]},
         ],
     }))
 }
@@ -363,6 +381,17 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
             let text = message["parts"][0]["text"].as_str().unwrap_or_default().to_owned();
             if message["metadata"]["skillId"] == "bad" {
                 return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"nonsense": true}}));
+            }
+            // `refuse` and `broken` end at once: rejected, failed, each with the agent's words.
+            let ended = match message["metadata"]["skillId"].as_str() {
+                Some("refuse") => Some(("TASK_STATE_REJECTED", "no shirts for you")),
+                Some("broken") => Some(("TASK_STATE_FAILED", "out of cloth")),
+                _ => None,
+            };
+            if let Some((state, words)) = ended {
+                let task = json!({"id": "remote-2", "contextId": "remote-ctx-2", "status": {"state": state,
+                    "message": {"messageId": "end-2", "role": "ROLE_AGENT", "parts": [{"text": words}]}}});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"task": task}}));
             }
             let task = match message["taskId"].as_str() {
                 None => json!({
@@ -440,6 +469,19 @@ async fn input_required_pauses_the_task_and_the_follow_up_reaches_the_remote_tas
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_remote_rejection_is_a_rejection_and_a_remote_failure_a_backend_error() {
+    let (server, _peer) = peer().await;
+    let front = front(&agent_file(&server.origin, "")).await;
+    let client = front.client().await;
+    let task = task_of(client.send_message(request("XXL", "peer.refuse", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Rejected, "{task:?}");
+    assert_eq!(status_text(&task), "rejected: no shirts for you");
+    let task = task_of(client.send_message(request("XL", "peer.broken", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
+    assert_eq!(status_text(&task), "backend_error: remote A2A agent 'peer' failed the task: out of cloth");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_answer_that_is_not_a2a_fails_the_run_as_an_invalid_answer() {
     let (server, _peer) = peer().await;
     let front = front(&agent_file(&server.origin, "")).await;
@@ -490,6 +532,12 @@ header = { A = "b" }
     // A file of remote agents alone is an agent; it is built by `build`, which reaches them.
     let only = "[agent]\nname = \"front\"\n[[a2a]]\nurl = \"http://127.0.0.1:9/\"\n";
     let file = AgentFile::parse(only, "front.toml", ".").expect("a file of [[a2a]] alone");
+    let secret = "[agent]\nname = \"front\"\n[[a2a]]\nurl = \"http://u:pw@127.0.0.1:9/?k=s3cret\"\nheaders = { Authorization = \"Bearer t0ken\" }\n";
+    let shown = format!("{:?}", AgentFile::parse(secret, "front.toml", ".").expect("parsed"));
+    for hidden in ["pw", "s3cret", "t0ken"] {
+        assert!(!shown.contains(hidden), "{shown}");
+    }
+    assert!(shown.contains("authorization"), "headers show by name: {shown}");
     let error = file.build_agent().expect_err("needs build").to_string();
     assert_eq!(error, "front.toml: a2a: remote A2A agents are reached by AgentFile::build (async)");
 }
