@@ -365,6 +365,7 @@ async fn card(State(peer): State<Peer>) -> Json<Value> {
             {"id": "size", "name": "Size", "description": "Sells a shirt of the size asked", "tags": ["shop"],
              "examples": ["a shirt"], "inputModes": ["text/plain"], "outputModes": ["text/plain", "application/json"]},
             {"id": "bad", "name": "Bad", "description": "Answers nonsense", "tags": ["broken"]},
+            {"id": "greet", "name": "Greet", "description": "Answers with a message", "tags": ["chat"]},
             {"id": "refuse", "name": "Refuse", "description": "Rejects every request", "tags": ["broken"]},
             {"id": "broken", "name": "Broken", "description": "Fails every task", "tags": ["broken"]},
         ],
@@ -381,6 +382,12 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
             let text = message["parts"][0]["text"].as_str().unwrap_or_default().to_owned();
             if message["metadata"]["skillId"] == "bad" {
                 return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"nonsense": true}}));
+            }
+            // `greet` answers with a message, no task.
+            if message["metadata"]["skillId"] == "greet" {
+                let reply =
+                    json!({"messageId": "reply-1", "role": "ROLE_AGENT", "parts": [{"text": format!("hi, {text}")}]});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"message": reply}}));
             }
             // `refuse` and `broken` end at once: rejected, failed, each with the agent's words.
             let ended = match message["metadata"]["skillId"].as_str() {
@@ -479,6 +486,19 @@ async fn a_remote_rejection_is_a_rejection_and_a_remote_failure_a_backend_error(
     let task = task_of(client.send_message(request("XL", "peer.broken", false)).await.expect("SendMessage"));
     assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
     assert_eq!(status_text(&task), "backend_error: remote A2A agent 'peer' failed the task: out of cloth");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_message_instead_of_a_task_is_a_direct_reply() {
+    let (server, _peer) = peer().await;
+    let front = front(&agent_file(&server.origin, "")).await;
+    let client = front.client().await;
+    match client.send_message(request("Ann", "peer.greet", false)).await.expect("SendMessage") {
+        SendMessageResponse::Message(reply) => {
+            assert_eq!(reply.parts[0].as_text(), Some("hi, Ann"), "{reply:?}");
+        }
+        SendMessageResponse::Task(task) => panic!("expected the remote agent's message, got {task:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
