@@ -236,7 +236,7 @@ impl Skill {
     /// Whether a task of the skill interrupted by the stop of its worker (a crash, a restart) may
     /// run the skill again from the start ([`SkillBuilder::safe_to_repeat`]); if not, the task
     /// that recovery finds ends `failed` with the retryable code `interrupted` and the caller
-    /// decides.
+    /// decides — unless its run saved a state to go on from ([`Run::save_state`]).
     pub fn is_safe_to_repeat(&self) -> bool {
         self.safe_to_repeat
     }
@@ -386,7 +386,8 @@ impl SkillBuilder {
     /// expected to be written so). A task interrupted by the stop of its worker is run again from
     /// the start by recovery only when this holds; otherwise it ends `failed` with the retryable
     /// code `interrupted`, so that a skill with side effects (a payment, a message sent) is never
-    /// called a second time behind its caller's back.
+    /// called a second time behind its caller's back. A task whose run saved a state
+    /// ([`Run::save_state`]) is run again either way: its handler goes on from that state.
     pub fn safe_to_repeat(mut self, safe: bool) -> Self {
         self.safe_to_repeat = safe;
         self
