@@ -13,7 +13,7 @@
 //! `docs/backends.md` ("Remote A2A agents") is the reader's version of this module.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use accord_client::ClientError;
@@ -24,6 +24,7 @@ use accord_engine::{
 use accord_types::a2a::{self, A2aErrorKind, AgentCard, AgentSkill, PartContent, StreamResponse};
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
@@ -98,8 +99,6 @@ struct Inner {
     /// Whether the remote card says it streams (`capabilities.streaming`): then a run follows
     /// `SendStreamingMessage`, else `SendMessage` then `GetTask`.
     streaming: bool,
-    /// The remote task each local task that waits for its caller continues, by local task id.
-    waiting: Mutex<HashMap<String, RemoteTask>>,
 }
 
 impl std::fmt::Debug for A2aAgent {
@@ -114,10 +113,71 @@ impl std::fmt::Debug for A2aAgent {
 }
 
 /// A remote task: its id and context id, as the remote agent named them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RemoteTask {
     id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     context_id: Option<String>,
+}
+
+/// What a task's run saves with the task ([`Run::save_state`]) before anything of the remote
+/// task is forwarded: which of the caller's turns it answers, whether the remote agent received
+/// that turn's message (it named its task), and the remote task. The next run — the caller's
+/// follow-up, or the same turn again after the worker stopped — goes on from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Saved {
+    /// How many messages of the caller's the task had when the message was sent.
+    turn: usize,
+    /// Whether the remote agent named its task for this turn's message.
+    sent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remote_task: Option<RemoteTask>,
+}
+
+/// What a run does, from the state the task's previous run saved.
+#[derive(Debug, PartialEq)]
+enum Plan {
+    /// Sends the caller's message: to a new remote task, or to the one it continues.
+    Send { continued: Option<RemoteTask> },
+    /// Follows the remote task this turn's message was sent to already: the run was interrupted
+    /// (its worker stopped) after the send.
+    Reattach(RemoteTask),
+    /// Fails the run.
+    Refuse(SkillError),
+}
+
+/// The plan for turn `turn` of a task (`resumed`: a follow-up after the task asked for
+/// something), given the state its previous run saved and whether the skill is safe to repeat.
+fn plan(saved: Option<Saved>, turn: usize, resumed: bool, safe_to_repeat: bool, name: &str) -> Plan {
+    let unknown = || {
+        Plan::Refuse(failure(
+            "backend_error",
+            format!("remote A2A agent '{name}': the remote task this task continues is not known"),
+        ))
+    };
+    match saved {
+        None if resumed => unknown(),
+        None => Plan::Send { continued: None },
+        Some(saved) if saved.turn == turn => match saved.remote_task {
+            Some(remote) if saved.sent => Plan::Reattach(remote),
+            continued if safe_to_repeat => Plan::Send { continued },
+            _ => Plan::Refuse(
+                failure(
+                    "interrupted",
+                    format!(
+                        "the task was interrupted while its message was being sent to remote A2A agent '{name}', which may have received it: it was not sent again; send the request again if it should be"
+                    ),
+                )
+                .retryable(true),
+            ),
+        },
+        Some(saved) => match saved.remote_task {
+            Some(remote) => Plan::Send { continued: Some(remote) },
+            None => unknown(),
+        },
+    }
 }
 
 impl A2aAgent {
@@ -159,9 +219,7 @@ impl A2aAgent {
             skills = client.card().skills.len(),
             "remote A2A agent reached"
         );
-        Ok(Self {
-            inner: Arc::new(Inner { name: options.name, client, streaming, waiting: Mutex::new(HashMap::new()) }),
-        })
+        Ok(Self { inner: Arc::new(Inner { name: options.name, client, streaming }) })
     }
 
     /// The name given in the options.
@@ -186,10 +244,11 @@ impl A2aAgent {
 
     /// The handler that runs the remote skill `id`, or `None` when the card lists no such skill.
     pub fn handler(&self, id: &str) -> Option<A2aSkill> {
-        self.skills()
-            .iter()
-            .any(|skill| skill.id == id)
-            .then(|| A2aSkill { agent: self.clone(), remote_skill: Arc::from(id) })
+        self.skills().iter().any(|skill| skill.id == id).then(|| A2aSkill {
+            agent: self.clone(),
+            remote_skill: Arc::from(id),
+            safe_to_repeat: false,
+        })
     }
 
     /// The local skill `key` for the remote skill `remote`: its description (else its name),
@@ -197,9 +256,17 @@ impl A2aAgent {
     /// not safe to repeat (a remote task must not be sent twice), and the handler. Add a price or
     /// a scope before giving it to the agent.
     pub fn skill(&self, remote: &AgentSkill, key: impl Into<String>) -> SkillBuilder {
-        let handler = A2aSkill { agent: self.clone(), remote_skill: Arc::from(remote.id.as_str()) };
+        self.skill_with(remote, key, false)
+    }
+
+    /// As [`A2aAgent::skill`], saying whether the remote skill is safe to repeat: then a message
+    /// whose sending was interrupted (Accord stopped before the remote agent named its task) is
+    /// sent again, and the skill is marked so ([`SkillBuilder::safe_to_repeat`]). A message the
+    /// remote agent received is never sent twice either way: its task is followed again.
+    pub fn skill_with(&self, remote: &AgentSkill, key: impl Into<String>, safe_to_repeat: bool) -> SkillBuilder {
+        let handler = A2aSkill { agent: self.clone(), remote_skill: Arc::from(remote.id.as_str()), safe_to_repeat };
         let mut skill =
-            accord_engine::Skill::builder(key).input_schema(Value::Object(Map::new())).safe_to_repeat(false);
+            accord_engine::Skill::builder(key).input_schema(Value::Object(Map::new())).safe_to_repeat(safe_to_repeat);
         let description = if remote.description.trim().is_empty() { &remote.name } else { &remote.description };
         if !description.trim().is_empty() {
             skill = skill.description(description.clone());
@@ -233,6 +300,8 @@ impl A2aAgent {
 pub struct A2aSkill {
     agent: A2aAgent,
     remote_skill: Arc<str>,
+    /// Whether the message may be sent again when a run was interrupted while sending it.
+    safe_to_repeat: bool,
 }
 
 impl A2aSkill {
@@ -255,32 +324,38 @@ impl A2aSkill {
     }
 
     async fn run(&self, run: Run) -> Result<Outcome, SkillError> {
-        let local_task = run.task().map(|task| task.id.to_string());
-        let continued = match (&local_task, resumes(&run)) {
-            (Some(id), true) => match self.inner().waiting.lock().map(|mut waiting| waiting.remove(id)) {
-                Ok(Some(remote)) => Some(remote),
-                _ => {
-                    return Err(failure(
-                        "backend_error",
-                        format!(
-                            "remote A2A agent '{}': the remote task this task continues is not known to this server (it was started before a restart)",
-                            self.inner().name
-                        ),
-                    ));
-                }
-            },
-            _ => None,
+        let turn = caller_messages(&run).count();
+        // A direct invocation or stream is never run again: it has no state to go on from.
+        let plan = match run.task() {
+            Some(_) => {
+                let saved = run.saved_state().and_then(|state| serde_json::from_value::<Saved>(state.clone()).ok());
+                plan(saved, turn, resumes(&run), self.safe_to_repeat, &self.inner().name)
+            }
+            None => Plan::Send { continued: None },
         };
-        let request = self.request(&run, continued.as_ref());
-        let (remote_tx, mut remote_rx) = watch::channel(continued.clone());
+        let (known, reattach) = match plan {
+            Plan::Refuse(error) => return Err(error),
+            Plan::Reattach(remote) => (Some(remote), true),
+            Plan::Send { continued } => {
+                // Saved before the send: a run interrupted from here on knows the message may
+                // have reached the remote agent, and never sends it again unless that is safe.
+                let sending = Saved { turn, sent: false, remote_task: continued.clone() };
+                run.save_state(saved_value(&sending)).await?;
+                (continued, false)
+            }
+        };
+        let (remote_tx, mut remote_rx) = watch::channel(known.clone());
         let mut follow = Follow {
             skill: self,
             run: &run,
             remote: remote_tx,
+            turn,
+            acknowledged: reattach,
             sent: HashMap::new(),
             artifacts: Vec::new(),
             last_status: None,
         };
+        let request = (!reattach).then(|| self.request(&run, known.as_ref()));
         let drive = follow.drive(request);
         tokio::pin!(drive);
         let outcome = tokio::select! {
@@ -303,14 +378,6 @@ impl A2aSkill {
                 return Err(cancelled());
             }
         };
-        if let (Ok(Outcome::InputRequired(_) | Outcome::AuthRequired(_)), Some(local)) = (&outcome, local_task) {
-            // The caller's follow-up goes to the same remote task.
-            if let Some(remote) = remote_rx.borrow().clone()
-                && let Ok(mut waiting) = self.inner().waiting.lock()
-            {
-                waiting.insert(local, remote);
-            }
-        }
         outcome
     }
 
@@ -318,9 +385,7 @@ impl A2aSkill {
     /// caller), else — a direct invocation or stream — a message made of the input; the remote
     /// skill's id in the metadata; the remote task and context ids when it continues one.
     fn request(&self, run: &Run, continued: Option<&RemoteTask>) -> a2a::SendMessageRequest {
-        let caller = run.task().and_then(|task| {
-            task.history.iter().rev().find(|message| message.role == Role::User && !is_payment_turn(message))
-        });
+        let caller = caller_messages(run).last();
         let (parts, metadata) = match caller {
             Some(message) => (message.parts.iter().filter_map(a2a_part).collect(), message.metadata.clone()),
             None => (vec![input_part(run.input())], None),
@@ -364,6 +429,19 @@ impl A2aSkill {
     }
 }
 
+/// The caller's messages in the history of `run`'s task, in order (none for a direct run),
+/// without the payment exchange, which is the server's.
+fn caller_messages(run: &Run) -> impl Iterator<Item = &Message> {
+    run.task()
+        .into_iter()
+        .flat_map(|task| task.history.iter())
+        .filter(|message| message.role == Role::User && !is_payment_turn(message))
+}
+
+fn saved_value(saved: &Saved) -> Value {
+    serde_json::to_value(saved).unwrap_or(Value::Null)
+}
+
 /// Whether `run` resumes a task that waited for its caller: the agent spoke in its history.
 fn resumes(run: &Run) -> bool {
     run.task()
@@ -376,6 +454,10 @@ struct Follow<'a> {
     run: &'a Run,
     /// The remote task, once the remote agent named it (read by the cancel).
     remote: watch::Sender<Option<RemoteTask>>,
+    /// The caller's turn this run answers.
+    turn: usize,
+    /// Whether the task's saved state says the remote agent received this turn's message.
+    acknowledged: bool,
     /// How many parts of each artifact were forwarded, by artifact id (for the snapshots of
     /// polling, which repeat what was forwarded).
     sent: HashMap<String, usize>,
@@ -412,7 +494,10 @@ impl Follow<'_> {
         self.remote.borrow().as_ref().map(|remote| remote.id.clone())
     }
 
-    async fn drive(&mut self, request: a2a::SendMessageRequest) -> Result<Outcome, SkillError> {
+    /// Sends `request` and follows the remote task to its end; without a request, follows the
+    /// remote task already named (a run that goes on after its worker stopped).
+    async fn drive(&mut self, request: Option<a2a::SendMessageRequest>) -> Result<Outcome, SkillError> {
+        let Some(request) = request else { return self.reattach().await };
         if self.skill.inner().streaming {
             let stream = self.client().send_streaming_message(request).await.map_err(|error| self.failed(&error))?;
             if let Some(outcome) = self.follow_stream(stream).await? {
@@ -434,6 +519,28 @@ impl Follow<'_> {
         self.poll().await
     }
 
+    /// Follows the remote task again: `SubscribeToTask` when the remote agent streams (its first
+    /// event is the task as it stands), else — or when the task can no longer be subscribed to,
+    /// having ended — `GetTask`.
+    async fn reattach(&mut self) -> Result<Outcome, SkillError> {
+        let Some(id) = self.remote_id() else {
+            return Err(invalid_answer("no remote task to follow"));
+        };
+        tracing::info!(agent = %self.name(), task = %id, "following a remote task again after an interruption");
+        if self.skill.inner().streaming {
+            match self.client().subscribe(&id).await {
+                Ok(stream) => {
+                    if let Some(outcome) = self.follow_stream(stream).await? {
+                        return Ok(outcome);
+                    }
+                }
+                Err(ClientError::A2a { .. }) => {}
+                Err(error) => return Err(self.failed(&error)),
+            }
+        }
+        self.poll().await
+    }
+
     /// Follows a stream; `None` when it ended before the task settled.
     async fn follow_stream(&mut self, mut stream: A2aEventStream) -> Result<Option<Outcome>, SkillError> {
         while let Some(event) = stream.next().await {
@@ -441,19 +548,23 @@ impl Follow<'_> {
             let step = match event.response {
                 StreamResponse::Task(task) => self.task(task).await,
                 StreamResponse::Message(message) => self.message(message).await,
-                StreamResponse::StatusUpdate(update) => match self.named(&update.task_id, Some(&update.context_id)) {
-                    Ok(()) => self.status(update.status).await,
-                    Err(error) => Step::settled(Err(error)),
-                },
-                StreamResponse::ArtifactUpdate(update) => match self.named(&update.task_id, Some(&update.context_id)) {
-                    Ok(()) => {
-                        let append = update.append.unwrap_or(false);
-                        let last_chunk = update.last_chunk.unwrap_or(false);
-                        self.artifact(update.artifact, append, last_chunk).await;
-                        Step::Going
+                StreamResponse::StatusUpdate(update) => {
+                    match self.named(&update.task_id, Some(&update.context_id)).await {
+                        Ok(()) => self.status(update.status).await,
+                        Err(error) => Step::settled(Err(error)),
                     }
-                    Err(error) => Step::settled(Err(error)),
-                },
+                }
+                StreamResponse::ArtifactUpdate(update) => {
+                    match self.named(&update.task_id, Some(&update.context_id)).await {
+                        Ok(()) => {
+                            let append = update.append.unwrap_or(false);
+                            let last_chunk = update.last_chunk.unwrap_or(false);
+                            self.artifact(update.artifact, append, last_chunk).await;
+                            Step::Going
+                        }
+                        Err(error) => Step::settled(Err(error)),
+                    }
+                }
             };
             if let Step::Settled(outcome) = step {
                 return (*outcome).map(Some);
@@ -482,8 +593,19 @@ impl Follow<'_> {
     }
 
     /// Takes the remote task's ids from an event: the first names it, the others must name the
-    /// same task.
-    fn named(&self, task_id: &str, context_id: Option<&str>) -> Result<(), SkillError> {
+    /// same task. The first event of a turn also saves, with the task, that the remote agent
+    /// received the message — before anything of it is forwarded.
+    async fn named(&mut self, task_id: &str, context_id: Option<&str>) -> Result<(), SkillError> {
+        self.take_name(task_id, context_id)?;
+        if !self.acknowledged {
+            self.acknowledged = true;
+            let remote_task = self.remote.borrow().clone();
+            self.run.save_state(saved_value(&Saved { turn: self.turn, sent: true, remote_task })).await?;
+        }
+        Ok(())
+    }
+
+    fn take_name(&self, task_id: &str, context_id: Option<&str>) -> Result<(), SkillError> {
         if task_id.is_empty() {
             return Err(invalid_answer(format!("remote A2A agent '{}' sent an event without a task id", self.name())));
         }
@@ -504,7 +626,7 @@ impl Follow<'_> {
 
     /// A snapshot of the remote task: its new artifacts (or new parts of one), its status.
     async fn task(&mut self, task: a2a::Task) -> Step {
-        if let Err(error) = self.named(&task.id, task.context_id.as_deref()) {
+        if let Err(error) = self.named(&task.id, task.context_id.as_deref()).await {
             return Step::settled(Err(error));
         }
         for artifact in task.artifacts {
@@ -807,6 +929,37 @@ fn a2a_part(part: &Part) -> Option<a2a::Part> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn remote(id: &str) -> RemoteTask {
+        RemoteTask { id: id.into(), context_id: Some("ctx".into()) }
+    }
+
+    #[test]
+    fn a_run_goes_on_from_what_the_last_one_saved_and_never_sends_a_received_message_twice() {
+        let saved = |turn, sent, task: Option<&str>| Some(Saved { turn, sent, remote_task: task.map(remote) });
+        // A first run sends to a new remote task.
+        assert_eq!(plan(None, 1, false, false, "p"), Plan::Send { continued: None });
+        // The same turn again, after the remote agent named its task: followed, not sent.
+        assert_eq!(plan(saved(1, true, Some("r")), 1, false, false, "p"), Plan::Reattach(remote("r")));
+        assert_eq!(plan(saved(1, true, Some("r")), 1, false, true, "p"), Plan::Reattach(remote("r")));
+        // Interrupted while sending: sent again only when that is safe.
+        let Plan::Refuse(error) = plan(saved(1, false, None), 1, false, false, "p") else { panic!("refused") };
+        assert_eq!((error.code.as_str(), error.retryable), ("interrupted", Some(true)));
+        assert!(error.message.contains("remote A2A agent 'p'"), "{}", error.message);
+        assert_eq!(plan(saved(1, false, None), 1, false, true, "p"), Plan::Send { continued: None });
+        // A follow-up goes to the remote task of the last turn; interrupted while sending it,
+        // the same rule holds.
+        assert_eq!(plan(saved(1, true, Some("r")), 2, true, false, "p"), Plan::Send { continued: Some(remote("r")) });
+        assert!(matches!(plan(saved(2, false, Some("r")), 2, true, false, "p"), Plan::Refuse(_)));
+        assert_eq!(plan(saved(2, false, Some("r")), 2, true, true, "p"), Plan::Send { continued: Some(remote("r")) });
+        // A follow-up without a remote task to go to is refused.
+        let Plan::Refuse(error) = plan(None, 2, true, true, "p") else { panic!("refused") };
+        assert_eq!(error.code, "backend_error");
+        assert!(matches!(plan(saved(1, false, None), 2, true, true, "p"), Plan::Refuse(_)));
+        // The state reads back as written.
+        let state = Saved { turn: 3, sent: true, remote_task: Some(remote("r")) };
+        assert_eq!(serde_json::from_value::<Saved>(saved_value(&state)).ok(), Some(state));
+    }
 
     #[test]
     fn a_shown_url_has_no_credentials_nor_query() {

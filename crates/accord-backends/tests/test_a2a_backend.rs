@@ -97,9 +97,14 @@ async fn build(toml: &str) -> Result<BuiltAgent, String> {
 }
 
 async fn front(toml: &str) -> Front {
+    front_on(toml, Arc::new(MemoryStore::default())).await
+}
+
+/// The agent of `toml`, its tasks in `store`.
+async fn front_on(toml: &str, store: Arc<MemoryStore>) -> Front {
     let built = build(toml).await.expect("the front agent builds");
     let agent = built.agent.clone();
-    let runtime = TaskRuntime::new(agent.clone(), Arc::new(MemoryStore::default()), RuntimeConfig::default());
+    let runtime = TaskRuntime::new(agent.clone(), store, RuntimeConfig::default());
     let server = TestServer::start(agent.router_with(ServerConfig::default().tasks(runtime))).await;
     Front { server, built }
 }
@@ -473,6 +478,34 @@ async fn input_required_pauses_the_task_and_the_follow_up_reaches_the_remote_tas
         let all = format!("{headers:?} {body}");
         assert!(!all.contains("caller-secret"), "the caller's token was forwarded: {all}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_after_a_restart_reaches_the_same_remote_task() {
+    let (server, peer) = peer().await;
+    let store = Arc::new(MemoryStore::default());
+    let toml = agent_file(&server.origin, "skills = [\"size\"]");
+    let first = front_on(&toml, Arc::clone(&store)).await;
+    let task =
+        task_of(first.client().await.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    drop(first);
+
+    // Another Accord on the same store, with a new client of the remote agent: the remote task
+    // comes from what the first run saved with the task.
+    let second = front_on(&toml, store).await;
+    let mut answer = user_text_message("M");
+    answer.task_id = Some(task.id.clone());
+    let follow_up = SendMessageRequest { tenant: None, message: answer, configuration: None, metadata: None };
+    let done = task_of(second.client().await.send_message(follow_up).await.expect("the follow-up"));
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    assert_eq!(artifact_texts(&done).get("order").map(String::as_str), Some("one shirt, size M"));
+    let received = peer.received.lock().expect("lock").clone();
+    let last = received.iter().rev().map(|(_, body)| body).find(|body| body["method"] == "SendMessage");
+    assert_eq!(last.map(|body| body["params"]["message"]["taskId"].clone()), Some(json!("remote-1")));
+    // The saved state is the engine's, never the caller's: the task shows no trace of it.
+    let shown = serde_json::to_string(&done).expect("json");
+    assert!(!shown.contains("remoteTask") && !shown.contains("remote-1"), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -898,3 +898,58 @@ fn a_remote_a2a_agent_that_cannot_be_reached_stops_the_start_with_code_2() {
     assert!(!stderr.contains("peer-secret-value"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_task_is_followed_again_after_a_crash_and_never_sent_twice() {
+    let dir = scratch("a2a-crash");
+    let (mut echo, base) = sdk_echo();
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n\n\
+         [serve]\nstore = \"sqlite://tasks.db\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let args = ["--bearer-token", TOKEN, "--lease-ttl", "1", "--recovery-interval", "0.25"];
+    let served = Served::start(&dir, &args, &[]);
+
+    // A task of 4 s at the echo agent, under way there.
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "{\"seconds\": 4}"}], "metadata": {"skillId": "peer.echo"}});
+    let params = json!({"message": text, "configuration": {"returnImmediately": true}});
+    let task = rpc(&served.url, "SendMessage", params, &[]).await.expect("a task")["task"].clone();
+    let id = task["id"].as_str().expect("id").to_owned();
+    let peer = accord_client::a2a::A2aClient::from_card_url(&base, Default::default()).await.expect("peer client");
+    let remote_tasks =
+        || async { peer.list_tasks(accord_types::a2a::ListTasksRequest::default()).await.expect("ListTasks").tasks };
+    for _ in 0..100 {
+        if !remote_tasks().await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(remote_tasks().await.len(), 1);
+    // The remote task's id is saved with the task before anything of it is forwarded.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The worker dies mid-task; another starts on the same store and recovers it.
+    drop(served);
+    let served = Served::start(&dir, &args, &[]);
+    let mut state = Value::Null;
+    for _ in 0..300 {
+        let task = rpc(&served.url, "GetTask", json!({"id": id}), &[]).await.expect("the task");
+        state = task["status"]["state"].clone();
+        if matches!(state.as_str(), Some("TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED")) {
+            assert_eq!(state, "TASK_STATE_COMPLETED", "{task}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(state, "TASK_STATE_COMPLETED", "the task never ended");
+    // Followed again, never sent again: the echo agent has one task, and it completed.
+    let remote = remote_tasks().await;
+    assert_eq!(remote.len(), 1, "{remote:?}");
+    assert_eq!(remote[0].status.state, accord_types::a2a::TaskState::Completed);
+    drop(served);
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -623,7 +623,7 @@ impl AgentFile {
                     continue;
                 }
                 let mut skill =
-                    agent.skill(remote, key.clone()).pricing(spec.pricing.clone()).safe_to_repeat(spec.safe_to_repeat);
+                    agent.skill_with(remote, key.clone(), spec.safe_to_repeat).pricing(spec.pricing.clone());
                 if let Some(scope) = &spec.scope {
                     skill = skill.scope(scope.clone());
                 }
