@@ -6,7 +6,10 @@
 //! This module owns the mapping between a run and a remote task: the message sent (the caller's
 //! message as it is, the remote skill's id in `metadata.skillId`), the remote events turned into
 //! the run's events and outcome, the follow-up of a task that asked for input, the cancel, and
-//! what a caller sees when the remote agent fails. It does not decide what a task is: the engine
+//! what a caller sees when the remote agent fails. A task's run saves the remote task with the
+//! task ([`Run::save_state`]: which turn is being sent, then the remote task once the remote
+//! agent names it, before anything of it is forwarded), so that a follow-up reaches it and a run
+//! after a restart follows it again instead of sending the message twice. It does not decide what a task is: the engine
 //! stores and projects what the handler emits, as for every other skill. The caller's
 //! credentials never leave Accord; only the headers the configuration names are sent.
 //!
