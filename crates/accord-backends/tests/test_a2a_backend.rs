@@ -373,6 +373,7 @@ async fn card(State(peer): State<Peer>) -> Json<Value> {
             {"id": "greet", "name": "Greet", "description": "Answers with a message", "tags": ["chat"]},
             {"id": "refuse", "name": "Refuse", "description": "Rejects every request", "tags": ["broken"]},
             {"id": "broken", "name": "Broken", "description": "Fails every task", "tags": ["broken"]},
+            {"id": "login", "name": "Login", "description": "Needs the caller signed in", "tags": ["shop"]},
         ],
     }))
 }
@@ -398,6 +399,7 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
             let ended = match message["metadata"]["skillId"].as_str() {
                 Some("refuse") => Some(("TASK_STATE_REJECTED", "no shirts for you")),
                 Some("broken") => Some(("TASK_STATE_FAILED", "out of cloth")),
+                Some("login") => Some(("TASK_STATE_AUTH_REQUIRED", "sign in to the shop first")),
                 _ => None,
             };
             if let Some((state, words)) = ended {
@@ -509,7 +511,7 @@ async fn a_follow_up_after_a_restart_reaches_the_same_remote_task() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_remote_rejection_is_a_rejection_and_a_remote_failure_a_backend_error() {
+async fn a_remote_rejection_failure_and_auth_request_reach_the_caller() {
     let (server, _peer) = peer().await;
     let front = front(&agent_file(&server.origin, "")).await;
     let client = front.client().await;
@@ -519,6 +521,9 @@ async fn a_remote_rejection_is_a_rejection_and_a_remote_failure_a_backend_error(
     let task = task_of(client.send_message(request("XL", "peer.broken", false)).await.expect("SendMessage"));
     assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
     assert_eq!(status_text(&task), "backend_error: remote A2A agent 'peer' failed the task: out of cloth");
+    let task = task_of(client.send_message(request("XL", "peer.login", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::AuthRequired, "the task pauses: {task:?}");
+    assert_eq!(status_text(&task), "sign in to the shop first");
 }
 
 #[tokio::test(flavor = "multi_thread")]
