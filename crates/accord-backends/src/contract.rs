@@ -37,7 +37,7 @@ pub(crate) fn envelope(run: &Run) -> Option<Value> {
 }
 
 /// A message of the x402 extension's payment exchange (`x402.payment.status` in its metadata).
-fn is_payment_turn(message: &Message) -> bool {
+pub(crate) fn is_payment_turn(message: &Message) -> bool {
     message.metadata.as_ref().is_some_and(|metadata| metadata.contains_key("x402.payment.status"))
 }
 

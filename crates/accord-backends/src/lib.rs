@@ -12,6 +12,8 @@
 //!   document over several lines) on stdout.
 //! - [`McpServer`]: the tools of an MCP server (stdio or streamable HTTP, through `rmcp`), each a
 //!   skill ([`McpTool`]).
+//! - [`A2aAgent`]: a remote A2A agent (read with Accord's own client, any version and binding),
+//!   each of its skills a skill ([`A2aSkill`]) that forwards the caller's message to it.
 //! - [`AgentFile`]: the TOML file (`docs/agent-file.md`) that describes an agent and wires each
 //!   of its skills to a backend.
 //!
@@ -25,6 +27,7 @@
 //! # let _ = agent; Ok(()) }
 //! ```
 
+mod a2a;
 mod command;
 mod contract;
 pub mod file;
@@ -33,8 +36,9 @@ mod http;
 mod mcp;
 mod secret;
 
+pub use a2a::{A2aAgent, A2aOptions, A2aSkill, DEFAULT_A2A_TIMEOUT};
 pub use command::{CommandBackend, CommandConfig};
-pub use file::{AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
+pub use file::{A2aSpec, AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
 pub use http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 pub use mcp::{
     BACKEND_CALL_SECONDS, BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,

@@ -258,7 +258,7 @@ command = { argv = ["./not-here.sh"] }
     let errors = parse(text, dir.path(), &env(&[])).expect_err("a bad file");
     let expected = [
         "shop.toml: skill[8].http.url: environment variable UNSET_PORT is not set",
-        "shop.toml: agnet: unknown key (known here: agent, skill, mcp, serve, payments)",
+        "shop.toml: agnet: unknown key (known here: agent, skill, mcp, a2a, serve, payments)",
         "shop.toml: agent.colour: unknown key (known here: name, description, version, provider, documentation_url, icon_url, cancel_grace, default_skill)",
         "shop.toml: skill[0].id: missing",
         "shop.toml: skill[0]: no backend: give `http = { url = ... }` or `command = [...]`",
@@ -450,7 +450,7 @@ fn a_file_needs_an_agent_and_a_skill() {
     let errors = parse("[agent]\nname = \" \"\n", Path::new("."), &env(&[])).expect_err("no skill");
     assert_eq!(
         errors.to_string(),
-        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]] or [[mcp]]"
+        "shop.toml: agent.name: must not be empty\nshop.toml: skill: missing: the file needs at least one [[skill]], [[mcp]] or [[a2a]]"
     );
 }
 

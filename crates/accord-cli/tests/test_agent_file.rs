@@ -805,3 +805,151 @@ fn paths_in_the_serve_table_are_relative_to_the_file_and_the_push_key_lives_besi
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&elsewhere);
 }
+
+/// `sdk-echo` (the official Rust A2A SDK's echo agent, a binary of `accord-bench`): build it first
+/// with `cargo build -p accord-bench --bin sdk-echo`; it is looked for beside `accord`.
+fn sdk_echo() -> (Child, String) {
+    let binary = Path::new(ACCORD).with_file_name(format!("sdk-echo{}", std::env::consts::EXE_SUFFIX));
+    assert!(binary.exists(), "{} is missing: `cargo build -p accord-bench --bin sdk-echo`", binary.display());
+    let mut child = Command::new(binary)
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sdk-echo");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("the listening line");
+    let base = line.trim().strip_prefix("sdk-echo listening on ").expect("the listening line").to_owned();
+    (child, base)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_scopes() {
+    let dir = scratch("a2a");
+    let (mut echo, base) = sdk_echo();
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n\
+         scope = \"peer:use\"\n\n[serve]\nstore = \"sqlite://tasks.db\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let served = Served::start(&dir, &["--bearer-token", TOKEN], &[]);
+    let url = served.url.clone();
+
+    let card: Value =
+        reqwest::get(format!("{url}/.well-known/agent-card.json")).await.expect("card").json().await.expect("json");
+    let skills: Vec<&str> =
+        card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(skills, ["peer.echo"]);
+    assert_eq!(card["skills"][0]["description"], "Echoes the message");
+
+    // Accord's scope holds in front of the remote agent: an anonymous caller is refused.
+    let anonymous: Value = reqwest::Client::new()
+        .post(format!("{url}/a2a/jsonrpc"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                      "params": {"message": message("peer.echo", json!("hi"))}}))
+        .send()
+        .await
+        .expect("json-rpc")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(anonymous["error"]["code"], -32095, "{anonymous}");
+
+    // The operator's token: the message reaches the echo agent and its artifact comes back.
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "hello"}], "metadata": {"skillId": "peer.echo"}});
+    let task = rpc(&url, "SendMessage", json!({"message": text}), &[]).await.expect("a task")["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["artifactId"], "echo", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: hello", "{task}");
+
+    // The echo agent gone, a run fails at once as unavailable, naming it.
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "again"}], "metadata": {"skillId": "peer.echo"}});
+    let task = rpc(&url, "SendMessage", json!({"message": text}), &[]).await.expect("a task")["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let status = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(status.starts_with("backend_unavailable: remote A2A agent 'echo' is unreachable"), "{status}");
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_remote_a2a_agent_that_cannot_be_reached_stops_the_start_with_code_2() {
+    let dir = scratch("a2a-down");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"http://127.0.0.1:{port}/?key=${{PEER_KEY}}\"\n\
+         headers = {{ Authorization = \"Bearer ${{PEER_KEY}}\" }}\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let started = std::time::Instant::now();
+    let output = refused(&dir, &[("PEER_KEY", "peer-secret-value")]);
+    assert_eq!(output.status.code(), Some(2), "a usage error: {output:?}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = format!("agent.toml: a2a[0]: remote A2A agent 'a2a[0]' at http://127.0.0.1:{port}/: unreachable: ");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("a2a[0]")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains(&line), "{stderr}");
+    assert!(!stderr.contains("peer-secret-value"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_task_is_followed_again_after_a_crash_and_never_sent_twice() {
+    let dir = scratch("a2a-crash");
+    let (mut echo, base) = sdk_echo();
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n\n\
+         [serve]\nstore = \"sqlite://tasks.db\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let args = ["--bearer-token", TOKEN, "--lease-ttl", "1", "--recovery-interval", "0.25"];
+    let served = Served::start(&dir, &args, &[]);
+
+    // A task of 4 s at the echo agent, under way there.
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "{\"seconds\": 4}"}], "metadata": {"skillId": "peer.echo"}});
+    let params = json!({"message": text, "configuration": {"returnImmediately": true}});
+    let task = rpc(&served.url, "SendMessage", params, &[]).await.expect("a task")["task"].clone();
+    let id = task["id"].as_str().expect("id").to_owned();
+    let peer = accord_client::a2a::A2aClient::from_card_url(&base, Default::default()).await.expect("peer client");
+    let remote_tasks =
+        || async { peer.list_tasks(accord_types::a2a::ListTasksRequest::default()).await.expect("ListTasks").tasks };
+    for _ in 0..100 {
+        if !remote_tasks().await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(remote_tasks().await.len(), 1);
+    // The remote task's id is saved with the task before anything of it is forwarded.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The worker dies mid-task; another starts on the same store and recovers it.
+    drop(served);
+    let served = Served::start(&dir, &args, &[]);
+    let mut state = Value::Null;
+    for _ in 0..300 {
+        let task = rpc(&served.url, "GetTask", json!({"id": id}), &[]).await.expect("the task");
+        state = task["status"]["state"].clone();
+        if matches!(state.as_str(), Some("TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED")) {
+            assert_eq!(state, "TASK_STATE_COMPLETED", "{task}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(state, "TASK_STATE_COMPLETED", "the task never ended");
+    // Followed again, never sent again: the echo agent has one task, and it completed.
+    let remote = remote_tasks().await;
+    assert_eq!(remote.len(), 1, "{remote:?}");
+    assert_eq!(remote[0].status.state, accord_types::a2a::TaskState::Completed);
+    drop(served);
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -247,6 +247,7 @@ impl Agent {
             task: None,
             owner: None,
             pseudonym: std::sync::OnceLock::new(),
+            saver: None,
         };
         let run_id = run.run_id.to_string();
         let agent = self.clone();
@@ -282,6 +283,7 @@ impl Agent {
             task: None,
             owner: None,
             pseudonym: std::sync::OnceLock::new(),
+            saver: None,
         };
         let agent = self.clone();
         let skill = valid.skill;
@@ -311,7 +313,8 @@ impl Agent {
 
     /// Runs a skill's invoke handler for a task: the run id is the task id, the handler sees the
     /// task, the caller owns the cancellation token, `stopping` fires when the server stops
-    /// ([`Run::is_stopping`]), and events go to `sink` when given.
+    /// ([`Run::is_stopping`]), events go to `sink` and a saved state to `saver`
+    /// ([`Run::save_state`]).
     pub(crate) async fn run_for_task(
         &self,
         valid: ValidInput,
@@ -319,7 +322,7 @@ impl Agent {
         owner: &crate::task::OwnerHash,
         cancel: CancellationToken,
         stopping: CancellationToken,
-        sink: Option<Arc<EventSink>>,
+        (sink, saver): (Arc<EventSink>, crate::run::StateSaver),
     ) -> Result<Completion, RunError> {
         let handler =
             valid.skill.invoke.clone().ok_or_else(|| RunError::NotInvocable { key: valid.skill.key().to_owned() })?;
@@ -329,10 +332,11 @@ impl Agent {
             input: Arc::new(valid.input),
             cancel,
             stopping: Some(stopping),
-            sink,
+            sink: Some(sink),
             task: Some(task),
             owner: Some(*owner),
             pseudonym: std::sync::OnceLock::new(),
+            saver: Some(saver),
         };
         self.execute(&valid.skill, handler, run).await
     }

@@ -124,6 +124,11 @@ pub struct Task {
     /// The caller's metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// What the skill's handler saved to go on with this task when it runs again
+    /// ([`Run::save_state`](crate::Run::save_state)): a remote task's id, say. Kept with the
+    /// task, never shown to a caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_state: Option<Value>,
     /// Bumped by every stored change.
     #[serde(default)]
     pub version: u64,
@@ -145,6 +150,7 @@ impl Task {
             artifacts: Vec::new(),
             history: Vec::new(),
             metadata: None,
+            backend_state: None,
             version: 0,
         }
     }
@@ -496,6 +502,12 @@ pub enum TaskEventKind {
         /// The message.
         message: Message,
     },
+    /// The handler saved its state ([`Run::save_state`](crate::Run::save_state)): the task keeps
+    /// it as [`Task::backend_state`]. Not a change a caller sees: faces send nothing for it.
+    BackendState {
+        /// The state, as the handler gave it.
+        state: Value,
+    },
     /// A push notification was given up on after its last attempt. The task does not change;
     /// the entry records, in the task's own log, which update a webhook never received.
     PushDeadLetter {
@@ -516,7 +528,11 @@ impl TaskEventKind {
         match self {
             Self::Status { state, .. } | Self::Error { state, .. } => Some(*state),
             Self::Result { .. } => Some(TaskState::Completed),
-            Self::Artifact { .. } | Self::Message { .. } | Self::History { .. } | Self::PushDeadLetter { .. } => None,
+            Self::Artifact { .. }
+            | Self::Message { .. }
+            | Self::History { .. }
+            | Self::BackendState { .. }
+            | Self::PushDeadLetter { .. } => None,
         }
     }
 }

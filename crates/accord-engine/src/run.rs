@@ -38,7 +38,15 @@ pub struct Run {
     /// [`Run::owner`] call (a SHA-256 most handlers never ask for).
     pub(crate) owner: Option<crate::task::OwnerHash>,
     pub(crate) pseudonym: std::sync::OnceLock<Box<str>>,
+    /// Saves the run's state with its task (`None` for a direct invocation or stream).
+    pub(crate) saver: Option<StateSaver>,
 }
+
+/// Saves a task run's state durably with its task ([`Run::save_state`]); the task runtime makes
+/// one per run.
+pub(crate) type StateSaver = Arc<
+    dyn Fn(Value) -> Pin<Box<dyn std::future::Future<Output = Result<(), SkillError>> + Send>> + Send + Sync + 'static,
+>;
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -116,6 +124,32 @@ impl Run {
     /// this to tell its backend why it stops. Always `false` for a direct invocation or stream.
     pub fn is_stopping(&self) -> bool {
         self.stopping.as_ref().is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Saves `state` with the task this run executes, durably, before it returns: what the
+    /// handler needs to go on with the task when it runs again — for a follow-up after it asked
+    /// for input, or after its worker stopped. The next run of the task reads the latest saved
+    /// value as [`Run::saved_state`]; a caller never sees it.
+    ///
+    /// A task whose run saved a state is run again after an interruption even when its skill is
+    /// not safe to repeat ([`SkillBuilder::safe_to_repeat`](crate::SkillBuilder::safe_to_repeat)):
+    /// its handler goes on from its state (a remote task is followed again, not sent again), and
+    /// must itself refuse what it cannot continue. A direct invocation or stream, which no one runs
+    /// again, saves nothing.
+    ///
+    /// Fails when the task was cancelled or taken over meanwhile, or when the store refuses the
+    /// write.
+    pub async fn save_state(&self, state: Value) -> Result<(), SkillError> {
+        match &self.saver {
+            Some(saver) => saver(state).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The state a previous run of this task saved ([`Run::save_state`]), as it was when this run
+    /// started; `None` for a direct invocation or stream, and before any save.
+    pub fn saved_state(&self) -> Option<&Value> {
+        self.task.as_deref()?.backend_state.as_ref()
     }
 
     /// Whether events emitted by this run reach anyone (true for streams, false for a direct

@@ -144,11 +144,23 @@ pub struct Skill {
     pub(crate) key: Arc<str>,
     pub(crate) description: Option<String>,
     pub(crate) tags: Vec<String>,
+    pub(crate) listing: Listing,
     pub(crate) input_schema: Schema,
     pub(crate) output_schema: Option<Schema>,
     pub(crate) invoke: Option<Arc<dyn Handler>>,
     pub(crate) stream: Option<Arc<dyn Handler>>,
     pub(crate) input_decoder: Option<InputDecoder>,
+}
+
+/// What the card says of a skill beyond its key, description and tags: a display name, example
+/// prompts and media types. Empty for most skills (the card then shows the key and JSON); a
+/// skill that stands for another agent's (a remote A2A skill) carries that agent's.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Listing {
+    name: Option<String>,
+    examples: Vec<String>,
+    input_modes: Vec<String>,
+    output_modes: Vec<String>,
 }
 
 /// Checks that an input decodes into a typed handler's Rust type. A JSON Schema derived from a
@@ -196,6 +208,7 @@ impl Skill {
             key: key.into(),
             description: None,
             tags: Vec::new(),
+            listing: Listing::default(),
             input_schema: None,
             output_schema: None,
             invoke: None,
@@ -223,7 +236,7 @@ impl Skill {
     /// Whether a task of the skill interrupted by the stop of its worker (a crash, a restart) may
     /// run the skill again from the start ([`SkillBuilder::safe_to_repeat`]); if not, the task
     /// that recovery finds ends `failed` with the retryable code `interrupted` and the caller
-    /// decides.
+    /// decides — unless its run saved a state to go on from ([`Run::save_state`]).
     pub fn is_safe_to_repeat(&self) -> bool {
         self.safe_to_repeat
     }
@@ -259,6 +272,26 @@ impl Skill {
     /// Free-form tags.
     pub fn tags(&self) -> &[String] {
         &self.tags
+    }
+
+    /// The display name the card shows, when one was given (else the card shows the key).
+    pub fn name(&self) -> Option<&str> {
+        self.listing.name.as_deref()
+    }
+
+    /// Example prompts, for the card.
+    pub fn examples(&self) -> &[String] {
+        &self.listing.examples
+    }
+
+    /// The media types the skill accepts, for the card (empty: the card's JSON default).
+    pub fn input_modes(&self) -> &[String] {
+        &self.listing.input_modes
+    }
+
+    /// The media types the skill produces, for the card (empty: the card's default).
+    pub fn output_modes(&self) -> &[String] {
+        &self.listing.output_modes
     }
 
     /// The input JSON Schema.
@@ -317,6 +350,7 @@ pub struct SkillBuilder {
     key: String,
     description: Option<String>,
     tags: Vec<String>,
+    listing: Listing,
     input_schema: Option<Value>,
     output_schema: Option<Value>,
     invoke: Option<Arc<dyn Handler>>,
@@ -352,7 +386,8 @@ impl SkillBuilder {
     /// expected to be written so). A task interrupted by the stop of its worker is run again from
     /// the start by recovery only when this holds; otherwise it ends `failed` with the retryable
     /// code `interrupted`, so that a skill with side effects (a payment, a message sent) is never
-    /// called a second time behind its caller's back.
+    /// called a second time behind its caller's back. A task whose run saved a state
+    /// ([`Run::save_state`]) is run again either way: its handler goes on from that state.
     pub fn safe_to_repeat(mut self, safe: bool) -> Self {
         self.safe_to_repeat = safe;
         self
@@ -369,6 +404,39 @@ impl SkillBuilder {
     /// Adds a tag.
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
         self.tags.push(tag.into());
+        self
+    }
+
+    /// The display name the card shows (default: the key).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.listing.name = Some(name.into());
+        self
+    }
+
+    /// Adds an example prompt, for the card.
+    pub fn example(mut self, example: impl Into<String>) -> Self {
+        self.listing.examples.push(example.into());
+        self
+    }
+
+    /// The media types the skill accepts, as the card lists them (default: JSON). Only what the
+    /// card says: the input is still read and checked as for every skill.
+    pub fn input_modes<I, S>(mut self, modes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.listing.input_modes = modes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The media types the skill produces, as the card lists them (default: JSON and text).
+    pub fn output_modes<I, S>(mut self, modes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.listing.output_modes = modes.into_iter().map(Into::into).collect();
         self
     }
 
@@ -467,6 +535,7 @@ impl SkillBuilder {
             key: self.key.into(),
             description: self.description,
             tags: self.tags,
+            listing: self.listing,
             input_schema,
             output_schema,
             invoke: self.invoke,

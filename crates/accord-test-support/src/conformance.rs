@@ -138,6 +138,7 @@ macro_rules! store_conformance_tests {
             close_releases_subscribers,
             runtime_claim_is_atomic_across_two_runtimes,
             runtime_recovers_an_expired_lease_and_fences_the_stale_worker,
+            runtime_recovers_a_task_from_its_saved_state_even_when_not_safe_to_repeat,
             runtime_cancel_is_never_overwritten_by_a_late_result,
             runtime_timeout_fails_the_task_and_cancels_the_handler,
             runtime_persists_a_handler_error,
@@ -2194,6 +2195,56 @@ pub async fn runtime_recovers_an_expired_lease_and_fences_the_stale_worker(facto
     let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
     assert_eq!(results(&log), vec![json!({"worker": "b"})], "one result, the recovering worker's");
     assert_eq!((probe_a.starts(), probe_b.starts()), (1, 1));
+}
+
+/// A skill that is not safe to repeat: worker a's run saves a state (`Run::save_state`) and
+/// then stalls; its lease lapses. Recovery runs the task again on b (a task without a saved
+/// state would end `interrupted`), and b's handler reads the state a saved. The state is the
+/// task's, never an event a caller sees.
+pub async fn runtime_recovers_a_task_from_its_saved_state_even_when_not_safe_to_repeat(factory: impl StoreFactory) {
+    let store = factory.fresh().await;
+    let alice = owner("alice");
+    let (probe, release) = (Probe::new(), Arc::new(Notify::new()));
+    let saving = {
+        let (probe, release) = (Arc::clone(&probe), Arc::clone(&release));
+        Skill::builder(SKILL).safe_to_repeat(false).invoke(move |run: Run| {
+            let (probe, release) = (Arc::clone(&probe), Arc::clone(&release));
+            async move {
+                run.save_state(json!({"remote": "r-1"})).await?;
+                probe.started();
+                release.notified().await;
+                Ok(Outcome::Completed(Completion::new(json!({"worker": "a"}))))
+            }
+        })
+    };
+    let going_on = Skill::builder(SKILL).safe_to_repeat(false).invoke(|run: Run| async move {
+        let saved = run.saved_state().cloned().unwrap_or(Value::Null);
+        Ok(Outcome::Completed(Completion::new(json!({"worker": "b", "saved": saved}))))
+    });
+    // a's lease renewals stall (the worker froze), so its lease lapses.
+    let stalled = Worker::view(Arc::clone(&store), true, false);
+    let a = TaskRuntime::new(agent(saving), stalled, runtime_config("a").lease_ttl(SHORT_LEASE));
+    let b = runtime_on(Arc::clone(&store), agent(going_on), "b");
+
+    let task = a.start(reservation(&a, SKILL, alice)).await.expect("a starts the task");
+    patiently("a's handler start", probe.on_start.notified()).await;
+    let record = store.get(&task.id).await.expect("get").expect("the task exists");
+    assert_eq!(record.task.backend_state, Some(json!({"remote": "r-1"})), "saved before save_state returned");
+    until_active_lease_lapses(&store, &task.id).await;
+
+    assert_eq!(b.recover_expired().await, Ok(1), "b takes the task over");
+    let done = until_terminal(&b, &task.id, &alice).await;
+    assert_eq!(done.task.state, TaskState::Completed);
+    assert_eq!(
+        done.task.result.map(|result| result.output),
+        Some(json!({"worker": "b", "saved": {"remote": "r-1"}})),
+        "b went on from a's state"
+    );
+    let log = store.events_since(&task.id, &alice, 0).await.expect("events since").expect("owned");
+    let saved: Vec<&TaskEventKind> =
+        log.iter().map(|event| &event.kind).filter(|kind| matches!(kind, TaskEventKind::BackendState { .. })).collect();
+    assert_eq!(saved.len(), 1, "{log:?}");
+    release.notify_one();
 }
 
 /// A task is cancelled (through another runtime) while its handler runs; the handler then

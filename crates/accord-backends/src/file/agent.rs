@@ -73,15 +73,15 @@ impl Reader<'_> {
     }
 
     /// Reports a default skill (`wanted`, not empty) that is not a skill of the file.
-    pub(super) fn default_skill(&mut self, wanted: &str, skills: Option<&Value>, mcp: Option<&Value>) {
+    pub(super) fn default_skill(&mut self, wanted: &str, skills: Option<&Value>, remote: bool) {
         // The default must be a skill of the file. The ids are taken as written, so that a skill
         // with another problem is not reported twice. A tool's key is known only when the
-        // servers are reached: with `[[mcp]]`, `build` checks what is not a `[[skill]]`.
+        // servers are reached: with `[[mcp]]` or `[[a2a]]`, `build` checks what is not a `[[skill]]`.
         let ids: Vec<&str> = match skills {
             Some(Value::Array(items)) => items.iter().filter_map(|item| item.as_table()?.get("id")?.as_str()).collect(),
             _ => Vec::new(),
         };
-        if !ids.contains(&wanted) && mcp.is_none() {
+        if !ids.contains(&wanted) && !remote {
             self.error("agent.default_skill", unknown_skill_reason(wanted, &ids, "file"));
         }
     }

@@ -87,7 +87,7 @@ impl Reader<'_> {
 
 /// Whether `prefix` can start a skill key: the key rule (1 to 128 characters of
 /// `[A-Za-z0-9._-]` starting with a letter or digit) leaves room for a tool's name after it.
-fn is_key_prefix(prefix: &str) -> bool {
+pub(super) fn is_key_prefix(prefix: &str) -> bool {
     prefix.len() < 128
         && prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         && prefix.chars().next().is_none_or(|c| c.is_ascii_alphanumeric())

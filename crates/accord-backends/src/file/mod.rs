@@ -8,8 +8,9 @@
 //!
 //! The reading is driven by `reader` (the TOML text, `${NAME}`, the top-level tables and the typed
 //! values every section reads); each section has its own file: `agent` (`[agent]`), `skill`
-//! (`[[skill]]`), `mcp` (`[[mcp]]`), and `backend` (the `http` and `command` tables both take).
+//! (`[[skill]]`), `mcp` (`[[mcp]]`), `a2a` (`[[a2a]]`), and `backend` (the `http` and `command` tables both take).
 
+mod a2a;
 mod agent;
 mod backend;
 mod mcp;
@@ -24,9 +25,11 @@ use accord_engine::{Agent, AgentBuilder, BuildError, Completion, Outcome, Pricin
 use serde_json::{Map, Value as Json};
 use toml::Table;
 
+use crate::a2a::{A2aAgent, A2aOptions};
 use crate::command::{CommandBackend, CommandConfig};
 use crate::http::{HttpBackend, HttpConfig};
 use crate::mcp::{McpOptions, McpServer, McpTransport};
+use crate::secret::Secret;
 use reader::Reader;
 
 /// One problem of an agent file: where (a key path such as `skill[1].http.url`, or a line and
@@ -161,22 +164,41 @@ pub struct AgentFile {
     default_skill: Option<String>,
     skills: Vec<SkillSpec>,
     mcp: Vec<McpSpec>,
+    a2a: Vec<A2aSpec>,
     serve: Option<Table>,
     payments: Option<Table>,
 }
 
 /// What [`AgentFile::build_with_servers`] makes: the agent, the keys of the skills that are MCP
-/// tools, and the MCP servers (in the order of the file), whose health
-/// [`McpServer::status`] reports.
+/// tools or skills of remote A2A agents, the MCP servers (in the order of the file), whose health
+/// [`McpServer::status`] reports, and the remote A2A agents.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct BuiltAgent {
     /// The agent.
     pub agent: Agent,
-    /// The skill keys of the MCP servers' tools.
+    /// The skill keys of the MCP servers' tools, then those of the remote A2A agents' skills.
     pub tool_keys: Vec<String>,
     /// The MCP servers, one per `[[mcp]]` entry.
     pub mcp_servers: Vec<McpServer>,
+    /// The remote A2A agents, one per `[[a2a]]` entry.
+    pub a2a_agents: Vec<A2aAgent>,
+}
+
+/// One `[[a2a]]` of the file, checked: a remote A2A agent whose skills become skills.
+#[derive(Clone)]
+pub struct A2aSpec {
+    /// Not printed: its userinfo or query may be an expanded secret.
+    url: String,
+    headers: Vec<(reqwest::header::HeaderName, Secret)>,
+    name: String,
+    prefix: String,
+    skills: Option<Vec<String>>,
+    bindings: Option<Vec<String>>,
+    timeout: Duration,
+    pricing: Pricing,
+    scope: Option<String>,
+    safe_to_repeat: bool,
 }
 
 /// One `[[mcp]]` of the file, checked: an MCP server whose tools become skills.
@@ -193,6 +215,21 @@ pub struct McpSpec {
     safe_to_repeat: Option<bool>,
 }
 
+impl std::fmt::Debug for A2aSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL without userinfo or query, the headers by name: either may hold a secret.
+        f.debug_struct("A2aSpec")
+            .field("url", &crate::a2a::shown_url(&self.url))
+            .field("headers", &self.headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>())
+            .field("name", &self.name)
+            .field("prefix", &self.prefix)
+            .field("skills", &self.skills)
+            .field("bindings", &self.bindings)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl std::fmt::Debug for AgentFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // `[serve]` and `[payments]` may hold expanded secrets: only their keys show.
@@ -203,6 +240,7 @@ impl std::fmt::Debug for AgentFile {
             .field("default_skill", &self.default_skill)
             .field("skills", &self.skills)
             .field("mcp", &self.mcp)
+            .field("a2a", &self.a2a)
             .field("serve", &keys(&self.serve))
             .field("payments", &keys(&self.payments))
             .finish_non_exhaustive()
@@ -360,12 +398,25 @@ impl AgentFile {
     }
 
     /// The scope each skill requires on the JSON-RPC tasks face, by skill key, with the tools of
-    /// `[[mcp]]` servers named by their skill keys (`tools`: what [`AgentFile::build`] found).
+    /// `[[mcp]]` servers and the skills of `[[a2a]]` agents named by their skill keys (`tools`:
+    /// what [`AgentFile::build`] found).
     pub fn scopes_with_tools(&self, tools: &[String]) -> BTreeMap<String, String> {
         let mut scopes = self.scopes();
         for spec in &self.mcp {
             if let Some(scope) = &spec.scope {
                 for key in tools.iter().filter(|key| key.starts_with(&spec.prefix)) {
+                    scopes.entry(key.clone()).or_insert_with(|| scope.clone());
+                }
+            }
+        }
+        for spec in &self.a2a {
+            if let Some(scope) = &spec.scope {
+                let of_spec = |key: &&String| {
+                    key.strip_prefix(spec.prefix.as_str()).is_some_and(|id| {
+                        spec.skills.as_ref().is_none_or(|wanted| wanted.iter().any(|wanted| wanted == id))
+                    })
+                };
+                for key in tools.iter().filter(of_spec) {
                     scopes.entry(key.clone()).or_insert_with(|| scope.clone());
                 }
             }
@@ -505,6 +556,89 @@ impl AgentFile {
                 );
             }
         }
+        let mut agents = Vec::new();
+        for (index, spec) in self.a2a.iter().enumerate() {
+            let path = format!("a2a[{index}]");
+            let mut options = A2aOptions::new(spec.name.clone()).timeout(spec.timeout);
+            for (name, value) in &spec.headers {
+                options = options.header(name.clone(), value.clone());
+            }
+            if let Some(bindings) = &spec.bindings {
+                options = options.bindings(bindings.iter().cloned());
+            }
+            let agent = match A2aAgent::connect(&spec.url, options).await {
+                Ok(agent) => agent,
+                Err(error) => {
+                    errors.push(FileError { key: path, reason: error.to_string() });
+                    continue;
+                }
+            };
+            if let Some(wanted) = &spec.skills {
+                for id in wanted.iter().filter(|id| !agent.skills().iter().any(|skill| skill.id == id.as_str())) {
+                    errors.push(FileError {
+                        key: format!("{path}.skills"),
+                        reason: format!(
+                            "remote A2A agent '{}' has no skill {id:?} (its skills: {})",
+                            spec.name,
+                            skill_list(agent.skills().iter().map(|skill| skill.id.as_str()))
+                        ),
+                    });
+                }
+            }
+            let mut added = 0;
+            for remote in agent.skills() {
+                let named = spec.skills.as_ref().map(|wanted| wanted.iter().any(|id| remote.id == id.as_str()));
+                if named == Some(false) {
+                    continue;
+                }
+                let key = format!("{}{}", spec.prefix, remote.id);
+                if !is_skill_key(&key) {
+                    if named == Some(true) {
+                        errors.push(FileError {
+                            key: format!("{path}.skills"),
+                            reason: format!(
+                                "skill {:?} gives the skill key {key:?}, which is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit (remove it from `skills`)",
+                                remote.id
+                            ),
+                        });
+                    } else {
+                        // One odd skill of a third-party agent does not stop the agent.
+                        tracing::warn!(
+                            "{}: {path}: skill {:?} of remote A2A agent '{}' is left out: its skill key {key:?} is not 1 to 128 characters of [A-Za-z0-9._-] starting with a letter or digit",
+                            self.file,
+                            remote.id,
+                            spec.name
+                        );
+                    }
+                    continue;
+                }
+                if !keys.insert(key.clone()) {
+                    errors.push(FileError {
+                        key: path.clone(),
+                        reason: format!(
+                            "skill {:?} of remote A2A agent '{}' gives the skill key {key:?}, which another skill has (set `prefix`)",
+                            remote.id, spec.name
+                        ),
+                    });
+                    continue;
+                }
+                let mut skill =
+                    agent.skill_with(remote, key.clone(), spec.safe_to_repeat).pricing(spec.pricing.clone());
+                if let Some(scope) = &spec.scope {
+                    skill = skill.scope(scope.clone());
+                }
+                tool_keys.push(key);
+                builder = builder.skill(skill);
+                added += 1;
+            }
+            if added == 0 && spec.skills.is_none() {
+                errors.push(FileError {
+                    key: path.clone(),
+                    reason: format!("remote A2A agent '{}' lists no skill Accord can serve", spec.name),
+                });
+            }
+            agents.push(agent);
+        }
         if let Some(error) = self.unknown_default_skill(&tool_keys) {
             errors.push(error);
         }
@@ -514,7 +648,7 @@ impl AgentFile {
         let agent = builder.build().map_err(|error| {
             FileErrors::new(&self.file, vec![FileError { key: "agent".into(), reason: error.to_string() }])
         })?;
-        Ok(BuiltAgent { agent, tool_keys, mcp_servers: servers })
+        Ok(BuiltAgent { agent, tool_keys, mcp_servers: servers, a2a_agents: agents })
     }
 
     /// The problem with `[agent] default_skill` once the tools are known: it names no skill of
@@ -529,9 +663,18 @@ impl AgentFile {
         })
     }
 
-    /// Builds the agent, every skill wired to its backend. A file with `[[mcp]]` servers needs
-    /// [`AgentFile::build`], which reaches them: here they are an error.
+    /// Builds the agent, every skill wired to its backend. A file with `[[mcp]]` servers or
+    /// `[[a2a]]` agents needs [`AgentFile::build`], which reaches them: here they are an error.
     pub fn build_agent(&self) -> Result<Agent, FileErrors> {
+        if !self.a2a.is_empty() {
+            return Err(FileErrors::new(
+                &self.file,
+                vec![FileError {
+                    key: "a2a".into(),
+                    reason: "remote A2A agents are reached by AgentFile::build (async)".into(),
+                }],
+            ));
+        }
         if !self.mcp.is_empty() {
             return Err(FileErrors::new(
                 &self.file,
@@ -549,6 +692,20 @@ impl AgentFile {
             FileErrors::new(&self.file, vec![FileError { key, reason: error.to_string() }])
         })
     }
+}
+
+/// Whether `key` is a skill key: 1 to 128 characters of `[A-Za-z0-9._-]`, starting with a
+/// letter or digit.
+fn is_skill_key(key: &str) -> bool {
+    (1..=128).contains(&key.len())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && key.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
+/// `a, b, c`, or `none`.
+fn skill_list<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+    let ids: Vec<&str> = ids.collect();
+    if ids.is_empty() { "none".to_owned() } else { ids.join(", ") }
 }
 
 fn read_text(path: &Path) -> Result<String, String> {

@@ -269,7 +269,7 @@ impl Reader<'_> {
     // ---- the file --------------------------------------------------------------------------
 
     /// Reads the whole file: the top-level keys, then `[agent]`, the `[[mcp]]` servers, the
-    /// `[[skill]]`s and the default skill, in that order (the order of the messages).
+    /// `[[a2a]]` agents, the `[[skill]]`s and the default skill, in that order (the order of the messages).
     pub(super) fn file(&mut self, text: &str, file: &str) -> Option<AgentFile> {
         let mut root = self.toml(text)?;
         self.expand_table(&mut root, "");
@@ -278,6 +278,7 @@ impl Reader<'_> {
         let agent = self.table(&mut top, "agent");
         let skills = top.get("skill");
         let mcp = top.get("mcp");
+        let a2a = top.get("a2a");
         let serve = self.table(&mut top, "serve").cloned();
         let payments = self.table(&mut top, "payments").cloned();
         self.finish(top);
@@ -290,9 +291,12 @@ impl Reader<'_> {
         };
         let agent = self.agent(agent);
         let mcp_specs = self.mcp_servers(mcp);
-        let specs = self.skills(skills, mcp);
+        let a2a_specs = self.a2a_agents(a2a);
+        // Skills that are known only once their servers or agents are reached.
+        let remote = [mcp, a2a].into_iter().flatten().collect::<Vec<_>>();
+        let specs = self.skills(skills, &remote);
         if let Some(wanted) = agent.default_skill.as_deref().filter(|id| !id.trim().is_empty()) {
-            self.default_skill(wanted, skills, mcp);
+            self.default_skill(wanted, skills, !remote.is_empty());
         }
 
         Some(AgentFile {
@@ -306,6 +310,7 @@ impl Reader<'_> {
             default_skill: agent.default_skill,
             skills: specs,
             mcp: mcp_specs,
+            a2a: a2a_specs,
             serve,
             payments,
         })

@@ -36,14 +36,14 @@ impl Reader<'_> {
     }
 
     /// Reads the `[[skill]]` array; with no `[[skill]]` at all, the file needs an `[[mcp]]`
-    /// server (a non-empty `mcp` array).
-    pub(super) fn skills(&mut self, skills: Option<&Value>, mcp: Option<&Value>) -> Vec<SkillSpec> {
+    /// server or an `[[a2a]]` agent (`remote`: the `mcp` and `a2a` values, a non-empty array).
+    pub(super) fn skills(&mut self, skills: Option<&Value>, remote: &[&Value]) -> Vec<SkillSpec> {
         let mut specs = Vec::new();
-        // `[[mcp]]` entries that are all wrong are reported as such, not as "no skill".
-        let has_mcp = matches!(mcp, Some(Value::Array(items)) if !items.is_empty());
+        // `[[mcp]]` or `[[a2a]]` entries that are all wrong are reported as such, not as "no skill".
+        let has_remote = remote.iter().any(|value| matches!(value, Value::Array(items) if !items.is_empty()));
         match skills {
-            None if has_mcp => {}
-            None => self.error("skill", "missing: the file needs at least one [[skill]] or [[mcp]]"),
+            None if has_remote => {}
+            None => self.error("skill", "missing: the file needs at least one [[skill]], [[mcp]] or [[a2a]]"),
             Some(Value::Array(items)) => {
                 let mut seen = HashSet::new();
                 for (index, item) in items.iter().enumerate() {

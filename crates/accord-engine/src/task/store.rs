@@ -684,6 +684,13 @@ pub fn apply_event(task: &mut Task, event: &TaskEventKind, now: Millis) {
         }
         TaskEventKind::Artifact { artifact, append, .. } => merge_artifact(&mut task.artifacts, artifact, *append),
         TaskEventKind::Message { message } | TaskEventKind::History { message } => task.history.push(message.clone()),
+        // Kept for the handler, invisible to callers: `updated_at` says when the task last
+        // changed as a caller sees it.
+        TaskEventKind::BackendState { state } => {
+            task.backend_state = Some(state.clone());
+            task.version += 1;
+            return;
+        }
         // A note about delivery, not a change of the task: only the log grows.
         TaskEventKind::PushDeadLetter { .. } => {
             task.version += 1;

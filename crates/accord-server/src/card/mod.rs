@@ -339,15 +339,24 @@ impl CardBuilder {
                 .iter()
                 .map(|skill| AgentSkill {
                     id: skill.key().to_owned(),
-                    name: skill.key().to_owned(),
+                    name: skill.name().unwrap_or(skill.key()).to_owned(),
                     // A2A v1.0 requires a description and tags on every skill.
                     description: Some(
                         skill.description().map_or_else(|| format!("The {} skill.", skill.key()), str::to_owned),
                     ),
-                    input_modes: vec![JSON.into()],
-                    output_modes: vec![JSON.into(), TEXT.into()],
+                    input_modes: match skill.input_modes() {
+                        [] => vec![JSON.into()],
+                        modes => modes.to_vec(),
+                    },
+                    output_modes: match skill.output_modes() {
+                        [] => vec![JSON.into(), TEXT.into()],
+                        modes => modes.to_vec(),
+                    },
                     tags: if skill.tags().is_empty() { vec![skill.key().to_owned()] } else { skill.tags().to_vec() },
-                    extra: Map::new(),
+                    extra: match skill.examples() {
+                        [] => Map::new(),
+                        examples => Map::from_iter([("examples".to_owned(), Value::from(examples.to_vec()))]),
+                    },
                 })
                 .collect(),
             supports_authenticated_extended_card: v0.map(|_| false),

@@ -59,7 +59,8 @@ impl TaskRuntime {
         for event in &then {
             apply_event(&mut task, event, now);
         }
-        let started = StartedRun::new(&self.inner, Arc::new(task), owner, valid, CancellationToken::new());
+        // Not stored yet: a state the handler saves now is kept until the task is.
+        let started = StartedRun::new(&self.inner, Arc::new(task), owner, valid, CancellationToken::new(), false);
         let mut inline = InlineRun { runtime: self.clone(), pending: Some((record, then, started)) };
         let ended = {
             let Some((_, _, started)) = inline.pending.as_mut() else { unreachable!("set above") };
@@ -78,6 +79,8 @@ impl TaskRuntime {
         while let Ok(frame) = started.frames.try_recv() {
             progress.push(frame);
         }
+        // The handler's state first: it saved it before it emitted anything that depends on it.
+        events.extend(started.saved.take_pending().await);
         let mut emitted = progress.take();
         let fitted = within_budget(&mut emitted, &started.budget);
         events.append(&mut emitted);
@@ -107,7 +110,20 @@ impl TaskRuntime {
         if let Some(lease) = &mut record.lease {
             lease.expires_at = self.inner.lease_until(now_ms());
         }
-        match self.create(record, then).await {
+        // A state the handler saved meanwhile is stored with the task; one it saves while the
+        // task is being stored waits for it, then is written as every later one is.
+        let saved = Arc::clone(&started.saved);
+        let mut mode = saved.mode.lock().await;
+        let mut then = then;
+        if let SaveMode::Pending(pending) = &mut *mode {
+            then.extend(pending.take().map(|state| TaskEventKind::BackendState { state }));
+        }
+        let created = self.create(record, then).await;
+        if created.is_ok() {
+            *mode = SaveMode::Stored;
+        }
+        drop(mode);
+        match created {
             Ok(task) => {
                 let number = register_run(&self.inner, &Arc::new(task.clone()), &started.cancel);
                 tokio::spawn(drive(Arc::clone(&self.inner), started, number));
@@ -128,8 +144,59 @@ pub(super) fn spawn_run(inner: &Arc<RuntimeInner>, task: Task, owner: &OwnerHash
     let task = Arc::new(task);
     let cancel = CancellationToken::new();
     let number = register_run(inner, &task, &cancel);
-    let started = StartedRun::new(inner, task, *owner, valid, cancel);
+    let started = StartedRun::new(inner, task, *owner, valid, cancel, true);
     tokio::spawn(drive(Arc::clone(inner), started, number));
+}
+
+/// Where a run's saved state goes ([`Run::save_state`](crate::Run::save_state)): into the
+/// task's log, fenced by this worker's lease — or, while the task is not stored yet (a task run
+/// inline), kept until it is.
+pub(super) struct SavedState {
+    inner: Arc<RuntimeInner>,
+    id: TaskId,
+    mode: tokio::sync::Mutex<SaveMode>,
+}
+
+enum SaveMode {
+    /// The task is not stored yet: the latest state waits for it.
+    Pending(Option<Value>),
+    /// The task is stored: a state is written at once.
+    Stored,
+}
+
+impl SavedState {
+    async fn save(&self, state: Value) -> Result<(), SkillError> {
+        let mut mode = self.mode.lock().await;
+        if let SaveMode::Pending(pending) = &mut *mode {
+            *pending = Some(state);
+            return Ok(());
+        }
+        let inner = &self.inner;
+        let event = TaskEventKind::BackendState { state };
+        let worker = inner.config.worker_id.as_str();
+        match inner.store.append_all(&self.id, RUNNING_STATES, vec![event], Some(worker), now_ms()).await {
+            Ok(Some(record)) => {
+                inner.publish(record.task);
+                Ok(())
+            }
+            Ok(None) => Err(SkillError::new(
+                "cancelled",
+                "the task was cancelled or taken over by another worker: its state was not saved",
+            )),
+            Err(error) => {
+                tracing::error!(task = %self.id, %error, "could not save a run's state");
+                Err(SkillError::new("internal_error", "the task's state could not be stored").retryable(true))
+            }
+        }
+    }
+
+    /// The state saved while the task was not stored, as the event that stores it.
+    async fn take_pending(&self) -> Option<TaskEventKind> {
+        match &mut *self.mode.lock().await {
+            SaveMode::Pending(pending) => pending.take().map(|state| TaskEventKind::BackendState { state }),
+            SaveMode::Stored => None,
+        }
+    }
 }
 
 /// Registers a run of `task` on this worker — its cancellation token, and the channel its
@@ -158,6 +225,8 @@ struct StartedRun {
     started_under: Option<Message>,
     /// When the handler started: its `max_run` and its lease's first heartbeat count from here.
     started_at: tokio::time::Instant,
+    /// Where the handler's saved state goes.
+    saved: Arc<SavedState>,
 }
 
 impl StartedRun {
@@ -168,8 +237,19 @@ impl StartedRun {
         owner: OwnerHash,
         valid: ValidInput,
         cancel: CancellationToken,
+        stored: bool,
     ) -> Self {
         let (sender, frames) = mpsc::channel(64);
+        let mode = if stored { SaveMode::Stored } else { SaveMode::Pending(None) };
+        let saved =
+            Arc::new(SavedState { inner: Arc::clone(inner), id: task.id.clone(), mode: tokio::sync::Mutex::new(mode) });
+        let saver: crate::run::StateSaver = {
+            let saved = Arc::clone(&saved);
+            Arc::new(move |state| {
+                let saved = Arc::clone(&saved);
+                Box::pin(async move { saved.save(state).await })
+            })
+        };
         let sink = Arc::new(EventSink::new(sender));
         let budget = ArtifactBudget::new(inner.config.max_artifact_bytes, &task.artifacts);
         let started_under = task.status_message.clone();
@@ -192,8 +272,9 @@ impl StartedRun {
         // The runtime's closing token: it fires before `close` cancels the run, so the handler
         // can tell the server's stop from its caller's cancel.
         let stopping = inner.closing.clone();
-        let run =
-            async move { runtime.agent.run_for_task(valid, task, &owner, handler_cancel, stopping, Some(sink)).await };
+        let run = async move {
+            runtime.agent.run_for_task(valid, task, &owner, handler_cancel, stopping, (sink, saver)).await
+        };
         Self {
             id,
             run: Box::pin(tracing::Instrument::instrument(run, span)),
@@ -202,6 +283,7 @@ impl StartedRun {
             cancel,
             started_under,
             started_at: tokio::time::Instant::now(),
+            saved,
         }
     }
 
@@ -283,7 +365,7 @@ impl Drop for InlineRun {
 /// the forwarder is polled beside the handler, not spawned, and the lease's heartbeat is spawned
 /// only when its first beat is due — a run shorter than a third of the lease costs neither.
 async fn drive(inner: Arc<RuntimeInner>, started: StartedRun, run_number: u64) {
-    let StartedRun { id, mut run, frames, budget, cancel, started_under, started_at } = started;
+    let StartedRun { id, mut run, frames, budget, cancel, started_under, started_at, .. } = started;
     let worker = inner.config.worker_id.clone();
     let drain = CancellationToken::new();
     let forwarding = forward_events(&inner, &id, frames, &drain, &budget);

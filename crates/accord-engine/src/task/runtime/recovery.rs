@@ -36,9 +36,12 @@ impl TaskRuntime {
                 // Another worker was faster.
                 continue;
             };
-            // A skill that must not run twice is not run again: the task ends, retryable.
+            // A skill that must not run twice is not run again: the task ends, retryable —
+            // unless its run saved a state to go on from (`Run::save_state`), which its handler
+            // continues rather than repeats.
             if let Ok(skill) = inner.agent.skill(&record.task.skill)
                 && !skill.is_safe_to_repeat()
+                && record.task.backend_state.is_none()
             {
                 tracing::warn!(
                     task = %id,
