@@ -113,7 +113,9 @@ async fn my_agent_serves_every_binding_on_a_durable_store_with_private_metrics()
     let agent = Agent::start(&dir, &args, "metrics: ");
     let url = agent.url();
     assert!(agent.printed("task store: ").ends_with("(durable)"), "{:?}", agent.lines);
-    let grpc = agent.printed("A2A v1.0 gRPC: ").split(' ').next().expect("host:port").to_owned();
+    // The summary names the listener with its scheme; the card lists it as host:port.
+    let grpc =
+        agent.printed("A2A v1.0 gRPC: ").split(' ').next().expect("a URL").trim_start_matches("http://").to_owned();
     assert_ne!(grpc, url.trim_start_matches("http://").trim_end_matches('/'), "gRPC has a port of its own");
 
     let mut done = Vec::new();
