@@ -16,8 +16,9 @@
 //! `docs/backends.md` ("Remote A2A agents") is the reader's version of this module.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use accord_client::ClientError;
 use accord_client::a2a::{A2aClient, A2aClientOptions, A2aEventStream};
@@ -33,6 +34,7 @@ use tokio::sync::watch;
 
 use crate::BackendError;
 use crate::contract::{MAX_REASON_CHARS, bounded, cancelled, failure, invalid_answer, is_payment_turn};
+use crate::health::{BackendStatus, record_call_duration};
 use crate::secret::Secret;
 
 /// The default deadline of each request to a remote A2A agent, and the longest a stream of it
@@ -42,6 +44,11 @@ pub const DEFAULT_A2A_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a cancelled run still waits for the remote agent to name its task, so that the
 /// cancel can reach it, and for the cancel's answer.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The codes of a run that could not reach the remote agent, and of one that it answered with
+/// something that is not A2A.
+const UNAVAILABLE: &str = "backend_unavailable";
+const INVALID_ANSWER: &str = "backend_invalid_answer";
 
 /// The first and the longest wait between two `GetTask` polls of a remote task that is followed
 /// without a stream.
@@ -102,6 +109,47 @@ struct Inner {
     /// Whether the remote card says it streams (`capabilities.streaming`): then a run follows
     /// `SendStreamingMessage`, else `SendMessage` then `GetTask`.
     streaming: bool,
+    health: Mutex<Health>,
+    /// Runs made, and runs that failed for the remote agent's sake.
+    calls: AtomicU64,
+    failures: AtomicU64,
+}
+
+/// Whether the remote agent is up: it is from the start (its card was read), goes down when a
+/// call cannot reach it, and comes back when a call reaches it again.
+struct Health {
+    up: bool,
+    since: SystemTime,
+    last_error: Option<String>,
+    reconnects: u64,
+}
+
+impl Inner {
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A call could not reach the remote agent, for `cause`.
+    fn went_down(&self, cause: String) {
+        let mut health = self.health();
+        if health.up {
+            health.up = false;
+            health.since = SystemTime::now();
+            tracing::warn!(agent = %self.name, %cause, "remote A2A agent is down");
+        }
+        health.last_error = Some(cause);
+    }
+
+    /// A call reached the remote agent (whatever it answered).
+    fn reached(&self) {
+        let mut health = self.health();
+        if !health.up {
+            health.up = true;
+            health.since = SystemTime::now();
+            health.reconnects += 1;
+            tracing::info!(agent = %self.name, "remote A2A agent is back");
+        }
+    }
 }
 
 impl std::fmt::Debug for A2aAgent {
@@ -222,7 +270,33 @@ impl A2aAgent {
             skills = client.card().skills.len(),
             "remote A2A agent reached"
         );
-        Ok(Self { inner: Arc::new(Inner { name: options.name, client, streaming }) })
+        let health = Health { up: true, since: SystemTime::now(), last_error: None, reconnects: 0 };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name: options.name,
+                client,
+                streaming,
+                health: Mutex::new(health),
+                calls: AtomicU64::new(0),
+                failures: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Whether the remote agent is up, since when, its last error and its call counts (for
+    /// `/health` and the `accord_backend_*` metrics). A run of one of its skills is a call.
+    pub fn status(&self) -> BackendStatus {
+        let inner = &self.inner;
+        let health = inner.health();
+        BackendStatus {
+            name: inner.name.clone(),
+            up: health.up,
+            since: health.since,
+            last_error: health.last_error.clone(),
+            calls: inner.calls.load(Ordering::Relaxed),
+            failures: inner.failures.load(Ordering::Relaxed),
+            reconnects: health.reconnects,
+        }
     }
 
     /// The name given in the options.
@@ -319,6 +393,17 @@ impl Handler for A2aSkill {
         let this = self.clone();
         Box::pin(async move { this.run(run).await })
     }
+
+    /// A task cancelled while it waited for its caller (the remote task asked for input or
+    /// authorization): its remote task, saved with it, is cancelled too.
+    fn waiting_task_cancelled(&self, task: accord_engine::task::Task) -> BoxFuture<()> {
+        let this = self.clone();
+        Box::pin(async move {
+            let saved = task.backend_state.and_then(|state| serde_json::from_value::<Saved>(state).ok());
+            let remote = saved.and_then(|saved| saved.remote_task);
+            this.cancel_remote(remote.as_ref()).await;
+        })
+    }
 }
 
 impl A2aSkill {
@@ -348,9 +433,14 @@ impl A2aSkill {
             }
         };
         let (remote_tx, mut remote_rx) = watch::channel(known.clone());
+        let inner = self.inner();
+        inner.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let troubled = AtomicBool::new(false);
         let mut follow = Follow {
             skill: self,
             run: &run,
+            troubled: &troubled,
             remote: remote_tx,
             turn,
             acknowledged: reattach,
@@ -381,6 +471,15 @@ impl A2aSkill {
                 return Err(cancelled());
             }
         };
+        record_call_duration(&inner.name, started.elapsed());
+        let troubled = troubled.load(Ordering::Relaxed);
+        if !troubled {
+            // Every call of the run was answered (a call that was not marked it troubled).
+            inner.reached();
+        }
+        if troubled || outcome.as_ref().is_err_and(|error| error.code == INVALID_ANSWER) {
+            inner.failures.fetch_add(1, Ordering::Relaxed);
+        }
         outcome
     }
 
@@ -455,6 +554,8 @@ fn resumes(run: &Run) -> bool {
 struct Follow<'a> {
     skill: &'a A2aSkill,
     run: &'a Run,
+    /// Set when a call failed for the remote agent's sake (counted in its failures).
+    troubled: &'a AtomicBool,
     /// The remote task, once the remote agent named it (read by the cancel).
     remote: watch::Sender<Option<RemoteTask>>,
     /// The caller's turn this run answers.
@@ -750,6 +851,12 @@ impl Follow<'_> {
     fn failed(&self, error: &ClientError) -> SkillError {
         let name = self.name();
         let failure = run_failure(name, error);
+        self.troubled.store(true, Ordering::Relaxed);
+        if failure.code == UNAVAILABLE {
+            self.skill.inner().went_down(cause(error));
+        } else {
+            self.skill.inner().reached();
+        }
         tracing::warn!(agent = %name, code = %failure.code, cause = %cause(error), "a call to a remote A2A agent failed");
         failure
     }

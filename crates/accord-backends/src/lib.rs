@@ -32,6 +32,7 @@ mod command;
 mod contract;
 pub mod file;
 mod gate;
+mod health;
 mod http;
 mod mcp;
 mod secret;
@@ -39,10 +40,11 @@ mod secret;
 pub use a2a::{A2aAgent, A2aOptions, A2aSkill, DEFAULT_A2A_TIMEOUT};
 pub use command::{CommandBackend, CommandConfig};
 pub use file::{A2aSpec, AgentFile, Backend, BuiltAgent, FileError, FileErrors, McpSpec, SkillSpec};
+pub use health::{BACKEND_CALL_SECONDS, BackendStatus};
 pub use http::{HttpBackend, HttpConfig, HttpMethod, RESERVED_HEADERS};
 pub use mcp::{
-    BACKEND_CALL_SECONDS, BackendStatus, DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY,
-    MCP_RECONNECT_MAX_DELAY, McpOptions, McpServer, McpTool, McpTransport, ToolHints,
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MCP_RECONNECT_FIRST_DELAY, MCP_RECONNECT_MAX_DELAY, McpOptions,
+    McpServer, McpTool, McpTransport, ToolHints,
 };
 pub use secret::Secret;
 

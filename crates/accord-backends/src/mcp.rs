@@ -43,6 +43,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::contract::{bounded, cancelled, failure};
+use crate::health::{BackendStatus, record_call_duration};
 use crate::{BackendError, Secret};
 
 /// A progress notification's words as the run's progress: a `working` status update with them as
@@ -52,24 +53,6 @@ fn progress_update(words: String) -> RunEvent {
         state: accord_engine::TaskState::Working,
         message: Some(accord_engine::Message::agent_text(words)),
     }
-}
-
-/// The histogram of the seconds each finished MCP tool call took, by `backend` (the server's
-/// name): answered or failed, whatever the reason, but not cancelled. Recorded through the
-/// `metrics` facade, so it shows wherever the process installed a recorder (`/metrics`).
-pub const BACKEND_CALL_SECONDS: &str = "accord_backend_call_duration_seconds";
-
-/// Records one finished call of the server `backend` in [`BACKEND_CALL_SECONDS`].
-fn record_call_duration(backend: &str, took: Duration) {
-    static DESCRIBED: std::sync::Once = std::sync::Once::new();
-    DESCRIBED.call_once(|| {
-        metrics::describe_histogram!(
-            BACKEND_CALL_SECONDS,
-            metrics::Unit::Seconds,
-            "Seconds an MCP tool call took until its answer or its failure (not a cancelled one), by backend."
-        );
-    });
-    metrics::histogram!(BACKEND_CALL_SECONDS, "backend" => backend.to_owned()).record(took.as_secs_f64());
 }
 
 /// The default time a tool call may take.
@@ -146,28 +129,6 @@ impl McpOptions {
         self.call_timeout = timeout;
         self
     }
-}
-
-/// The health of one backend, for `/health` and metrics: whether it is up, since when, why it
-/// is not, and how many calls it served and failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BackendStatus {
-    /// The backend's name (`[[mcp]]`'s `name`).
-    pub name: String,
-    /// Whether it can take calls now.
-    pub up: bool,
-    /// When `up` last changed (or when the backend was first reached).
-    pub since: SystemTime,
-    /// Why it last went down or failed to come back (kept after it is back, for the record).
-    pub last_error: Option<String>,
-    /// Tool calls made.
-    pub calls: u64,
-    /// Tool calls that failed for the backend's sake (unavailable, timed out, a wrong answer);
-    /// a tool's own error (`tool_error`) and a cancelled run do not count.
-    pub failures: u64,
-    /// Times the backend was brought back after going down.
-    pub reconnects: u64,
 }
 
 /// What an MCP tool says of itself (its `annotations`): hints, not guarantees.

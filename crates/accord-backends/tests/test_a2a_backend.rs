@@ -54,8 +54,13 @@ fn sdk_echo_binary() -> PathBuf {
 
 impl SdkEcho {
     async fn start() -> Self {
+        Self::start_on(0).await
+    }
+
+    /// On `port` (0: a free one).
+    async fn start_on(port: u16) -> Self {
         let mut child = Command::new(sdk_echo_binary())
-            .args(["--port", "0"])
+            .args(["--port", &port.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -316,6 +321,18 @@ async fn the_remote_agent_going_down_fails_the_run_as_unavailable() {
     let task = task_of(client.send_message(request("again", "peer.echo", false)).await.expect("SendMessage"));
     assert_eq!(task.status.state, TaskState::Failed);
     assert!(status_text(&task).starts_with("backend_unavailable: "), "{}", status_text(&task));
+    // Its status says it is down, and why, and counts both runs as failed for its sake.
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.up, status.calls, status.failures, status.reconnects), (false, 2, 2, 0), "{status:?}");
+    assert!(status.last_error.as_deref().is_some_and(|error| error.contains("refused")), "{status:?}");
+
+    // Back on the same port, the next run reaches it, and the status says it came back.
+    let port = url::Url::parse(&echo.base).expect("url").port().expect("port");
+    let _back = SdkEcho::start_on(port).await;
+    let task = task_of(client.send_message(request("back", "peer.echo", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.up, status.calls, status.failures, status.reconnects), (true, 3, 2, 1), "{status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -434,6 +451,15 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
             }
             task.clone()
         }
+        Some("CancelTask") => {
+            let id_asked = params["id"].as_str().unwrap_or_default();
+            let mut tasks = peer.tasks.lock().expect("lock");
+            let Some(task) = tasks.get_mut(id_asked) else {
+                return Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": "no such task"}}));
+            };
+            task["status"] = json!({"state": "TASK_STATE_CANCELED"});
+            task.clone()
+        }
         _ => return Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
     };
     Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
@@ -480,6 +506,40 @@ async fn input_required_pauses_the_task_and_the_follow_up_reaches_the_remote_tas
         let all = format!("{headers:?} {body}");
         assert!(!all.contains("caller-secret"), "the caller's token was forwarded: {all}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_task_that_waits_for_input_cancels_its_remote_task() {
+    let (server, peer) = peer().await;
+    let front = front(&agent_file(&server.origin, "skills = [\"size\"]")).await;
+    let client = front.client().await;
+    let task = task_of(client.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    // No run is in progress: the engine tells the skill, which cancels the remote task it saved.
+    let cancelled = client.cancel_task(&task.id).await.expect("CancelTask");
+    assert_eq!(cancelled.status.state, TaskState::Canceled);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = peer.tasks.lock().expect("lock").get("remote-1").map(|task| task["status"]["state"].clone());
+        if state == Some(json!("TASK_STATE_CANCELED")) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the remote task was not cancelled: {state:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let received = peer.received.lock().expect("lock").clone();
+    let cancels: Vec<&Value> =
+        received.iter().map(|(_, body)| body).filter(|body| body["method"] == "CancelTask").collect();
+    assert_eq!(cancels.len(), 1, "{cancels:?}");
+    assert_eq!(cancels[0]["params"]["id"], "remote-1");
+    // A task that ended is not cancelled again, and nothing more reaches the remote agent.
+    assert!(client.cancel_task(&task.id).await.is_err());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = peer.received.lock().expect("lock").iter().filter(|(_, body)| body["method"] == "CancelTask").count();
+    assert_eq!(after, 1);
+    // The status of the remote agent counts the run, without a failure.
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.name.as_str(), status.up, status.calls, status.failures), ("peer", true, 1, 0));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -551,6 +611,14 @@ async fn an_answer_that_is_not_a2a_fails_the_run_as_an_invalid_answer() {
         text.starts_with("backend_invalid_answer: remote A2A agent 'peer' answered something that is not A2A"),
         "{text}"
     );
+    // A failure for the remote agent's sake, which answered all the same: up, one failure.
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.up, status.calls, status.failures), (true, 1, 1), "{status:?}");
+    // A remote task that fails is the remote agent's own answer, not a failure of it.
+    let task = task_of(client.send_message(request("XL", "peer.broken", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.calls, status.failures), (2, 1), "{status:?}");
 }
 
 // ---- reading `[[a2a]]` --------------------------------------------------------------------------

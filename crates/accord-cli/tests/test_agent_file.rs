@@ -863,8 +863,22 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(task["artifacts"][0]["artifactId"], "echo", "{task}");
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: hello", "{task}");
+    let client = reqwest::Client::new();
+    let health = |client: reqwest::Client| {
+        let url = url.clone();
+        async move {
+            let response = client.get(format!("{url}/health")).send().await.expect("health");
+            assert_eq!(response.status(), 200, "a remote agent down does not take the agent out");
+            let health: Value = response.json().await.expect("json");
+            assert_eq!(health["backends"].as_array().map(Vec::len), Some(1), "{health}");
+            health["backends"][0].clone()
+        }
+    };
+    let echo_health = health(client.clone()).await;
+    assert_eq!((&echo_health["name"], &echo_health["up"]), (&json!("echo"), &json!(true)), "{echo_health}");
+    assert_eq!((&echo_health["calls"], &echo_health["failures"]), (&json!(1), &json!(0)), "{echo_health}");
 
-    // The echo agent gone, a run fails at once as unavailable, naming it.
+    // The echo agent gone, a run fails at once as unavailable, naming it; /health says so.
     let _ = echo.kill();
     let _ = echo.wait();
     let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
@@ -873,7 +887,90 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
     let status = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
     assert!(status.starts_with("backend_unavailable: remote A2A agent 'echo' is unreachable"), "{status}");
+    let echo_health = health(client.clone()).await;
+    assert_eq!(echo_health["up"], false, "{echo_health}");
+    assert_eq!((&echo_health["calls"], &echo_health["failures"]), (&json!(2), &json!(1)), "{echo_health}");
+    let error = echo_health["error"].as_str().unwrap_or_default();
+    assert!(error.contains("refused"), "why it is down: {echo_health}");
+    // The same in the metrics, brought up to date every few seconds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let metrics = client.get(format!("{url}/metrics")).send().await.expect("metrics").text().await.expect("text");
+        let line = |name: &str| metrics.lines().find(|line| line.starts_with(name)).map(str::to_owned);
+        if line("accord_backend_up{backend=\"echo\"}").is_some_and(|line| line.ends_with(" 0"))
+            && line("accord_backend_failures_total{backend=\"echo\"}").is_some_and(|line| line.ends_with(" 1"))
+        {
+            assert!(metrics.contains("accord_backend_call_duration_seconds_count{backend=\"echo\"} 2"), "{metrics}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the remote agent's metrics appear: {metrics}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_priced_remote_a2a_skill_is_paid_through_a_rail_before_the_remote_agent_hears_of_it() {
+    let facilitator = Facilitator::spawn();
+    let dir = scratch("a2a-paid");
+    let (mut echo, base) = sdk_echo();
+    let file = format!(
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\nprice = \"700\"\n\n\
+         [serve]\nstore = \"sqlite://tasks.db\"\n\n[payments]\npay-rail = \"x402\"\nx402-facilitator = \"${{FACILITATOR}}\"\nx402-scheme = \"accord-voucher\"\n\
+         pay-to = \"shop\"\npay-network = \"accord:local\"\npay-asset = \"accord-credit\"\n"
+    );
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let served = Served::start(&dir, &[], &[("FACILITATOR", facilitator.url.clone())]);
+    let url = served.url.clone();
+    let peer = accord_client::a2a::A2aClient::from_card_url(&base, Default::default()).await.expect("peer client");
+    let remote_tasks =
+        || async { peer.list_tasks(accord_types::a2a::ListTasksRequest::default()).await.expect("ListTasks").tasks };
+
+    // The task asks for payment; the remote agent has heard nothing.
+    let extension = [("a2a-extensions", X402_EXTENSION)];
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "hello"}], "metadata": {"skillId": "peer.echo"}});
+    let task = rpc(&url, "SendMessage", json!({"message": text}), &extension).await.expect("a task")["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let asked = &task["status"]["message"]["metadata"];
+    assert_eq!(asked["x402.payment.required"]["accepts"][0]["amount"], "700", "{task}");
+    assert!(remote_tasks().await.is_empty(), "nothing reaches the remote agent before the payment");
+
+    // Paid: the caller's first message (not the payment) reaches the remote agent, once.
+    let wallet = accord_payments::Wallet::generate().expect("wallet");
+    let required = serde_json::to_vec(&asked["x402.payment.required"]).expect("json");
+    let headers = wallet.pay(402, &HeaderMap::new(), &required).expect("payable").expect("an offer");
+    let header = headers["payment-signature"].to_str().expect("ascii");
+    let payload: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(header).expect("base64"))
+            .expect("json");
+    let follow_up = json!({"messageId": format!("pay-{}", rand_suffix()), "role": "ROLE_USER", "taskId": task["id"],
+        "parts": [{"text": "payment"}],
+        "metadata": {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}});
+    let done = rpc(&url, "SendMessage", json!({"message": follow_up}), &extension).await.expect("paid")["task"].clone();
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "echo: hello", "{done}");
+    assert_eq!(done["status"]["message"]["metadata"]["x402.payment.status"], "payment-completed", "{done}");
+    assert_eq!(facilitator.settlements().await.len(), 1, "settled once");
+    let remote = remote_tasks().await;
+    assert_eq!(remote.len(), 1, "{remote:?}");
+    let sent: Vec<String> =
+        remote[0].history.iter().flat_map(|m| m.parts.iter().filter_map(|p| p.as_text().map(str::to_owned))).collect();
+    assert!(sent.contains(&"hello".to_owned()) && !sent.iter().any(|text| text == "payment"), "{sent:?}");
+
+    // Unpaid on the Lucid face: 402, and still nothing more at the remote agent.
+    let unpaid = reqwest::Client::new()
+        .post(format!("{url}/entrypoints/peer.echo/invoke"))
+        .json(&json!({"input": "hi"}))
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(unpaid.status(), 402);
+    assert_eq!(remote_tasks().await.len(), 1);
+    drop(served);
+    let _ = echo.kill();
+    let _ = echo.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

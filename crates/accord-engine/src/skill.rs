@@ -23,6 +23,18 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub trait Handler: Send + Sync + 'static {
     /// Runs the skill once.
     fn call(&self, run: Run) -> BoxFuture<Result<Outcome, SkillError>>;
+
+    /// Told when a task of this skill is cancelled while it waits for its caller (input or
+    /// authorization required) and one of its runs saved a state ([`Run::save_state`]): no run
+    /// is in progress to see the cancellation, so a handler that keeps something of the task
+    /// outside Accord (a remote agent's task) releases it here. `task` is the task as
+    /// cancelled, with [`Task::backend_state`](crate::task::Task::backend_state). The
+    /// cancellation is recorded before this is called and stands whatever it does; it runs in
+    /// the background on the worker that took the cancel, once. Default: nothing.
+    fn waiting_task_cancelled(&self, task: crate::model::Task) -> BoxFuture<()> {
+        let _ = task;
+        Box::pin(async {})
+    }
 }
 
 impl<F, Fut> Handler for F

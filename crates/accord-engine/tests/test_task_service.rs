@@ -432,9 +432,71 @@ mod list {
 
 mod cancel {
     use accord_engine::task::{OwnerHash, Reservation};
+    use accord_engine::{BoxFuture, Handler, SkillError};
     use tokio::sync::mpsc;
 
     use super::*;
+
+    /// Asks for input; saves `{"remote": "r-1"}` first unless its input is `"unsaved"`; says
+    /// when it is told that a waiting task of its was cancelled.
+    struct Remote(mpsc::UnboundedSender<Task>);
+
+    impl Handler for Remote {
+        fn call(&self, run: Run) -> BoxFuture<Result<Outcome, SkillError>> {
+            Box::pin(async move {
+                if run.message().is_some_and(|message| message.text() == "hold") {
+                    run.cancelled().await;
+                    return Ok(Completion::new(json!("cancelled")).into());
+                }
+                if run.input() != &json!("unsaved") {
+                    run.save_state(json!({"remote": "r-1"})).await?;
+                }
+                Ok(Outcome::InputRequired(Message::agent_text("which one?")))
+            })
+        }
+
+        fn waiting_task_cancelled(&self, task: Task) -> BoxFuture<()> {
+            let told = self.0.clone();
+            Box::pin(async move {
+                let _ = told.send(task);
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_waiting_task_cancelled_tells_its_handler_with_the_state_it_saved() {
+        let (told, mut heard) = mpsc::unbounded_channel();
+        let agent =
+            Agent::builder("remote").skill(Skill::builder("remote").invoke(Remote(told))).build().expect("agent");
+        let runtime = TaskRuntime::new(agent, Arc::new(MemoryStore::default()), RuntimeConfig::default());
+        let service = TaskService::new(runtime, ServiceConfig::default());
+        let caller = caller();
+        let send = |input: Value| {
+            let request = SendRequest::new(caller.clone(), SendInput::Candidates(vec![input])).skill("remote");
+            service.send(request, Wait::Settled(SETTLE))
+        };
+
+        // Saved, then waiting: the cancel tells the handler once, with the task as cancelled.
+        let waiting = send(json!("saved")).await.expect("sent");
+        assert_eq!(waiting.state, TaskState::InputRequired);
+        service.cancel(&caller, &waiting.id).await.expect("cancelled");
+        let task = tokio::time::timeout(SETTLE, heard.recv()).await.expect("told in time").expect("told");
+        assert_eq!((task.id.clone(), task.state), (waiting.id.clone(), TaskState::Canceled));
+        assert_eq!(task.backend_state, Some(json!({"remote": "r-1"})));
+
+        // Nothing saved, or a run in progress (it sees its own cancellation): not told.
+        let unsaved = send(json!("unsaved")).await.expect("sent");
+        service.cancel(&caller, &unsaved.id).await.expect("cancelled");
+        let again = send(json!("saved")).await.expect("sent");
+        let resumed = SendRequest::new(caller.clone(), SendInput::FromMessage)
+            .message(user_text("hold"))
+            .follow_up(again.id.clone());
+        let running = service.send(resumed, Wait::Immediately).await.expect("resumed");
+        assert_eq!(running.state, TaskState::Working);
+        service.cancel(&caller, &again.id).await.expect("cancelled");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(heard.try_recv().is_err(), "told only of the waiting task that saved a state");
+    }
 
     #[tokio::test]
     async fn a_running_task_is_cancelled_and_stays_so() {

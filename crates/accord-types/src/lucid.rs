@@ -49,7 +49,7 @@ pub struct HealthResponse {
     pub ok: bool,
     /// The agent's version.
     pub version: String,
-    /// The backends the agent's skills call (an agent file's MCP servers), each with its state;
+    /// The backends the agent's skills call (an agent file's MCP servers and remote A2A agents), each with its state;
     /// left out when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendHealth>,
@@ -58,7 +58,7 @@ pub struct HealthResponse {
 /// One backend's state in [`HealthResponse::backends`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BackendHealth {
-    /// Its name (an MCP server's `name` in the agent file).
+    /// Its name (an MCP server's or a remote A2A agent's `name` in the agent file).
     pub name: String,
     /// Whether it takes calls now.
     pub up: bool,

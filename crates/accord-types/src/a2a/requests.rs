@@ -197,7 +197,9 @@ impl Validate for ListTasksRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
-    /// The tasks of this page (may be empty).
+    /// The tasks of this page (may be empty). Always written; read as empty when absent: a
+    /// ProtoJSON writer drops an empty repeated field (the official Rust SDK's servers do).
+    #[serde(default)]
     pub tasks: Vec<Task>,
     /// The token of the next page; `""` on the last page. Required on input too.
     #[serde(alias = "next_page_token")]

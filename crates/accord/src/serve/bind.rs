@@ -394,23 +394,22 @@ fn with_payments(
     Ok(config)
 }
 
-/// The states of an agent file's MCP servers, for `/health`.
+/// The states read by `read`, as `/health` shows them.
 #[cfg(feature = "backends")]
-pub(super) fn mcp_health(servers: Vec<accord_backends::McpServer>) -> accord_server::BackendsHealth {
+pub(super) fn backends_health(
+    read: impl Fn() -> Vec<accord_backends::BackendStatus> + Send + Sync + 'static,
+) -> accord_server::BackendsHealth {
     accord_server::BackendsHealth::new(move || {
-        servers
-            .iter()
-            .map(|server| {
-                let status = server.status();
-                accord_types::lucid::BackendHealth {
-                    name: status.name,
-                    up: status.up,
-                    since: accord_engine::time::iso_millis(status.since),
-                    error: status.last_error,
-                    calls: status.calls,
-                    failures: status.failures,
-                    reconnects: status.reconnects,
-                }
+        read()
+            .into_iter()
+            .map(|status| accord_types::lucid::BackendHealth {
+                name: status.name,
+                up: status.up,
+                since: accord_engine::time::iso_millis(status.since),
+                error: status.last_error,
+                calls: status.calls,
+                failures: status.failures,
+                reconnects: status.reconnects,
             })
             .collect()
     })

@@ -68,7 +68,7 @@ use self::args::positive_seconds;
 pub use self::args::{ErrorMappingArg, ServeArgs, StoreArgs, WorkerArgs};
 pub use self::auth::AuthArgs;
 #[cfg(feature = "backends")]
-use self::bind::mcp_health;
+use self::bind::backends_health;
 pub use self::budgets::{BudgetArgs, parse_bytes, parse_duration};
 pub use self::card::{SignedCardArgs, read_private_key};
 pub use self::connections::{ConnectionArgs, connection_cap, raise_descriptor_limit};
@@ -210,12 +210,15 @@ impl Serve {
         // does not answer) is seen.
         let telemetry = args.observe.init().map_err(ServeError::usage)?;
         let built = file.build_with_servers().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
-        let accord_backends::BuiltAgent { agent, tool_keys: tools, mcp_servers, .. } = built;
+        let accord_backends::BuiltAgent { agent, tool_keys: tools, mcp_servers, a2a_agents, .. } = built;
         let mut serve = Self::with_args(agent, args).label(file.name());
         serve.from_file = true;
         serve.telemetry = Some(telemetry);
-        if !mcp_servers.is_empty() {
-            serve.backends = Some(mcp_health(mcp_servers));
+        if !mcp_servers.is_empty() || !a2a_agents.is_empty() {
+            serve = serve.backend_status(move || {
+                let servers = mcp_servers.iter().map(accord_backends::McpServer::status);
+                servers.chain(a2a_agents.iter().map(accord_backends::A2aAgent::status)).collect()
+            });
         }
         let scopes = file.scopes_with_tools(&tools);
         // The credentials of the flags are the operator's: they hold every scope the file names
@@ -253,6 +256,21 @@ impl Serve {
     /// Keeps tasks in `store`: `memory`, `sqlite://PATH` or `postgres://URL`.
     pub fn store(mut self, store: StoreSpec) -> Self {
         self.args.store = store;
+        self
+    }
+
+    /// The backends the agent's skills call, with their states, read by `read` whenever asked:
+    /// `/health` lists them under `backends`, and the `accord_backend_*` metrics (up, calls,
+    /// failures, reconnects, by `backend`) follow them. An agent file's MCP servers and remote
+    /// A2A agents are given so; an agent of one's own gives its
+    /// [`McpServer::status`](accord_backends::McpServer::status) and
+    /// [`A2aAgent::status`](accord_backends::A2aAgent::status) the same way.
+    #[cfg(feature = "backends")]
+    pub fn backend_status(
+        mut self,
+        read: impl Fn() -> Vec<accord_backends::BackendStatus> + Send + Sync + 'static,
+    ) -> Self {
+        self.backends = Some(backends_health(read));
         self
     }
 

@@ -536,8 +536,26 @@ impl TaskRuntime {
         };
         if let Some(run) = self.inner.local().get(id) {
             run.cancel.cancel();
+        } else if WAITING_STATES.contains(&task.state) && record.task.backend_state.is_some() {
+            self.tell_waiting_cancelled(&record.task);
         }
         Ok(record.task)
+    }
+
+    /// Tells the handler of a task cancelled while it waited for its caller, in the background
+    /// ([`Handler::waiting_task_cancelled`](crate::Handler::waiting_task_cancelled)).
+    fn tell_waiting_cancelled(&self, task: &Task) {
+        let Some(handler) = self.inner.agent.skill(&task.skill).ok().and_then(|skill| skill.invoke.clone()) else {
+            return;
+        };
+        let task = task.clone();
+        tokio::spawn(async move {
+            use futures_util::FutureExt as _;
+            let id = task.id.clone();
+            if std::panic::AssertUnwindSafe(handler.waiting_task_cancelled(task)).catch_unwind().await.is_err() {
+                tracing::error!(task = %id, "a skill handler panicked when told its waiting task was cancelled");
+            }
+        });
     }
 
     /// The task as the run on this worker leaves it with each write — `None` when the task does
