@@ -904,6 +904,14 @@ fn run_failure(name: &str, error: &ClientError) -> SkillError {
                     bounded(&error.message, MAX_REASON_CHARS)
                 ))
             }
+            A2aErrorKind::TaskNotFound => failure(
+                "backend_task_lost",
+                format!(
+                    "remote A2A agent '{name}' no longer knows the task (did it restart?): {}",
+                    bounded(&error.message, 256)
+                ),
+            )
+            .retryable(true),
             kind => failure(
                 "backend_error",
                 format!("remote A2A agent '{name}' answered {kind:?}: {}", bounded(&error.message, MAX_REASON_CHARS)),

@@ -379,7 +379,8 @@ async fn peer() -> (TestServer, Peer) {
 async fn card(State(peer): State<Peer>) -> Json<Value> {
     let base = peer.base.lock().expect("lock").clone();
     Json(json!({
-        "name": "peer", "description": "A test peer", "version": "1.0.0",
+        "name": "peer", "description": "A test peer", "version": "2.4.0",
+        "provider": {"organization": "Peer Works", "url": "https://peer.example"},
         "supportedInterfaces": [{"url": format!("{base}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": false},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
@@ -423,6 +424,12 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
                 let task = json!({"id": "remote-2", "contextId": "remote-ctx-2", "status": {"state": state,
                     "message": {"messageId": "end-2", "role": "ROLE_AGENT", "parts": [{"text": words}]}}});
                 return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"task": task}}));
+            }
+            if let Some(task_id) = message["taskId"].as_str()
+                && !peer.tasks.lock().expect("lock").contains_key(task_id)
+            {
+                let error = json!({"code": -32001, "message": "task not found"});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "error": error}));
             }
             let task = match message["taskId"].as_str() {
                 None => json!({
@@ -540,6 +547,62 @@ async fn cancelling_a_task_that_waits_for_input_cancels_its_remote_task() {
     // The status of the remote agent counts the run, without a failure.
     let status = front.built.a2a_agents[0].status();
     assert_eq!((status.name.as_str(), status.up, status.calls, status.failures), ("peer", true, 1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_of_one_remote_agent_and_no_name_fronts_it_as_a_whole() {
+    let (server, _peer) = peer().await;
+    // No [agent] at all: the remote card's name, description, version, provider and skills.
+    let only = format!("[[a2a]]\nurl = \"{}\"\nskills = [\"size\", \"greet\"]\n", server.origin);
+    let file = AgentFile::parse(&only, "front.toml", ".").expect("a file of one [[a2a]] alone");
+    assert!(file.fronts_remote_agent());
+    let whole = front(&only).await;
+    let card = whole.client().await.card().clone();
+    assert_eq!(
+        (card.name.as_str(), card.description.as_str(), card.version.as_str()),
+        ("peer", "A test peer", "2.4.0")
+    );
+    let provider = card.provider.expect("the remote provider");
+    assert_eq!((provider.organization.as_str(), provider.url.as_str()), ("Peer Works", "https://peer.example"));
+    let skills: Vec<&str> = card.skills.iter().map(|skill| skill.id.as_str()).collect();
+    assert_eq!(skills, ["size", "greet"]);
+    // What [agent] sets stays the file's.
+    let ours = format!("[agent]\ndescription = \"Our front\"\nversion = \"9\"\n\n{only}");
+    let ours = front(&ours).await;
+    let card = ours.client().await.card().clone();
+    assert_eq!((card.name.as_str(), card.description.as_str(), card.version.as_str()), ("peer", "Our front", "9"));
+    let named = format!("[agent]\nname = \"shop\"\n\n{only}");
+    assert!(!AgentFile::parse(&named, "front.toml", ".").expect("named").fronts_remote_agent());
+    let named_front = front(&named).await;
+    let card = named_front.client().await.card().clone();
+    assert_eq!((card.name.as_str(), card.description.as_str()), ("shop", "shop"), "a named file is its own agent");
+    // Two remote agents, or one beside skills of the file's own: the file names the agent.
+    let two = format!("{only}\n[[a2a]]\nurl = \"{}\"\nprefix = \"b.\"\n", server.origin);
+    let error = AgentFile::parse(&format!("[agent]\n{two}"), "front.toml", ".").expect_err("no name").to_string();
+    assert!(error.contains("agent.name: missing"), "{error}");
+    let error = AgentFile::parse(&two, "front.toml", ".").expect_err("no agent").to_string();
+    assert!(error.contains("agent: missing"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_task_the_remote_agent_lost_fails_the_run_retryably() {
+    let (server, peer) = peer().await;
+    let front = front(&agent_file(&server.origin, "skills = [\"size\"]")).await;
+    let client = front.client().await;
+    let task = task_of(client.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    // The remote agent restarts and forgets its tasks (as the SDKs' in-memory stores do).
+    peer.tasks.lock().expect("lock").clear();
+    let mut answer = user_text_message("XL");
+    answer.task_id = Some(task.id.clone());
+    let follow_up = SendMessageRequest { tenant: None, message: answer, configuration: None, metadata: None };
+    let failed = task_of(client.send_message(follow_up).await.expect("the follow-up"));
+    assert_eq!(failed.status.state, TaskState::Failed, "{failed:?}");
+    let text = status_text(&failed);
+    assert!(
+        text.starts_with("backend_task_lost: remote A2A agent 'peer' no longer knows the task (did it restart?)"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

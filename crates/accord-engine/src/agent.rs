@@ -80,6 +80,13 @@ impl std::fmt::Debug for AgentBuilder {
 }
 
 impl AgentBuilder {
+    /// The agent's name, in place of the one it was started with (an agent file that fronts a
+    /// remote agent takes its name from the remote card once it is read).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
     /// The agent's version (default `1.0.0`).
     pub fn version(mut self, version: impl Into<String>) -> Self {
         self.version = version.into();

@@ -11,7 +11,7 @@ use super::unknown_skill_reason;
 
 /// What `[agent]` says; a value that is wrong is reported and left out.
 pub(super) struct AgentSection {
-    /// `name`, which the file cannot do without.
+    /// `name`, which the file cannot do without unless it fronts one remote A2A agent.
     pub(super) name: Option<String>,
     /// `description`.
     pub(super) description: Option<String>,
@@ -26,11 +26,12 @@ pub(super) struct AgentSection {
 }
 
 impl Reader<'_> {
-    /// Reads `[agent]`.
-    pub(super) fn agent(&mut self, agent: &Table) -> AgentSection {
+    /// Reads `[agent]`. `fronts`: the file fronts one remote A2A agent, whose card names the
+    /// agent when the file does not.
+    pub(super) fn agent(&mut self, agent: &Table, fronts: bool) -> AgentSection {
         let mut fields = Fields::new(agent, "agent");
         let name = self.string(&mut fields, "name");
-        if name.is_none() && !agent.contains_key("name") {
+        if name.is_none() && !agent.contains_key("name") && !fronts {
             self.error("agent.name", "missing");
         }
         if name.as_deref().is_some_and(|name| name.trim().is_empty()) {

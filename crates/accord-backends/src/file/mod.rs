@@ -156,6 +156,9 @@ pub struct AgentFile {
     file: String,
     base_dir: PathBuf,
     name: String,
+    /// Whether `[agent]` names the agent; when not, the file fronts one remote A2A agent, whose
+    /// card gives the name (and what else `[agent]` leaves out) once it is read.
+    named: bool,
     description: Option<String>,
     version: Option<String>,
     card_fields: Map<String, Json>,
@@ -285,9 +288,18 @@ impl AgentFile {
         }
     }
 
-    /// The agent's name.
+    /// The agent's name. A file that fronts one remote A2A agent and names no agent of its own
+    /// is known by its `[[a2a]]` entry's name until it is built; the built agent has the remote
+    /// card's name ([`AgentFile::fronts_remote_agent`]).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the file fronts one remote A2A agent as a whole: its one backend is one `[[a2a]]`
+    /// entry and `[agent]` gives no `name`. The built agent then takes the remote card's name,
+    /// and its description, version and provider unless `[agent]` sets them.
+    pub fn fronts_remote_agent(&self) -> bool {
+        !self.named
     }
 
     /// The agent's description.
@@ -637,6 +649,9 @@ impl AgentFile {
                     reason: format!("remote A2A agent '{}' lists no skill Accord can serve", spec.name),
                 });
             }
+            if !self.named {
+                builder = self.fronting(builder, agent.card());
+            }
             agents.push(agent);
         }
         if let Some(error) = self.unknown_default_skill(&tool_keys) {
@@ -649,6 +664,24 @@ impl AgentFile {
             FileErrors::new(&self.file, vec![FileError { key: "agent".into(), reason: error.to_string() }])
         })?;
         Ok(BuiltAgent { agent, tool_keys, mcp_servers: servers, a2a_agents: agents })
+    }
+
+    /// The agent of a file that fronts the remote agent of `card` as a whole: the card's name,
+    /// and its description, version and provider where `[agent]` gives none.
+    fn fronting(&self, mut builder: AgentBuilder, card: &accord_types::a2a::AgentCard) -> AgentBuilder {
+        builder = builder.name(card.name.clone());
+        if self.description.is_none() && !card.description.trim().is_empty() {
+            builder = builder.description(card.description.clone());
+        }
+        if self.version.is_none() && !card.version.trim().is_empty() {
+            builder = builder.version(card.version.clone());
+        }
+        if !self.card_fields.contains_key("provider")
+            && let Some(provider) = card.provider.as_ref().and_then(|provider| serde_json::to_value(provider).ok())
+        {
+            builder = builder.card_field("provider", provider);
+        }
+        builder
     }
 
     /// The problem with `[agent] default_skill` once the tools are known: it names no skill of

@@ -283,13 +283,23 @@ impl Reader<'_> {
         let payments = self.table(&mut top, "payments").cloned();
         self.finish(top);
 
-        let Some(agent) = agent else {
-            if !root.contains_key("agent") {
-                self.error("agent", "missing: the file needs an [agent] table with a `name`");
+        // A file whose one backend is one remote A2A agent fronts it as a whole: what `[agent]`
+        // leaves out (all of it, even the table) comes from the remote card.
+        let fronts = skills.is_none()
+            && mcp.is_none()
+            && a2a.and_then(Value::as_array).is_some_and(|entries| entries.len() == 1);
+        let empty = Table::new();
+        let agent = match agent {
+            Some(agent) => agent,
+            None if fronts && !root.contains_key("agent") => &empty,
+            None => {
+                if !root.contains_key("agent") {
+                    self.error("agent", "missing: the file needs an [agent] table with a `name`");
+                }
+                return None;
             }
-            return None;
         };
-        let agent = self.agent(agent);
+        let agent = self.agent(agent, fronts);
         let mcp_specs = self.mcp_servers(mcp);
         let a2a_specs = self.a2a_agents(a2a);
         // Skills that are known only once their servers or agents are reached.
@@ -299,10 +309,17 @@ impl Reader<'_> {
             self.default_skill(wanted, skills, !remote.is_empty());
         }
 
+        // Until the remote card is read, a fronting file is known by its entry's name.
+        let (name, named) = match agent.name {
+            Some(name) => (name, true),
+            None if fronts => (a2a_specs.first()?.name.clone(), false),
+            None => return None,
+        };
         Some(AgentFile {
             file: file.to_owned(),
             base_dir: self.base_dir.clone(),
-            name: agent.name?,
+            name,
+            named,
             description: agent.description,
             version: agent.version,
             card_fields: agent.card_fields,

@@ -211,7 +211,9 @@ impl Serve {
         let telemetry = args.observe.init().map_err(ServeError::usage)?;
         let built = file.build_with_servers().await.map_err(|errors| ServeError::usage(errors.to_string()))?;
         let accord_backends::BuiltAgent { agent, tool_keys: tools, mcp_servers, a2a_agents, .. } = built;
-        let mut serve = Self::with_args(agent, args).label(file.name());
+        // The built agent's name: a file that fronts a remote agent has the remote card's.
+        let label = agent.name().to_owned();
+        let mut serve = Self::with_args(agent, args).label(label);
         serve.from_file = true;
         serve.telemetry = Some(telemetry);
         if !mcp_servers.is_empty() || !a2a_agents.is_empty() {
