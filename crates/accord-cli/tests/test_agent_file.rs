@@ -809,10 +809,16 @@ fn paths_in_the_serve_table_are_relative_to_the_file_and_the_push_key_lives_besi
 /// `sdk-echo` (the official Rust A2A SDK's echo agent, a binary of `accord-bench`): build it first
 /// with `cargo build -p accord-bench --bin sdk-echo`; it is looked for beside `accord`.
 fn sdk_echo() -> (Child, String) {
+    sdk_echo_with(&[])
+}
+
+/// The echo agent with more arguments (`--no-streaming`).
+fn sdk_echo_with(args: &[&str]) -> (Child, String) {
     let binary = Path::new(ACCORD).with_file_name(format!("sdk-echo{}", std::env::consts::EXE_SUFFIX));
     assert!(binary.exists(), "{} is missing: `cargo build -p accord-bench --bin sdk-echo`", binary.display());
     let mut child = Command::new(binary)
         .args(["--port", "0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -998,11 +1004,19 @@ fn a_remote_a2a_agent_that_cannot_be_reached_stops_the_start_with_code_2() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_task_is_followed_again_after_a_crash_and_never_sent_twice() {
+    // Subscribed to again over JSON-RPC and over HTTP+JSON; polled again when the remote agent
+    // does not stream.
+    for (binding, echo_args) in [("JSONRPC", &[][..]), ("HTTP+JSON", &[][..]), ("JSONRPC", &["--no-streaming"][..])] {
+        followed_again_after_a_crash(binding, echo_args).await;
+    }
+}
+
+async fn followed_again_after_a_crash(binding: &str, echo_args: &[&str]) {
     let dir = scratch("a2a-crash");
-    let (mut echo, base) = sdk_echo();
+    let (mut echo, base) = sdk_echo_with(echo_args);
     let file = format!(
-        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n\n\
-         [serve]\nstore = \"sqlite://tasks.db\"\n"
+        "[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n\
+         binding = \"{binding}\"\n\n[serve]\nstore = \"sqlite://tasks.db\"\n"
     );
     std::fs::write(dir.join("agent.toml"), file).expect("agent file");
     let args = ["--bearer-token", TOKEN, "--lease-ttl", "1", "--recovery-interval", "0.25"];
@@ -1035,15 +1049,15 @@ async fn a_remote_task_is_followed_again_after_a_crash_and_never_sent_twice() {
         let task = rpc(&served.url, "GetTask", json!({"id": id}), &[]).await.expect("the task");
         state = task["status"]["state"].clone();
         if matches!(state.as_str(), Some("TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED")) {
-            assert_eq!(state, "TASK_STATE_COMPLETED", "{task}");
+            assert_eq!(state, "TASK_STATE_COMPLETED", "{binding} {echo_args:?}: {task}");
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(state, "TASK_STATE_COMPLETED", "the task never ended");
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{binding} {echo_args:?}: the task never ended");
     // Followed again, never sent again: the echo agent has one task, and it completed.
     let remote = remote_tasks().await;
-    assert_eq!(remote.len(), 1, "{remote:?}");
+    assert_eq!(remote.len(), 1, "{binding} {echo_args:?}: {remote:?}");
     assert_eq!(remote[0].status.state, accord_types::a2a::TaskState::Completed);
     drop(served);
     let _ = echo.kill();

@@ -12,7 +12,8 @@
 //! marked working and completed N seconds later, as Accord's `slow` skill does: the harness
 //! opens its subscribers on such a task. A message whose text is `{"count": N, "interval_ms": M}`
 //! streams N artifact chunks `tick 1` … `tick N` (M ms apart) before completing, as Accord's
-//! `ticks` skill streams its deltas: the harness's a2a-deltas scenario. Prints `sdk-echo listening on http://127.0.0.1:<port>`
+//! `ticks` skill streams its deltas: the harness's a2a-deltas scenario. With `--no-streaming`
+//! the card says it does not stream, so a client polls. Prints `sdk-echo listening on http://127.0.0.1:<port>`
 //! once it accepts connections.
 
 /// With the feature `mimalloc`, the allocator the `accord` binary has.
@@ -49,6 +50,10 @@ struct Args {
     /// Nagle's algorithm and the client's delayed ACK between pieces.
     #[arg(long)]
     nodelay: bool,
+    /// Say `capabilities.streaming: false` on the card: a client then sends and polls (the
+    /// server still answers a stream if asked).
+    #[arg(long)]
+    no_streaming: bool,
 }
 
 /// The echo executor: every event of a task at once, no pause.
@@ -172,7 +177,7 @@ fn ticks(text: &str) -> Option<(u64, std::time::Duration)> {
     Some((count, std::time::Duration::from_millis(interval)))
 }
 
-fn card(base: &str) -> Result<AgentCard, serde_json::Error> {
+fn card(base: &str, streaming: bool) -> Result<AgentCard, serde_json::Error> {
     serde_json::from_value(json!({
         "name": "sdk-echo",
         "description": "Echo agent on the official Rust A2A SDK",
@@ -181,7 +186,7 @@ fn card(base: &str) -> Result<AgentCard, serde_json::Error> {
             {"url": format!("{base}/a2a/jsonrpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{base}/a2a/rest"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         ],
-        "capabilities": {"streaming": true},
+        "capabilities": {"streaming": streaming},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "echo", "description": "Echoes the message", "tags": ["echo"]}],
@@ -195,17 +200,18 @@ async fn main() -> ExitCode {
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    let card = match card(&base) {
+    let card = match card(&base, !args.no_streaming) {
         Ok(card) => card,
         Err(error) => {
             eprintln!("sdk-echo: the card does not parse: {error}");
             return ExitCode::FAILURE;
         }
     };
-    let handler = Arc::new(
-        DefaultRequestHandler::new(Echo, InMemoryTaskStore::new())
-            .with_capabilities(AgentCapabilities { streaming: Some(true), ..AgentCapabilities::default() }),
-    );
+    let handler =
+        Arc::new(DefaultRequestHandler::new(Echo, InMemoryTaskStore::new()).with_capabilities(AgentCapabilities {
+            streaming: Some(!args.no_streaming),
+            ..AgentCapabilities::default()
+        }));
     let app = a2a_server::agent_card::agent_card_router(Arc::new(StaticAgentCard::new(card)))
         .nest("/a2a/jsonrpc", a2a_server::jsonrpc::jsonrpc_router(handler.clone()))
         .nest("/a2a/rest", a2a_server::rest::rest_router(handler));
