@@ -390,8 +390,19 @@ impl A2aSkill {
 
 impl Handler for A2aSkill {
     fn call(&self, run: Run) -> BoxFuture<Result<Outcome, SkillError>> {
+        use tracing::Instrument as _;
         let this = self.clone();
-        Box::pin(async move { this.run(run).await })
+        // A span per run, under the task's: which remote agent, which skill, which remote task
+        // (recorded once named). DEBUG under `accord::backend`: off unless asked for.
+        let span = tracing::debug_span!(
+            target: "accord::backend",
+            "backend_call",
+            backend = %self.inner().name,
+            kind = "a2a",
+            remote_skill = %self.remote_skill,
+            remote_task = tracing::field::Empty,
+        );
+        Box::pin(async move { this.run(run).await }.instrument(span))
     }
 
     /// A task cancelled while it waited for its caller (the remote task asked for input or
@@ -432,6 +443,9 @@ impl A2aSkill {
                 (continued, false)
             }
         };
+        if let Some(remote) = &known {
+            tracing::Span::current().record("remote_task", remote.id.as_str());
+        }
         let (remote_tx, mut remote_rx) = watch::channel(known.clone());
         let inner = self.inner();
         inner.calls.fetch_add(1, Ordering::Relaxed);
@@ -722,6 +736,7 @@ impl Follow<'_> {
             ))),
             None => {
                 let context_id = context_id.filter(|id| !id.is_empty()).map(str::to_owned);
+                tracing::Span::current().record("remote_task", task_id);
                 self.remote.send_replace(Some(RemoteTask { id: task_id.to_owned(), context_id }));
                 Ok(())
             }

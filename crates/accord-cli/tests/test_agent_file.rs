@@ -917,6 +917,53 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_remote_a2a_agent_s_runs_have_a_span_that_names_it() {
+    let dir = scratch("a2a-span");
+    let (mut echo, base) = sdk_echo();
+    let file = format!("[agent]\nname = \"shop\"\n\n[[a2a]]\nurl = \"{base}\"\nname = \"echo\"\nprefix = \"peer.\"\n");
+    std::fs::write(dir.join("agent.toml"), file).expect("agent file");
+    let mut child = Command::new(ACCORD)
+        .args(["serve", "--port", "0", "--store", "memory", "--config", "agent.toml", "--bearer-token", TOKEN])
+        .args(["--log-format", "json"])
+        .current_dir(&dir)
+        .env("ACCORD_LOG", "warn,accord::task=debug,accord::backend=debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start accord serve");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("the listening line");
+    let url = first.trim().rsplit(' ').next().expect("url").trim_end_matches('/').to_owned();
+    // The echo agent gone, the run's WARN line is logged within its span.
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "hi"}], "metadata": {"skillId": "peer.echo"}});
+    let task = rpc(&url, "SendMessage", json!({"message": text}), &[]).await.expect("a task")["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["fields"]["message"] == "a call to a remote A2A agent failed")
+        .unwrap_or_else(|| panic!("the failure is logged:\n{stderr}"));
+    assert_eq!(line["level"], "WARN", "{line}");
+    let spans = line["spans"].as_array().expect("spans");
+    let names: Vec<&str> = spans.iter().filter_map(|span| span["name"].as_str()).collect();
+    assert_eq!(names, ["task_run", "backend_call"], "{line}");
+    let call = &spans[1];
+    assert_eq!(
+        (&call["backend"], &call["kind"], &call["remote_skill"]),
+        (&json!("echo"), &json!("a2a"), &json!("echo"))
+    );
+    assert_eq!(spans[0]["task_id"], task["id"], "{line}");
+    assert!(!stderr.contains(TOKEN), "no token in the log");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_priced_remote_a2a_skill_is_paid_through_a_rail_before_the_remote_agent_hears_of_it() {
     let facilitator = Facilitator::spawn();
     let dir = scratch("a2a-paid");
