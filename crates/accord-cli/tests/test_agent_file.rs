@@ -838,7 +838,7 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
          scope = \"peer:use\"\n\n[serve]\nstore = \"sqlite://tasks.db\"\n"
     );
     std::fs::write(dir.join("agent.toml"), file).expect("agent file");
-    let served = Served::start(&dir, &["--bearer-token", TOKEN], &[]);
+    let served = Served::start(&dir, &["--bearer-token", TOKEN, "--webhook-allow", "loopback"], &[]);
     let url = served.url.clone();
 
     let card: Value =
@@ -884,6 +884,43 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
     assert_eq!((&echo_health["name"], &echo_health["up"]), (&json!("echo"), &json!(true)), "{echo_health}");
     assert_eq!((&echo_health["calls"], &echo_health["failures"]), (&json!(1), &json!(0)), "{echo_health}");
 
+    // Push: Accord delivers the fronted task's updates to the caller's webhook (the remote agent
+    // has no push of its own here).
+    let delivered: Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>> = Arc::default();
+    let kept = Arc::clone(&delivered);
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::Json<Value>| {
+            let token = headers.get("x-a2a-notification-token").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            kept.lock().expect("lock").push((token, body.0));
+            async { "ok" }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let text = json!({"messageId": format!("m-{}", rand_suffix()), "role": "ROLE_USER",
+                      "parts": [{"text": "pushed"}], "metadata": {"skillId": "peer.echo"}});
+    let params = json!({"message": text, "configuration": {
+        "returnImmediately": true, "taskPushNotificationConfig": {"url": hook, "token": "hook-token"}}});
+    let task = rpc(&url, "SendMessage", params, &[]).await.expect("a task")["task"].clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let seen = delivered.lock().expect("lock").clone();
+        let done = seen.iter().find(|(_, body)| {
+            let task = body.get("task").or_else(|| body.get("statusUpdate")).unwrap_or(body);
+            task["status"]["state"] == "TASK_STATE_COMPLETED"
+        });
+        if let Some((token, _)) = done {
+            assert_eq!(token.as_deref(), Some("hook-token"));
+            let all = serde_json::to_string(&seen).expect("json");
+            assert!(all.contains(task["id"].as_str().expect("id")) && all.contains("echo: pushed"), "{all}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the webhook got the completed task: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // The echo agent gone, a run fails at once as unavailable, naming it; /health says so.
     let _ = echo.kill();
     let _ = echo.wait();
@@ -895,7 +932,7 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
     assert!(status.starts_with("backend_unavailable: remote A2A agent 'echo' is unreachable"), "{status}");
     let echo_health = health(client.clone()).await;
     assert_eq!(echo_health["up"], false, "{echo_health}");
-    assert_eq!((&echo_health["calls"], &echo_health["failures"]), (&json!(2), &json!(1)), "{echo_health}");
+    assert_eq!((&echo_health["calls"], &echo_health["failures"]), (&json!(3), &json!(1)), "{echo_health}");
     let error = echo_health["error"].as_str().unwrap_or_default();
     assert!(error.contains("refused"), "why it is down: {echo_health}");
     // The same in the metrics, brought up to date every few seconds.
@@ -906,7 +943,7 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
         if line("accord_backend_up{backend=\"echo\"}").is_some_and(|line| line.ends_with(" 0"))
             && line("accord_backend_failures_total{backend=\"echo\"}").is_some_and(|line| line.ends_with(" 1"))
         {
-            assert!(metrics.contains("accord_backend_call_duration_seconds_count{backend=\"echo\"} 2"), "{metrics}");
+            assert!(metrics.contains("accord_backend_call_duration_seconds_count{backend=\"echo\"} 3"), "{metrics}");
             break;
         }
         assert!(std::time::Instant::now() < deadline, "the remote agent's metrics appear: {metrics}");
