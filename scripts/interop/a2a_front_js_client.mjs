@@ -9,7 +9,7 @@
 // whose node_modules holds the SDK (scripts/interop-a2a-front copies it into its npm prefix).
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 
 const [BASE, BINDING, ...SKILLS] = process.argv.slice(2);
@@ -49,12 +49,13 @@ const sendRequest = (msg) => ({
   metadata: undefined,
 });
 
-const factory = new ClientFactory(
-  ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory(), new RestTransportFactory(), new GrpcTransportFactory()],
-    preferredTransports: [BINDING],
-  }),
-);
+// The binding's transport alone (not merged into the SDK's defaults): no fallback to another.
+const transport = {
+  JSONRPC: () => new JsonRpcTransportFactory(),
+  'HTTP+JSON': () => new RestTransportFactory(),
+  GRPC: () => new GrpcTransportFactory(),
+}[BINDING]();
+const factory = new ClientFactory({ transports: [transport], preferredTransports: [BINDING] });
 const client = await factory.createFromUrl(BASE.endsWith('/') ? BASE : `${BASE}/`);
 for (const skill of SKILLS) {
   const text = `hello ${skill} over ${BINDING} ${randomUUID().slice(0, 8)}`;
