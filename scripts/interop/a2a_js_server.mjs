@@ -8,6 +8,8 @@
 // becomes a task: submitted, working, an artifact "echo: <text>", completed, with a short pause
 // before each step so that a subscription or a cancellation right after a returnImmediately send
 // finds the task running (A2A_PEER_PAUSE_MS in the environment sets it; the load harness sets 0).
+// A message whose text starts with "slow" pauses 10 s before each step instead: a task to cancel
+// (scripts/interop-a2a-front).
 // Prints
 // "a2a-js-peer listening on http://127.0.0.1:<port>" once it accepts connections.
 import { randomUUID } from 'node:crypto';
@@ -27,7 +29,8 @@ const textOf = (message) =>
   (message?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join('');
 
 const PAUSE_MS = Number(process.env.A2A_PEER_PAUSE_MS ?? 100);
-const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+const SLOW_MS = 10_000;
+const pause = (ms = PAUSE_MS) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The executor must publish the task (or a message) before any update.
 class EchoExecutor {
@@ -51,8 +54,9 @@ class EchoExecutor {
       });
     }
     // Each step first pauses, then stops if the task was canceled meanwhile.
+    const ms = /^slow\b/.test(textOf(context.userMessage)) ? SLOW_MS : PAUSE_MS;
     const step = async () => {
-      await pause();
+      await pause(ms);
       return !this.canceled.has(taskId);
     };
     if (!(await step())) return;

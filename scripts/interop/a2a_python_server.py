@@ -10,6 +10,14 @@ pause before each step so that a subscription or a cancellation right after a re
 send finds the task running (A2A_PEER_PAUSE_MS in the environment sets it; the load harness sets
 0). Prints
 "a2a-python-peer listening on http://127.0.0.1:<port>" once it accepts connections.
+
+A few messages choose another behaviour by their text (scripts/interop-a2a-front uses them):
+- "chunks N": N artifact chunks of one artifact (id "chunks"; append from the second on,
+  lastChunk on the last), each after A2A_PEER_CHUNK_MS (default 300) ms, then completed;
+- "ask ...": working, then input-required with the question "What should I echo? (<text>)"; the
+  follow-up message to that task completes it with an artifact "echo: <follow-up text>";
+- "slow ...": working, then 30 s (a task to cancel), then the echo.
+What reached which task is read back with ListTasks (the tasks' histories).
 """
 
 import asyncio
@@ -29,23 +37,50 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, 
 
 
 PAUSE = float(os.environ.get("A2A_PEER_PAUSE_MS", "100")) / 1000  # seconds before each step of a task
+CHUNK_PAUSE = float(os.environ.get("A2A_PEER_CHUNK_MS", "300")) / 1000  # seconds before each chunk of "chunks N"
 
 
 class EchoExecutor(AgentExecutor):
     """Creates the task first (the SDK requires a Task before any status update), then echoes."""
 
     async def execute(self, context, queue):
-        if context.current_task is None:
+        text = context.get_user_input()
+        current = context.current_task
+        if current is None:
             await queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
             )
         updater = TaskUpdater(queue, context.task_id, context.context_id)
-        await asyncio.sleep(PAUSE)
-        await updater.start_work()
-        await asyncio.sleep(PAUSE)
-        await updater.add_artifact(parts=[new_text_part("echo: " + context.get_user_input())])
-        await asyncio.sleep(PAUSE)
-        await updater.complete()
+        words = text.split()
+        if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            # The answer to "ask": the same task completes with it.
+            await updater.start_work()
+            await updater.add_artifact(parts=[new_text_part("echo: " + text)], name="answer")
+            await updater.complete()
+        elif len(words) == 2 and words[0] == "chunks" and words[1].isdigit():
+            count = int(words[1])
+            await updater.start_work()
+            for i in range(count):
+                await asyncio.sleep(CHUNK_PAUSE)
+                await updater.add_artifact(
+                    parts=[new_text_part(f"chunk {i + 1};")],
+                    artifact_id="chunks",
+                    name="chunks",
+                    append=i > 0,
+                    last_chunk=i == count - 1,
+                )
+            await updater.complete()
+        elif words[:1] == ["ask"]:
+            await updater.start_work()
+            question = updater.new_agent_message(parts=[new_text_part(f"What should I echo? ({text})")])
+            await updater.requires_input(question)
+        else:
+            await asyncio.sleep(PAUSE)
+            await updater.start_work()
+            await asyncio.sleep(30 if words[:1] == ["slow"] else PAUSE)
+            await updater.add_artifact(parts=[new_text_part("echo: " + text)])
+            await asyncio.sleep(PAUSE)
+            await updater.complete()
 
     async def cancel(self, context, queue):
         await TaskUpdater(queue, context.task_id, context.context_id).cancel()
