@@ -829,6 +829,9 @@ fn sdk_echo_with(args: &[&str]) -> (Child, String) {
     (child, base)
 }
 
+/// What a webhook received: each delivery's notification token and body.
+type Deliveries = Vec<(Option<String>, Value)>;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_scopes() {
     let dir = scratch("a2a");
@@ -886,7 +889,7 @@ async fn a_remote_a2a_agent_s_skills_are_served_as_tasks_behind_accord_s_own_sco
 
     // Push: Accord delivers the fronted task's updates to the caller's webhook (the remote agent
     // has no push of its own here).
-    let delivered: Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>> = Arc::default();
+    let delivered: Arc<Mutex<Deliveries>> = Arc::default();
     let kept = Arc::clone(&delivered);
     let app = axum::Router::new().route(
         "/hook",
