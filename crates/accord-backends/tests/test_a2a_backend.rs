@@ -515,13 +515,27 @@ async fn input_required_pauses_the_task_and_the_follow_up_reaches_the_remote_tas
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn cancelling_a_task_that_waits_for_input_cancels_its_remote_task() {
+/// A task of the peer's `size` skill, in front of the peer: waiting for input ("What size?").
+struct Waiting {
+    _server: TestServer,
+    peer: Peer,
+    front: Front,
+    client: A2aClient,
+    task: Task,
+}
+
+async fn waiting() -> Waiting {
     let (server, peer) = peer().await;
     let front = front(&agent_file(&server.origin, "skills = [\"size\"]")).await;
     let client = front.client().await;
     let task = task_of(client.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
     assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    Waiting { _server: server, peer, front, client, task }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_task_that_waits_for_input_cancels_its_remote_task() {
+    let Waiting { _server, peer, front, client, task } = waiting().await;
     // No run is in progress: the engine tells the skill, which cancels the remote task it saved.
     let cancelled = client.cancel_task(&task.id).await.expect("CancelTask");
     assert_eq!(cancelled.status.state, TaskState::Canceled);
@@ -586,11 +600,7 @@ async fn a_file_of_one_remote_agent_and_no_name_fronts_it_as_a_whole() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_task_the_remote_agent_lost_fails_the_run_retryably() {
-    let (server, peer) = peer().await;
-    let front = front(&agent_file(&server.origin, "skills = [\"size\"]")).await;
-    let client = front.client().await;
-    let task = task_of(client.send_message(request("a shirt", "peer.size", false)).await.expect("SendMessage"));
-    assert_eq!(task.status.state, TaskState::InputRequired, "{task:?}");
+    let Waiting { _server, peer, front: _front, client, task } = waiting().await;
     // The remote agent restarts and forgets its tasks (as the SDKs' in-memory stores do).
     peer.tasks.lock().expect("lock").clear();
     let mut answer = user_text_message("XL");

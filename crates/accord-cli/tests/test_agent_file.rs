@@ -454,6 +454,22 @@ impl Drop for Facilitator {
     }
 }
 
+/// The follow-up that pays `task` (input-required with an x402 offer in its status message): a
+/// new wallet signs the offer, and the payload goes in the message's metadata.
+fn x402_payment(task: &Value) -> Value {
+    let asked = &task["status"]["message"]["metadata"];
+    let wallet = accord_payments::Wallet::generate().expect("wallet");
+    let required = serde_json::to_vec(&asked["x402.payment.required"]).expect("json");
+    let headers = wallet.pay(402, &HeaderMap::new(), &required).expect("payable").expect("an offer");
+    let header = headers["payment-signature"].to_str().expect("ascii");
+    let payload: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(header).expect("base64"))
+            .expect("json");
+    json!({"messageId": format!("pay-{}", rand_suffix()), "role": "ROLE_USER", "taskId": task["id"],
+        "parts": [{"text": "payment"}],
+        "metadata": {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}})
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_x402_rail_from_the_file_collects_on_the_a2a_and_lucid_faces() {
     let facilitator = Facilitator::spawn();
@@ -489,17 +505,7 @@ async fn an_x402_rail_from_the_file_collects_on_the_a2a_and_lucid_faces() {
     assert!(seen.lock().expect("lock").is_empty(), "nothing runs before the payment");
 
     // The wallet pays; the facilitator settles once; the skill runs with the original input.
-    let wallet = accord_payments::Wallet::generate().expect("wallet");
-    let required = serde_json::to_vec(&asked["x402.payment.required"]).expect("json");
-    let headers = wallet.pay(402, &HeaderMap::new(), &required).expect("payable").expect("an offer");
-    let header = headers["payment-signature"].to_str().expect("ascii");
-    let payload: Value =
-        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(header).expect("base64"))
-            .expect("json");
-    let id = task["id"].as_str().expect("id");
-    let follow_up = json!({"messageId": format!("pay-{}", rand_suffix()), "role": "ROLE_USER", "taskId": id,
-        "parts": [{"text": "payment"}],
-        "metadata": {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}});
+    let follow_up = x402_payment(&task);
     let done = rpc(&url, "SendMessage", json!({"message": follow_up}), &extension).await.expect("paid")["task"].clone();
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(done["artifacts"][0]["parts"][0]["data"], json!({"item": "tea", "price": 42}));
@@ -1031,16 +1037,7 @@ async fn a_priced_remote_a2a_skill_is_paid_through_a_rail_before_the_remote_agen
     assert!(remote_tasks().await.is_empty(), "nothing reaches the remote agent before the payment");
 
     // Paid: the caller's first message (not the payment) reaches the remote agent, once.
-    let wallet = accord_payments::Wallet::generate().expect("wallet");
-    let required = serde_json::to_vec(&asked["x402.payment.required"]).expect("json");
-    let headers = wallet.pay(402, &HeaderMap::new(), &required).expect("payable").expect("an offer");
-    let header = headers["payment-signature"].to_str().expect("ascii");
-    let payload: Value =
-        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(header).expect("base64"))
-            .expect("json");
-    let follow_up = json!({"messageId": format!("pay-{}", rand_suffix()), "role": "ROLE_USER", "taskId": task["id"],
-        "parts": [{"text": "payment"}],
-        "metadata": {"x402.payment.status": "payment-submitted", "x402.payment.payload": payload}});
+    let follow_up = x402_payment(&task);
     let done = rpc(&url, "SendMessage", json!({"message": follow_up}), &extension).await.expect("paid")["task"].clone();
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], "echo: hello", "{done}");
