@@ -392,6 +392,8 @@ async fn card(State(peer): State<Peer>) -> Json<Value> {
             {"id": "refuse", "name": "Refuse", "description": "Rejects every request", "tags": ["broken"]},
             {"id": "broken", "name": "Broken", "description": "Fails every task", "tags": ["broken"]},
             {"id": "login", "name": "Login", "description": "Needs the caller signed in", "tags": ["shop"]},
+            {"id": "odd", "name": "Odd", "description": "Answers a state A2A does not have", "tags": ["broken"]},
+            {"id": "astray", "name": "Astray", "description": "Reports on another task", "tags": ["broken"]},
         ],
     }))
 }
@@ -406,6 +408,16 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
             let text = message["parts"][0]["text"].as_str().unwrap_or_default().to_owned();
             if message["metadata"]["skillId"] == "bad" {
                 return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"nonsense": true}}));
+            }
+            // `odd` answers a state A2A does not have; `astray` starts remote-3, whose reads
+            // report on another task.
+            if message["metadata"]["skillId"] == "odd" {
+                let task = json!({"id": "remote-4", "contextId": "c", "status": {"state": "TASK_STATE_DANCING"}});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"task": task}}));
+            }
+            if message["metadata"]["skillId"] == "astray" {
+                let task = json!({"id": "remote-3", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": {"task": task}}));
             }
             // `greet` answers with a message, no task.
             if message["metadata"]["skillId"] == "greet" {
@@ -448,6 +460,10 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, Json(body): Json<Valu
         }
         Some("GetTask") => {
             let id_asked = params["id"].as_str().unwrap_or_default();
+            if id_asked == "remote-3" {
+                let other = json!({"id": "remote-9", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}});
+                return Json(json!({"jsonrpc": "2.0", "id": id, "result": other}));
+            }
             let mut tasks = peer.tasks.lock().expect("lock");
             let Some(task) = tasks.get_mut(id_asked) else {
                 return Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": "no such task"}}));
@@ -692,6 +708,24 @@ async fn an_answer_that_is_not_a2a_fails_the_run_as_an_invalid_answer() {
     assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
     let status = front.built.a2a_agents[0].status();
     assert_eq!((status.calls, status.failures), (2, 1), "{status:?}");
+    // A state A2A does not have, and a read that reports on another task: invalid answers too,
+    // and the server goes on serving.
+    let task = task_of(client.send_message(request("x", "peer.odd", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
+    let text = status_text(&task);
+    assert!(
+        text.starts_with("backend_invalid_answer: remote A2A agent 'peer' answered something that is not A2A"),
+        "{text}"
+    );
+    let task = task_of(client.send_message(request("x", "peer.astray", false)).await.expect("SendMessage"));
+    assert_eq!(task.status.state, TaskState::Failed, "{task:?}");
+    let text = status_text(&task);
+    assert_eq!(
+        text,
+        "backend_invalid_answer: remote A2A agent 'peer' sent an event of another task than the one it started"
+    );
+    let status = front.built.a2a_agents[0].status();
+    assert_eq!((status.up, status.calls, status.failures), (true, 4, 3), "{status:?}");
 }
 
 // ---- reading `[[a2a]]` --------------------------------------------------------------------------
