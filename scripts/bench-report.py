@@ -6,7 +6,9 @@ Reads OUT_DIR/runs.jsonl (one line per bench-load, wrk or store-bench run, as sc
 records them) and prints a table per scenario: for each server and each load generator (bench-load
 and wrk), the median of the rounds with their spread (lowest–highest rate), the median p50, p99
 and server CPU time per operation, the errors over all rounds, and the ratio of the medians to
-the official Rust SDK server (sdk-rust). The TLS scenarios (a2a-send-tls, tls-handshakes) get a
+the official Rust SDK server (sdk-rust). Servers that front a remote agent (accord-front-*, whose
+reports carry the remote's CPU) get a table of the hop besides: the front's and the remote's CPU
+per operation, beside Accord's own in-process figure (accord-memory) and the SDK alone. The TLS scenarios (a2a-send-tls, tls-handshakes) get a
 table each, per server and generator, with the ratios HTTPS / clear text and Accord / nginx. The
 chart needs matplotlib; without it the report says so and writes the rest.
 """
@@ -43,7 +45,10 @@ def medians(reports):
     rates = [report["rate"] for report in reports]
     busy_values = [busy(report, "server_cpu_s") for report in reports]
     busy_values = [value for value in busy_values if value is not None]
-    return {
+    # A server in front of a remote agent (accord-front-*): the remote's CPU too.
+    peer = {"peer_cpu_us_per_op": median("peer_cpu_us_per_op")} if any(
+        report.get("peer_cpu_us_per_op") is not None for report in reports) else {}
+    return {**peer, 
         "rate": statistics.median(rates),
         "rate_min": min(rates),
         "rate_max": max(rates),
@@ -125,6 +130,88 @@ def tls_tables(entries):
                  for r in ratios]
         markdown.append(f"## {title}\n\n{note}\n\n" + markdown_table(headers, table) + "\n\n" + "\n".join(lines) + "\n")
         printed.append(f"{title}\n" + text_table(headers, table) + ("\n" + "\n".join(lines) if lines else ""))
+    return found, markdown, printed
+
+
+# The hop table's references: Accord's own in-process SendMessage (and each front's store's own
+# SendMessage), and the SDK echo agent alone.
+HOP_OWN = "accord-memory"
+HOP_SAME_STORE = {"accord-front-memory": "accord-memory", "accord-front-sqlite": "accord-sqlite"}
+HOP_ALONE = ["sdk-rust-nodelay", "sdk-rust"]
+
+
+def cpu_range(reports, key):
+    """`median (lowest–highest)` of a CPU figure over the rounds, in µs, and the median."""
+    values = [report[key] for report in reports if report.get(key) is not None]
+    if not values:
+        return None, DASH
+    median = statistics.median(values)
+    return median, f"{median:,.1f} µs ({min(values):,.1f}–{max(values):,.1f})"
+
+
+def hop_tables(entries, servers):
+    """The hop: per scenario and generator, each accord-front-* server's CPU per operation (the
+    front's and the remote's), beside accord-memory's own and the SDK echo agent's alone, and the
+    p50 the front adds to the SDK alone. None when no run had a remote."""
+    if not any((entry.get("report") or {}).get("peer_cpu_us_per_op") is not None for entry in entries):
+        return {}, [], []
+    fronts = [server for server in servers if server.startswith("accord-front-")]
+    alone = [server for server in HOP_ALONE if server in servers]
+    owns = [HOP_OWN] + [HOP_SAME_STORE[front] for front in fronts if HOP_SAME_STORE.get(front, HOP_OWN) != HOP_OWN]
+    shown = fronts + [server for server in dict.fromkeys(owns + alone) if server in servers]
+    found, markdown, printed = {}, [], []
+    headers = (["server", "generator", "rate (lowest–highest)", "p50", "front / server CPU/op (lowest–highest)",
+                "remote CPU/op (lowest–highest)", "front + remote", f"front CPU ÷ {HOP_OWN}'s",
+                "front CPU ÷ its store's own"]
+               + [f"p50 − {server}'s" for server in alone] + ["errors"])
+    for scenario in LOAD_SCENARIOS:
+        rows, table = [], []
+        for generator, kind in (("bench-load", "load"), ("wrk", "wrk")):
+            by_server = {}
+            for server in shown:
+                reports = [entry["report"] for entry in entries if entry["kind"] == kind and entry["scenario"] == scenario
+                           and entry["server"] == server and entry.get("report")]
+                if reports:
+                    by_server[server] = reports
+            if not any(server in by_server for server in fronts):
+                continue
+            own_cpu = cpu_range(by_server.get(HOP_OWN, []), "server_cpu_us_per_op")[0]
+            for server in shown:
+                if server not in by_server:
+                    continue
+                reports = by_server[server]
+                row = {"server": server, "generator": generator, **medians(reports)}
+                row["server_cpu_us_per_op"], cpu = cpu_range(reports, "server_cpu_us_per_op")
+                row["peer_cpu_us_per_op"], peer = cpu_range(reports, "peer_cpu_us_per_op")
+                total = (row["server_cpu_us_per_op"] + row["peer_cpu_us_per_op"]
+                         if row["server_cpu_us_per_op"] is not None and row["peer_cpu_us_per_op"] is not None else None)
+                if server in fronts and own_cpu and row["server_cpu_us_per_op"] is not None:
+                    row["front_cpu_to_own"] = row["server_cpu_us_per_op"] / own_cpu
+                same = cpu_range(by_server.get(HOP_SAME_STORE.get(server), []), "server_cpu_us_per_op")[0]
+                if server in fronts and same and row["server_cpu_us_per_op"] is not None:
+                    row["front_cpu_to_same_store"] = row["server_cpu_us_per_op"] / same
+                added = []
+                for reference in alone:
+                    base = by_server.get(reference)
+                    base_p50 = statistics.median([report["p50_us"] for report in base]) if base else None
+                    delta = row["p50_us"] - base_p50 if server in fronts and base_p50 is not None else None
+                    row["p50_added_to_" + reference.replace("-", "_") + "_us"] = delta
+                    added.append(DASH if delta is None else f"{delta / 1000:+.2f} ms")
+                rows.append(row)
+                ratio, same_ratio = row.get("front_cpu_to_own"), row.get("front_cpu_to_same_store")
+                table.append([server, generator, f"{spread(row)} {row['unit']}", ms(row["p50_us"]), cpu, peer,
+                              DASH if total is None else f"{total:,.1f} µs",
+                              DASH if ratio is None else f"{ratio:.2f}×",
+                              DASH if same_ratio is None else f"{same_ratio:.2f}×"] + added + [row["errors"]])
+        if not rows:
+            continue
+        found[scenario] = rows
+        note = (f"The front (accord serve with an [[a2a]] entry fronting sdk-echo --nodelay) on the server core, the "
+                f"remote sdk-echo on the load generator's core; {HOP_OWN} is Accord's own in-process run of the demo's "
+                f"echo skill (accord-sqlite the same on SQLite), {', '.join(alone) or 'the SDK echo agent'} the SDK echo agent alone on the server core. "
+                "CPU per operation: each process's utime+stime over the measured window divided by the operations.")
+        markdown.append(f"## the hop: {scenario}\n\n{note}\n\n" + markdown_table(headers, table) + "\n")
+        printed.append(f"the hop: {scenario}\n" + text_table(headers, table))
     return found, markdown, printed
 
 
@@ -210,9 +297,12 @@ def main():
                           prefix + "send_errors": report.get("errors")})
     memory = [entry for entry in entries if entry["kind"] == "memory"]
     tls, tls_markdown, tls_printed = tls_tables(entries)
+    hop, hop_markdown, hop_printed = hop_tables(entries, servers)
 
     results = {"meta": meta, "summary": summary, "creates": creates, "scale": list(scale.values()),
                "memory": memory, "tls": tls, "server_deaths": died, "runs": entries + died}
+    if hop:
+        results["hop"] = hop
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
 
@@ -300,6 +390,8 @@ def main():
         markdown.append("## memory (resident set; Accord on its in-process store)\n\n" + markdown_table(headers_m, table) + "\n")
         printed.append("memory\n" + text_table(headers_m, table))
 
+    markdown += hop_markdown
+    printed += hop_printed
     markdown += tls_markdown
     printed += tls_printed
 

@@ -1,9 +1,11 @@
 -- wrk driver of scripts/bench: the same scenarios as bench-load, every answer checked.
 --
---   wrk -t N -c N -d S -s scripts/bench.lua URL -- SCENARIO PATH [LIST_MIN_TOTAL]
+--   wrk -t N -c N -d S -s scripts/bench.lua URL -- SCENARIO PATH [LIST_MIN_TOTAL [SKILL_ID]]
 --
 -- SCENARIO is a2a-send, a2a-stream, lucid-invoke, list or health; PATH the route the requests go to
--- (the card's JSON-RPC interface path, the Lucid invoke route, or /health). `health` GETs PATH,
+-- (the card's JSON-RPC interface path, the Lucid invoke route, or /health). SKILL_ID is the
+-- `metadata.skillId` of the A2A messages (default echo; scripts/bench's accord-front-* servers
+-- front a remote echo skill as front.echo). `health` GETs PATH,
 -- and an answer must be HTTP 200 (any server: scripts/bench's tls-handshakes, with
 -- `-H 'Connection: close'`). Each request carries a token
 -- unique in the run; each answer must be HTTP 200, a completed task or run (for `list`, a page of
@@ -24,6 +26,7 @@ function init(args)
     scenario = args[1]
     path = args[2]
     list_min_total = tonumber(args[3] or "1")
+    skill_id = args[4] or "echo"
     sent = 0
     checked = 0
     pending = {}
@@ -50,8 +53,8 @@ end
 local function message(method, n, token)
     return string.format(
         '{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"message":{"messageId":"m-%s","role":"ROLE_USER",'
-            .. '"parts":[{"text":"{\\"text\\":\\"%s\\"}"}],"metadata":{"skillId":"echo"}}}}',
-        n, method, token, token)
+            .. '"parts":[{"text":"{\\"text\\":\\"%s\\"}"}],"metadata":{"skillId":"%s"}}}}',
+        n, method, token, token, skill_id)
 end
 
 function request()

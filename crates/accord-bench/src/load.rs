@@ -56,6 +56,10 @@ pub enum Scenario {
     Health,
 }
 
+/// The skill the `a2a-send` and `a2a-stream` messages name by default: the echo skill of Accord's
+/// demo agent and of the SDK echo servers.
+pub const DEFAULT_SKILL_ID: &str = "echo";
+
 /// The text deltas one `a2a-deltas` task streams.
 pub const DELTAS: u64 = 1000;
 
@@ -375,6 +379,8 @@ struct Shared {
     budget: Option<std::sync::atomic::AtomicU64>,
     /// Each operation on a connection of its own.
     new_connections: bool,
+    /// The `metadata.skillId` of the `a2a-send` and `a2a-stream` messages.
+    skill_id: String,
 }
 
 impl Shared {
@@ -383,7 +389,7 @@ impl Shared {
     }
 
     fn a2a_message(&self, method: &str, id: u64, token: &str) -> String {
-        self.a2a_request(method, id, token, "echo", &json!({"text": token}))
+        self.a2a_request(method, id, token, &self.skill_id, &json!({"text": token}))
     }
 
     /// A JSON-RPC request carrying one user message: a text part of `input` as JSON, for `skill`.
@@ -643,6 +649,12 @@ pub struct Config {
     pub max_operations: Option<u64>,
     /// Open a new connection for every operation (over TLS, a full handshake each).
     pub new_connections: bool,
+    /// The `metadata.skillId` of the `a2a-send` and `a2a-stream` messages (`echo`): another for a
+    /// server that fronts a remote agent's echo skill under a prefix.
+    pub skill_id: String,
+    /// A second process (the remote agent behind the server, say) whose CPU time over the window
+    /// is divided among the window's operations too, reported apart.
+    pub peer_pid: Option<u32>,
 }
 
 impl Default for Config {
@@ -659,6 +671,8 @@ impl Default for Config {
             clock_ticks: 100,
             max_operations: None,
             new_connections: false,
+            skill_id: DEFAULT_SKILL_ID.to_owned(),
+            peer_pid: None,
         }
     }
 }
@@ -697,6 +711,9 @@ pub struct Report {
     /// This load generator's CPU seconds over the window: near the window's length, the
     /// generator and not the server sets the pace.
     pub generator_cpu_s: Option<f64>,
+    /// The peer process's CPU seconds over the window, when its pid was given
+    /// ([`Config::peer_pid`]).
+    pub peer_cpu_s: Option<f64>,
 }
 
 impl Report {
@@ -714,6 +731,12 @@ impl Report {
     pub fn server_cpu_us_per_op(&self) -> Option<f64> {
         let operations = self.ok + self.errors;
         self.server_cpu_s.filter(|_| operations > 0).map(|seconds| seconds * 1e6 / operations as f64)
+    }
+
+    /// The peer process's CPU microseconds per operation of the window.
+    pub fn peer_cpu_us_per_op(&self) -> Option<f64> {
+        let operations = self.ok + self.errors;
+        self.peer_cpu_s.filter(|_| operations > 0).map(|seconds| seconds * 1e6 / operations as f64)
     }
 
     /// Text deltas the window's right answers carried (`a2a-deltas`).
@@ -735,7 +758,7 @@ impl Report {
 
     /// The report as one JSON object.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut report = json!({
             "scenario": self.scenario.name(),
             "unit": self.scenario.unit(),
             "connections": self.connections,
@@ -761,7 +784,13 @@ impl Report {
             "generator_cpu_s": self.generator_cpu_s,
             "error_kinds": self.error_kinds,
             "error_samples": self.error_samples,
-        })
+        });
+        // Only with a peer: the report of a run without one is as it was.
+        if let (Some(seconds), Value::Object(fields)) = (self.peer_cpu_s, &mut report) {
+            fields.insert("peer_cpu_s".to_owned(), json!(seconds));
+            fields.insert("peer_cpu_us_per_op".to_owned(), json!(self.peer_cpu_us_per_op()));
+        }
+        report
     }
 
     /// The report as a few lines for a person.
@@ -791,6 +820,9 @@ impl Report {
         }
         if let (Some(server), true) = (self.server_cpu_s, self.duration_s > 0.0) {
             text.push_str(&format!(", server busy {:.0}%", server * 100.0 / self.duration_s));
+        }
+        if let Some(cpu) = self.peer_cpu_us_per_op() {
+            text.push_str(&format!(", peer CPU {cpu:.0} µs/op"));
         }
         if let (Some(generator), true) = (self.generator_cpu_s, self.duration_s > 0.0) {
             text.push_str(&format!(", load generator busy {:.0}%", generator * 100.0 / self.duration_s));
@@ -838,14 +870,16 @@ pub async fn run(target: Target, config: &Config) -> Report {
         nonce: format!("b{:x}{:x}", std::process::id(), nanos % 0x1_0000_0000),
         budget: config.max_operations.map(std::sync::atomic::AtomicU64::new),
         new_connections: config.new_connections,
+        skill_id: config.skill_id.clone(),
     });
-    // The server's CPU clock and this process's, read when the window opens and when it closes.
+    // The server's CPU clock, this process's and the peer's, read when the window opens and when it closes.
     let server_pid = config.server_pid;
+    let peer_pid = config.peer_pid;
     let ticks_per_second = config.clock_ticks.max(1) as f64;
     // A run capped by `max_operations` may end before `until`: then the window closes with it.
     let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
     let clocks = tokio::spawn(async move {
-        let read = || (server_pid.and_then(cpu_ticks), cpu_ticks(std::process::id()));
+        let read = || (server_pid.and_then(cpu_ticks), cpu_ticks(std::process::id()), peer_pid.and_then(cpu_ticks));
         tokio::time::sleep_until(measure_from.into()).await;
         let before = read();
         tokio::select! {
@@ -855,7 +889,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
         let after = read();
         let seconds =
             |before: Option<u64>, after: Option<u64>| Some(after?.saturating_sub(before?) as f64 / ticks_per_second);
-        (seconds(before.0, after.0), seconds(before.1, after.1))
+        (seconds(before.0, after.0), seconds(before.1, after.1), seconds(before.2, after.2))
     });
     let workers: Vec<_> =
         (0..config.connections.max(1)).map(|worker| tokio::spawn(connection(Arc::clone(&shared), worker))).collect();
@@ -868,7 +902,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
     }
     let ended = Instant::now().min(until);
     let _ = finished.send(());
-    let (server_cpu_s, generator_cpu_s) = clocks.await.unwrap_or((None, None));
+    let (server_cpu_s, generator_cpu_s, peer_cpu_s) = clocks.await.unwrap_or((None, None, None));
     // The window's length: shorter than asked when the run was capped and ended early.
     let duration_s = ended.saturating_duration_since(measure_from).as_secs_f64();
     let latency = stats::summarize(std::mem::take(&mut tally.latencies_us));
@@ -888,6 +922,7 @@ pub async fn run(target: Target, config: &Config) -> Report {
         error_samples: tally.samples,
         server_cpu_s,
         generator_cpu_s,
+        peer_cpu_s,
     }
 }
 

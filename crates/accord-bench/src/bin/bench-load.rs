@@ -68,6 +68,14 @@ struct Args {
     /// The server's process id: its CPU time over the window is divided among the operations.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Another process (the remote agent behind the server, say): its CPU time over the window is
+    /// divided among the operations too, and reported apart (`peer_cpu_us_per_op`).
+    #[arg(long)]
+    peer_pid: Option<u32>,
+    /// The `metadata.skillId` of the a2a-send and a2a-stream messages: another for a server that
+    /// fronts a remote echo skill under a prefix (`[[a2a]]` with `prefix = "front."`: `front.echo`).
+    #[arg(long, default_value = accord_bench::load::DEFAULT_SKILL_ID)]
+    skill_id: String,
     /// Clock ticks per second in /proc/PID/stat (`getconf CLK_TCK`).
     #[arg(long, default_value_t = 100)]
     clock_ticks: u64,
@@ -148,6 +156,8 @@ async fn main_async(args: Args) -> ExitCode {
         clock_ticks: args.clock_ticks,
         max_operations: args.requests,
         new_connections: args.new_connections,
+        skill_id: args.skill_id,
+        peer_pid: args.peer_pid,
     };
     let report = load::run(target, &config).await;
     if args.json {
