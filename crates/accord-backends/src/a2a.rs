@@ -510,9 +510,14 @@ impl A2aSkill {
         metadata.insert("skillId".into(), Value::String(self.remote_skill.to_string()));
         let mut message = a2a::Message::new(accord_client::a2a::new_message_id(), a2a::Role::User, parts);
         message.metadata = Some(metadata.clone());
-        if let Some(remote) = continued {
-            message.task_id = Some(remote.id.clone());
-            message.context_id = remote.context_id.clone();
+        match continued {
+            Some(remote) => {
+                message.task_id = Some(remote.id.clone());
+                message.context_id = remote.context_id.clone();
+            }
+            // A new remote task of a task in a context: the remote context Accord's context
+            // stands for, so that the caller's tasks of one conversation are one there too.
+            None => message.context_id = remote_context(&self.inner().name, run),
         }
         // The caller's request metadata (a task's), with the skill named there too.
         let mut request_metadata = match run.task().and_then(|task| task.metadata.clone()) {
@@ -543,6 +548,36 @@ impl A2aSkill {
             }
         }
     }
+}
+
+/// The remote context id of `run`'s task: derived from the remote agent's name, the task's owner
+/// (its pseudonym) and Accord's context id, so that the tasks a caller sends in one context share
+/// one remote context, while another caller who names the same context id — or another remote
+/// agent — gets another, and neither the owner nor Accord's id can be read from it. Shaped as a
+/// UUID (version 8, RFC 9562), which any agent's store takes. `None` for a direct run.
+fn remote_context(agent: &str, run: &Run) -> Option<String> {
+    Some(context_for(agent, run.owner()?, run.task()?.context_id.as_deref()?))
+}
+
+/// See [`remote_context`]: each piece is length-prefixed, so no two triples hash alike.
+fn context_for(agent: &str, owner: &str, context: &str) -> String {
+    use sha2::Digest as _;
+    let mut digest = sha2::Sha256::new();
+    for piece in ["accord-a2a-context", agent, owner, context] {
+        digest.update((piece.len() as u64).to_be_bytes());
+        digest.update(piece.as_bytes());
+    }
+    uuid_v8(&digest.finalize())
+}
+
+/// The first 16 bytes of `hash` as a version-8 UUID (RFC 9562: the version and variant bits set).
+fn uuid_v8(hash: &[u8]) -> String {
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&hash[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 /// The caller's messages in the history of `run`'s task, in order (none for a direct run),
@@ -1092,6 +1127,26 @@ mod tests {
         // The state reads back as written.
         let state = Saved { turn: 3, sent: true, remote_task: Some(remote("r")) };
         assert_eq!(serde_json::from_value::<Saved>(saved_value(&state)).ok(), Some(state));
+    }
+
+    #[test]
+    fn a_remote_context_id_is_a_uuid_v8_of_the_hash() {
+        let id = uuid_v8(&[0xff; 32]);
+        assert_eq!(id, "ffffffff-ffff-8fff-bfff-ffffffffffff");
+        let id = uuid_v8(&[0; 32]);
+        assert_eq!(id, "00000000-0000-8000-8000-000000000000");
+        // One per (agent, owner, context); the pieces cannot run into each other.
+        let base = context_for("peer", "owner-a", "ctx");
+        assert_eq!(base, context_for("peer", "owner-a", "ctx"));
+        for other in [
+            context_for("peer", "owner-b", "ctx"),
+            context_for("peer", "owner-a", "ctx2"),
+            context_for("other", "owner-a", "ctx"),
+            context_for("peer", "owner-", "actx"),
+        ] {
+            assert_ne!(base, other);
+        }
+        assert!(!base.contains("ctx") && base.len() == 36, "{base}");
     }
 
     #[test]

@@ -660,6 +660,34 @@ async fn a_follow_up_after_a_restart_reaches_the_same_remote_task() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_caller_s_tasks_of_one_context_share_one_remote_context() {
+    let (server, peer) = peer().await;
+    let front = front(&agent_file(&server.origin, "")).await;
+    let client = front.client().await;
+    for (text, context) in [("one", "conversation-1"), ("two", "conversation-1"), ("three", "conversation-2")] {
+        let mut message = user_text_message(text);
+        message.context_id = Some(context.to_owned());
+        message.metadata = Some(serde_json::from_value(json!({"skillId": "peer.greet"})).expect("metadata"));
+        let request = SendMessageRequest { tenant: None, message, configuration: None, metadata: None };
+        client.send_message(request).await.expect("SendMessage");
+    }
+    let received = peer.received.lock().expect("lock").clone();
+    let contexts: Vec<String> = received
+        .iter()
+        .map(|(_, body)| body)
+        .filter(|body| body["method"] == "SendMessage")
+        .map(|body| body["params"]["message"]["contextId"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(contexts.len(), 3, "{contexts:?}");
+    assert_eq!(contexts[0], contexts[1], "one conversation, one remote context");
+    assert_ne!(contexts[0], contexts[2], "another conversation, another remote context");
+    for context in &contexts {
+        assert_eq!(context.len(), 36, "a UUID: {context}");
+        assert!(!context.contains("conversation"), "Accord's context id stays in Accord: {context}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_remote_rejection_failure_and_auth_request_reach_the_caller() {
     let (server, _peer) = peer().await;
     let front = front(&agent_file(&server.origin, "")).await;
@@ -832,6 +860,31 @@ async fn the_official_python_sdk_agent_is_fronted_on_every_binding_and_cancelled
         let texts: Vec<String> = artifact_texts(&task).into_values().collect();
         assert_eq!(texts, ["echo: hello"], "over {binding}: {task:?}");
     }
+
+    // Two tasks of one conversation are two tasks of one context at the Python agent.
+    let conversation = front(&agent_file(&peer.base, "")).await;
+    let client = conversation.client().await;
+    let remote_client = A2aClient::from_card_url(&peer.base, A2aClientOptions::default()).await.expect("client");
+    let before: Vec<String> = remote_client
+        .list_tasks(ListTasksRequest::default())
+        .await
+        .expect("ListTasks")
+        .tasks
+        .into_iter()
+        .map(|task| task.id)
+        .collect();
+    for text in ["first", "second"] {
+        let mut request = request(text, "peer.echo", false);
+        request.message.context_id = Some("one-conversation".into());
+        let task = task_of(client.send_message(request).await.expect("SendMessage"));
+        assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    }
+    let listed = remote_client.list_tasks(ListTasksRequest::default()).await.expect("ListTasks").tasks;
+    let new: Vec<_> = listed.iter().filter(|task| !before.contains(&task.id)).collect();
+    assert_eq!(new.len(), 2, "{listed:?}");
+    assert_eq!(new[0].context_id, new[1].context_id, "{new:?}");
+    let shared = new[0].context_id.clone();
+    assert!(listed.iter().filter(|task| task.context_id == shared).count() == 2, "{listed:?}");
 
     // A cancel reaches the Python agent's task (each step waits 3 s there).
     let slow = PythonPeer::start(3000).await;
